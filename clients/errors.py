@@ -1,0 +1,70 @@
+"""Provider errors → MAF exceptions, one rule for every client.
+
+The mapping (maf-contract.md §3.6, as the official Anthropic, Gemini and Mistral clients do it, refined by
+provider codes):
+
+========================================================  =======================================
+what the provider said                                    MAF exception
+========================================================  =======================================
+an auth code (``InvalidApiKey``...), or HTTP 401 / 403    ``ChatClientInvalidAuthException``
+a content-moderation code (``DataInspectionFailed``...)   ``ChatClientContentFilterException``
+any other HTTP 4xx except 429                             ``ChatClientInvalidRequestException``
+429, 5xx, no status (connection failures)                 ``ChatClientException``
+========================================================  =======================================
+
+429 (throttling) and 5xx are not the caller's fault, so they are plain ``ChatClientException``: callers
+that retry catch that class. The message always carries the provider, HTTP status, code, message and
+request id, so a log line is enough to ask the provider's support about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_framework.exceptions import (
+    ChatClientContentFilterException,
+    ChatClientException,
+    ChatClientInvalidAuthException,
+    ChatClientInvalidRequestException,
+)
+
+__all__ = ["ProviderError", "to_chat_client_exception"]
+
+
+@dataclass(frozen=True)
+class ProviderError:
+    """What a provider said about a failed request, before classification.
+
+    Attributes:
+        provider: display name, e.g. ``"DashScope"``.
+        status: the real HTTP status (for DashScope streams: from ``:HTTP_STATUS/NNN``, not the 200), or None.
+        code: the provider's error code, e.g. ``"InvalidApiKey"``, or None.
+        message: the provider's message.
+        request_id: the provider's request id, or None.
+        auth_codes: codes that mean bad credentials; ``filter_codes``: codes that mean content moderation.
+    """
+
+    provider: str
+    status: int | None
+    code: str | None
+    message: str
+    request_id: str | None = None
+    auth_codes: frozenset[str] = frozenset()
+    filter_codes: frozenset[str] = frozenset()
+
+    def __str__(self) -> str:
+        status = f"HTTP {self.status}" if self.status is not None else "no HTTP status"
+        rid = f" (request_id={self.request_id})" if self.request_id else ""
+        return f"{self.provider} error {self.code or 'unknown'} [{status}]: {self.message}{rid}"
+
+
+def to_chat_client_exception(error: ProviderError, inner: Exception | None = None) -> ChatClientException:
+    """Classify a provider error as the MAF exception a caller can act on (see the module table)."""
+    code = error.code or ""
+    if code in error.auth_codes or error.status in (401, 403):
+        return ChatClientInvalidAuthException(str(error), inner)
+    if code in error.filter_codes:
+        return ChatClientContentFilterException(str(error), inner)
+    if error.status is not None and 400 <= error.status < 500 and error.status != 429:
+        return ChatClientInvalidRequestException(str(error), inner)
+    return ChatClientException(str(error), inner)

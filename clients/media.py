@@ -1,0 +1,180 @@
+"""Media normalisation shared by every provider client.
+
+MAF carries media as ``Content`` of type ``data`` (a ``data:`` URI) or ``uri`` (any URI). Providers want one
+of three things: a public URL, a base64 ``data:`` URI, or raw bytes. This module turns what a user gave
+(a URL, a data URI, ``file://`` URI or a plain local path) into those, decides the media type when MAF
+left it out, and builds image content from a path or URL (older MAF code wrote ``ImageContent(url="chart.png")``).
+
+Rules (and their sources):
+
+- A local file becomes a base64 ``data:`` URI. DashScope's ``oss://`` temporary upload works only in the
+  Beijing region, while data URIs work in every region (dashscope-protocol.md §1.9, §4.2).
+- Inline media is limited to 10 MB per item by DashScope (dashscope-protocol.md §4.2, DOC-CN error page);
+  ``MAX_INLINE_BYTES`` is that limit and local files above it are refused before anything is sent.
+- The media type comes from the content, else from the data's magic bytes, else from the file name.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import os
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urlparse
+
+from agent_framework import Content, detect_media_type_from_base64
+
+__all__ = [
+    "MAX_INLINE_BYTES",
+    "MediaError",
+    "MediaKind",
+    "image_content",
+    "media_kind",
+    "media_type_of",
+    "media_uri",
+]
+
+MAX_INLINE_BYTES = 10 * 1024 * 1024
+"""DashScope's limit for one inline (base64) media item, in bytes of decoded data."""
+
+MediaKind = Literal["image", "video", "audio"]
+
+_REMOTE_SCHEMES = ("http://", "https://", "oss://")
+
+
+class MediaError(ValueError):
+    """A media item that cannot be sent: unreadable file, unknown type, over the inline limit."""
+
+
+def _local_path(uri: str) -> Path | None:
+    """The local path a ``file://`` URI or a plain path names, else None (for http, data, oss...)."""
+    if uri.startswith("file://"):
+        parsed = urlparse(uri)
+        return Path(unquote(parsed.netloc + parsed.path)).expanduser()
+    if "://" in uri or uri.startswith("data:"):
+        return None
+    return Path(uri).expanduser()
+
+
+def _guess_from_name(name: str) -> str | None:
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed
+
+
+def media_type_of(content: Content) -> str | None:
+    """The media type of a ``data`` or ``uri`` content: declared, else sniffed from data, else from the name.
+
+    Returns None when nothing tells (for example an extension-less URL without a declared type).
+    """
+    if content.media_type:
+        return content.media_type
+    uri = content.uri or ""
+    if uri.startswith("data:"):
+        try:
+            return detect_media_type_from_base64(data_uri=uri)
+        except ValueError:
+            return None
+    path = urlparse(uri).path if "://" in uri else uri
+    return _guess_from_name(path)
+
+
+def media_kind(content: Content) -> MediaKind | None:
+    """``"image"``, ``"video"`` or ``"audio"`` for media contents, None for anything else.
+
+    Raises:
+        MediaError: a ``data``/``uri`` content whose media type cannot be determined.
+    """
+    if content.type not in ("data", "uri"):
+        return None
+    media_type = media_type_of(content)
+    if media_type is None:
+        raise MediaError(
+            f"Cannot tell the media type of {_describe(content.uri)}: pass media_type= "
+            "(e.g. Content.from_uri(url, media_type='image/png'))."
+        )
+    top = media_type.split("/", 1)[0]
+    if top in ("image", "video", "audio"):
+        return top  # type: ignore[return-value]
+    return None
+
+
+def _describe(uri: str | None) -> str:
+    if not uri:
+        return "a media item without a URI"
+    return f"{uri[:40]}…" if uri.startswith("data:") else repr(uri)
+
+
+def _read_local(path: Path, media_type: str | None, max_bytes: int) -> str:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise MediaError(f"Cannot read media file {str(path)!r}: {exc.strerror or exc}") from exc
+    if size > max_bytes:
+        raise MediaError(
+            f"Media file {str(path)!r} is {size} bytes, over the {max_bytes}-byte inline limit: "
+            "shrink it, or host it at an http(s) URL."
+        )
+    data = path.read_bytes()
+    media_type = media_type or detect_media_type_from_base64(data_bytes=data) or _guess_from_name(path.name)
+    if media_type is None:
+        raise MediaError(f"Cannot tell the media type of {str(path)!r}: pass media_type=.")
+    return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def media_uri(content: Content, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
+    """The URI to send for a media content: http(s)/oss URLs and data URIs as given, local files inlined.
+
+    A ``file://`` URI or a plain path is read and returned as ``data:<type>;base64,…``.
+
+    Raises:
+        MediaError: the file cannot be read, exceeds ``max_bytes``, or the content has no URI.
+    """
+    uri = content.uri
+    if not uri:
+        raise MediaError(f"A {content.type!r} content has no uri: build it with Content.from_data or from_uri.")
+    if uri.startswith("data:") or uri.startswith(_REMOTE_SCHEMES):
+        return uri
+    path = _local_path(uri)
+    if path is None:
+        raise MediaError(f"Unsupported media URI {uri!r}: use http(s)://, data:, oss:// or a local file.")
+    return _read_local(path, content.media_type, max_bytes)
+
+
+def image_content(
+    source: str | os.PathLike[str] | bytes,
+    media_type: str | None = None,
+    *,
+    max_bytes: int = MAX_INLINE_BYTES,
+) -> Content:
+    """Make image content from a local path, a ``file://``/http(s) URL, a data URI, or raw bytes.
+
+    The replacement for older MAF's ``ImageContent(url=...)``. Local files are read now and inlined as a
+    ``data:`` content (so the conversation does not depend on the file later); URLs stay URLs.
+
+    Args:
+        source: a path (``str`` or ``PathLike``), ``file://`` URI, ``http(s)://`` URL, ``data:`` URI, or bytes.
+        media_type: e.g. ``"image/png"``; detected from the bytes or the name when omitted.
+        max_bytes: refuse local files and bytes larger than this (default: DashScope's 10 MB).
+
+    Returns:
+        ``Content`` of type ``data`` (local file, bytes, data URI) or ``uri`` (remote URL).
+
+    Raises:
+        MediaError: unreadable file, too large, or unknown media type.
+    """
+    if isinstance(source, bytes):
+        if len(source) > max_bytes:
+            raise MediaError(f"Image bytes are {len(source)} long, over the {max_bytes}-byte inline limit.")
+        media_type = media_type or detect_media_type_from_base64(data_bytes=source)
+        if media_type is None:
+            raise MediaError("Cannot tell the media type of these bytes: pass media_type='image/png' (or jpeg...).")
+        return Content.from_data(source, media_type)
+    text = os.fspath(source)
+    if text.startswith("data:"):
+        return Content.from_uri(text, media_type=media_type)
+    if text.startswith(_REMOTE_SCHEMES):
+        return Content.from_uri(text, media_type=media_type or _guess_from_name(urlparse(text).path) or "image/*")
+    path = _local_path(text)
+    assert path is not None  # not remote, not data: so it is a path
+    return Content.from_uri(_read_local(path, media_type, max_bytes))

@@ -1,0 +1,69 @@
+"""Streamed tool-call accumulation, shared by providers that stream OpenAI-style ``tool_calls`` fragments.
+
+DashScope (and OpenAI Chat Completions) stream each tool call as fragments keyed by ``index``: the first
+fragment of an index carries ``id`` and ``function.name``, later ones carry ``"id": ""``, no name, and a
+piece of ``arguments``; one event can hold fragments of several indices (dashscope-protocol.md §3.4,
+captures ``single-generation-message-with-parallel-tools-sse`` and
+``multimodal-generation-message-with-parallel-function-call-sse``).
+
+MAF merges streamed ``function_call`` contents by ``call_id``, and a fragment without one is glued onto
+the *last* call, which corrupts interleaved parallel calls (maf-contract.md §2.3). So every fragment we
+emit carries the provider's call id for its index and a stable occurrence ``id``; MAF then assembles each
+call correctly whatever the interleaving. The accumulator also keeps the joined arguments, so a client can
+tell which calls a stream produced.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from agent_framework import Content
+
+__all__ = ["StreamedCall", "StreamedToolCalls"]
+
+
+@dataclass
+class StreamedCall:
+    """One tool call being assembled from fragments."""
+
+    call_id: str
+    occurrence_id: str
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass
+class StreamedToolCalls:
+    """Index-keyed identities and joined arguments of the tool calls of one streamed response."""
+
+    calls: dict[int, StreamedCall] = field(default_factory=dict)
+
+    def fragment(self, index: int, call_id: str | None, name: str | None, arguments: str | None) -> Content:
+        """Record one fragment and return it as a MAF ``function_call`` content ready to stream.
+
+        Args:
+            index: the provider's ``index`` of the call within the response.
+            call_id: the provider's call id; only the first fragment of an index has one (later: ``""``).
+            name: the function name; only on the first fragment.
+            arguments: this fragment's piece of the JSON arguments string.
+
+        Returns:
+            ``Content.from_function_call`` with the call's ``call_id`` and stable occurrence ``id``, the name
+            on the first fragment only, and ``merge_mode="append"``.
+        """
+        call = self.calls.get(index)
+        if call is None:
+            call = StreamedCall(
+                call_id=call_id or f"call_{uuid.uuid4().hex[:24]}",
+                occurrence_id=f"af-call-{uuid.uuid4().hex}",
+            )
+            self.calls[index] = call
+        piece = arguments or ""
+        call.arguments += piece
+        new_name = ""
+        if name and not call.name:  # first non-empty name wins (SDKs concatenate; the server sends it once)
+            call.name = new_name = name
+        return Content.from_function_call(
+            call.call_id, new_name, arguments=piece, id=call.occurrence_id, merge_mode="append"
+        )

@@ -1,0 +1,481 @@
+"""MAF chat clients for Qwen on DashScope's native API: ``QwenChatClient`` and ``QwenVLChatClient``.
+
+Thin on purpose: the translation lives in ``qwen3.convert``, endpoint routing in ``qwen3.routing``. This
+module resolves settings, picks the endpoint, sends the body with the ``dashscope`` SDK's v2 transport
+(``dashscope.AsyncClient``: httpx, pooled connections, retries of non-streamed calls on 408/409/429/5xx
+with ``Retry-After``), reads DashScope's SSE framing line by line, and turns failures into MAF exceptions.
+Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see docs/design.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar, Generic, TypedDict
+
+import dashscope
+import httpx
+from agent_framework import (
+    BaseChatClient,
+    ChatMiddlewareLayer,
+    ChatResponse,
+    ChatResponseUpdate,
+    FunctionInvocationConfiguration,
+    FunctionInvocationLayer,
+    Message,
+    ResponseStream,
+    SecretString,
+    load_settings,
+)
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidResponseException,
+    SettingNotFoundError,
+)
+from agent_framework.observability import ChatTelemetryLayer
+from dashscope.v2.errors import DashScopeError
+
+from clients.errors import ProviderError, to_chat_client_exception
+from qwen3.convert import (
+    QwenChatOptions,
+    StreamState,
+    build_request,
+    conversation_has_media,
+    convert_messages,
+    parse_response,
+    parse_stream_event,
+)
+from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
+
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:
+    from typing_extensions import TypeVar
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "INTL_BASE_URL",
+    "QwenChatClient",
+    "QwenVLChatClient",
+    "RawQwenChatClient",
+]
+
+DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
+"""Native API base, China (Beijing) region (protocol §1.5)."""
+INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
+"""Native API base, international (Singapore) region; keys work only in their own region."""
+
+QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions", covariant=True)  # type: ignore[valid-type]
+
+_AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key"})
+_FILTER_CODES = frozenset({"DataInspectionFailed", "data_inspection_failed", "InvalidParameter.DataInspection"})
+# HTTP status implied by a DashScope code, for errors that arrive without a usable one (protocol §6.2).
+_STATUS_BY_CODE_PREFIX = (
+    ("InvalidApiKey", 401),
+    ("AccessDenied", 403),
+    ("Model.AccessDenied", 403),
+    ("Workspace.AccessDenied", 403),
+    ("ModelNotFound", 404),
+    ("Throttling", 429),
+    ("InternalError", 500),
+    ("SystemError", 500),
+    ("ModelServiceFailed", 500),
+    ("RequestTimeOut", 500),
+    ("ModelServingError", 503),
+    ("ModelUnavailable", 503),
+    ("InvalidParameter", 400),
+    ("DataInspectionFailed", 400),
+    ("Arrearage", 400),
+    ("BadRequest", 400),
+    ("InvalidURL", 400),
+    ("InvalidFile", 400),
+)
+
+
+class QwenSettings(TypedDict, total=False):
+    """Settings read by ``load_settings`` with prefix ``DASHSCOPE_`` (e.g. ``DASHSCOPE_API_KEY``)."""
+
+    api_key: SecretString | None
+    base_url: str | None
+    http_base_url: str | None  # DASHSCOPE_HTTP_BASE_URL: the dashscope SDK's own variable, used as a fallback
+    model: str | None  # DASHSCOPE_MODEL (QwenChatClient)
+    vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
+
+
+class _Failure(Exception):
+    """A DashScope error on its way to classification (kept apart so routing can look at it first)."""
+
+    def __init__(self, error: ProviderError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _provider_error(status: int | None, code: str | None, message: str, request_id: str | None) -> ProviderError:
+    if status is None or status == 200:  # an in-stream error's 200 says nothing: infer from the code
+        status = next((s for prefix, s in _STATUS_BY_CODE_PREFIX if (code or "").startswith(prefix)), None)
+    return ProviderError(
+        provider="DashScope",
+        status=status,
+        code=code,
+        message=message,
+        request_id=request_id,
+        auth_codes=_AUTH_CODES,
+        filter_codes=_FILTER_CODES,
+    )
+
+
+def _error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
+    """``{"code","message","request_id"}`` (capture auth-error-nosse), or whatever a proxy sent instead."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    request_id = headers.get("x-request-id")
+    if isinstance(data, Mapping):
+        return _provider_error(
+            status, data.get("code"), str(data.get("message") or ""), data.get("request_id") or request_id
+        )
+    return _provider_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)
+
+
+async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """DashScope SSE, line by line: ``id:N`` / ``event:result|error`` / ``:HTTP_STATUS/NNN`` / ``data:{json}``.
+
+    Each ``data:`` line is one whole JSON event (DashScope sends single-line JSON), so events are taken at
+    their ``data:`` line rather than at a blank line: some recorded streams have no blank lines between
+    events (protocol §1.7, capture ``single-generation-message-sse``). There is no ``[DONE]``: the stream ends
+    when the connection does. An ``event:error`` (sent with HTTP 200) raises with the status from its
+    ``:HTTP_STATUS/`` line.
+    """
+    event, status = "result", None
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            try:
+                data = json.loads(line[5:])
+            except ValueError as exc:
+                raise ChatClientInvalidResponseException(f"DashScope sent a malformed event: {line[:200]!r}") from exc
+            if event == "error" or (isinstance(data, Mapping) and data.get("code")):
+                raise _Failure(
+                    _provider_error(status, data.get("code"), str(data.get("message") or ""), data.get("request_id"))
+                )
+            yield data
+            event, status = "result", None
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith(":HTTP_STATUS/"):
+            try:
+                status = int(line[13:].strip())
+            except ValueError:
+                status = None
+
+
+class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
+    """DashScope native chat, without MAF's function, middleware and telemetry layers (use ``QwenChatClient``)."""
+
+    OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
+    DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
+    _MODEL_SETTING: ClassVar[str] = "model"
+    _EXAMPLE_MODEL: ClassVar[str] = "qwen-plus"
+    _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | SecretString | None = None,
+        base_url: str | None = None,
+        endpoint: Endpoint | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        env_file_path: str | None = None,
+        env_file_encoding: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if endpoint not in (None, "text", "multimodal"):
+            raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {endpoint!r}.")
+        settings = load_settings(
+            QwenSettings,
+            env_prefix="DASHSCOPE_",
+            env_file_path=env_file_path,
+            env_file_encoding=env_file_encoding,
+            api_key=api_key,
+            base_url=base_url,
+            **{self._MODEL_SETTING: model},
+        )
+        model_var = f"DASHSCOPE_{self._MODEL_SETTING.upper()}"
+        if not settings.get(self._MODEL_SETTING):
+            raise SettingNotFoundError(
+                f"No Qwen model given: pass model= (e.g. {self._EXAMPLE_MODEL!r}) "
+                f"or set the {model_var} environment variable."
+            )
+        if not settings.get("api_key"):
+            raise SettingNotFoundError(
+                "No DashScope API key: pass api_key= or set the DASHSCOPE_API_KEY environment variable "
+                "(keys are per region: an international key also needs base_url=" + repr(INTL_BASE_URL) + ")."
+            )
+        resolved_url = (settings.get("base_url") or settings.get("http_base_url") or DEFAULT_BASE_URL).rstrip("/")
+        if "compatible-mode" in resolved_url:
+            raise ValueError(
+                f"base_url {resolved_url!r} is DashScope's OpenAI-compatible API; this client speaks the native "
+                "API: use e.g. " + repr(DEFAULT_BASE_URL) + " or " + repr(INTL_BASE_URL) + "."
+            )
+        self.model: str = str(settings[self._MODEL_SETTING])  # type: ignore[literal-required]
+        self.base_url: str = resolved_url
+        self.endpoint: Endpoint | None = endpoint
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._api_key: SecretString = SecretString(settings["api_key"])  # type: ignore[arg-type]
+        self._sdk: dashscope.AsyncClient | None = None
+        self._sdk_loop: asyncio.AbstractEventLoop | None = None
+        self._learned_endpoints: dict[str, Endpoint] = {}
+        super().__init__(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, endpoint={self.endpoint!r})"
+
+    def service_url(self) -> str:
+        """The native API base URL (reported to OpenTelemetry as ``server.address``)."""
+        return self.base_url
+
+    # ------------------------------------------------------------------------------------------ routing
+
+    def _endpoints(self, model: str, messages: Sequence[Message]) -> list[Endpoint]:
+        """Endpoints to try, in order: a fixed one; or the routed one, then the other after a "url error"."""
+        if self.endpoint is not None:
+            return [self.endpoint]
+        if self._DEFAULT_ENDPOINT is not None:
+            return [self._DEFAULT_ENDPOINT]
+        if conversation_has_media(messages):
+            return ["multimodal"]
+        first = self._learned_endpoints.get(model) or endpoint_for_model(model)
+        return [first, other_endpoint(first)]
+
+    def _convert_messages(
+        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """MAF messages (+ ``options["instructions"]``) → DashScope native messages for the routed endpoint.
+
+        Pure: no network. See ``qwen3.convert.convert_messages`` for the rules.
+        """
+        options = options or {}
+        model = options.get("model") or self.model
+        return convert_messages(
+            messages, endpoint=self._endpoints(model, messages)[0], instructions=options.get("instructions")
+        )
+
+    def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
+        """A DashScope JSON response body → ``ChatResponse`` (see ``qwen3.convert.parse_response``)."""
+        options = options or {}
+        return parse_response(
+            body, model=options.get("model") or self.model, response_format=options.get("response_format")
+        )
+
+    def _parse_stream_event(
+        self, data: Mapping[str, Any], state: StreamState, options: Mapping[str, Any] | None = None
+    ) -> ChatResponseUpdate:
+        """One SSE event's JSON → ``ChatResponseUpdate`` (see ``qwen3.convert.parse_stream_event``)."""
+        return parse_stream_event(data, state, model=(options or {}).get("model") or self.model)
+
+    # -------------------------------------------------------------------------------------------- transport
+
+    def _client(self) -> dashscope.AsyncClient:
+        """The SDK client of the running event loop (httpx pools are bound to the loop that made them)."""
+        loop = asyncio.get_running_loop()
+        if self._sdk is None or self._sdk_loop is not loop:
+            self._sdk = dashscope.AsyncClient(
+                api_key=self._api_key.get_secret_value(),
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+            self._sdk_loop = loop
+        return self._sdk
+
+    async def close(self) -> None:
+        """Close pooled connections (also done by ``async with client:``)."""
+        if self._sdk is not None:
+            await self._sdk.aclose()
+            self._sdk = None
+
+    async def __aenter__(self) -> RawQwenChatClient[QwenOptionsT]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _post(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self._client().transport.request("POST", ENDPOINT_PATHS[endpoint], json=body)
+        except DashScopeError as exc:
+            raise ChatClientException(f"Cannot reach DashScope at {self.base_url}: {exc.message}", exc) from exc
+        if response.status_code != 200:
+            raise _Failure(_error_from_body(response.status_code, response.content, response.headers))
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise ChatClientInvalidResponseException(
+                f"DashScope sent a non-JSON body: {response.text[:200]!r}"
+            ) from exc
+        if data.get("code"):  # a business error in a 200 body (protocol §6.1)
+            raise _Failure(_error_from_body(200, response.content, response.headers))
+        return data  # type: ignore[no-any-return]
+
+    @asynccontextmanager
+    async def _open_stream(self, endpoint: Endpoint, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        headers = {"X-DashScope-SSE": "enable", "Accept": "text/event-stream"}
+        try:
+            response = await self._client().transport.open_stream(
+                "POST", ENDPOINT_PATHS[endpoint], json=body, headers=headers
+            )
+        except DashScopeError as exc:
+            if exc.status_code is None:
+                raise ChatClientException(f"Cannot reach DashScope at {self.base_url}: {exc.message}", exc) from exc
+            raise _Failure(_provider_error(exc.status_code, exc.code, exc.message, exc.request_id)) from exc
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    # ------------------------------------------------------------------------------------------- MAF entry
+
+    def _inner_get_response(
+        self,
+        *,
+        messages: Sequence[Message],
+        stream: bool,
+        options: Mapping[str, Any],
+        **kwargs: Any,
+    ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
+        if stream:
+            return self._build_response_stream(
+                self._stream(messages, options), response_format=options.get("response_format")
+            )
+        return self._get(messages, options)
+
+    async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
+        opts = await self._validate_options(options)
+        model = opts.get("model") or self.model
+        endpoints = self._endpoints(model, messages)
+        for attempt, endpoint in enumerate(endpoints):
+            body = build_request(messages, opts, model=model, endpoint=endpoint, stream=False)
+            try:
+                data = await self._post(endpoint, body)
+            except _Failure as failure:
+                if attempt + 1 < len(endpoints) and is_url_error(failure.error.code, failure.error.message):
+                    continue
+                raise to_chat_client_exception(failure.error) from None
+            self._remember(model, endpoint, attempt)
+            return parse_response(data, model=model, response_format=opts.get("response_format"))
+        raise AssertionError("unreachable: the last endpoint either returns or raises")
+
+    async def _stream(
+        self, messages: Sequence[Message], options: Mapping[str, Any]
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        opts = await self._validate_options(options)
+        model = opts.get("model") or self.model
+        endpoints = self._endpoints(model, messages)
+        for attempt, endpoint in enumerate(endpoints):
+            body = build_request(messages, opts, model=model, endpoint=endpoint, stream=True)
+            state = StreamState()
+            produced = False
+            try:
+                async with self._open_stream(endpoint, body) as response:
+                    async for data in _sse_payloads(response):
+                        produced = True
+                        yield parse_stream_event(data, state, model=model)
+            except _Failure as failure:
+                retry = not produced and attempt + 1 < len(endpoints)
+                if retry and is_url_error(failure.error.code, failure.error.message):
+                    continue
+                raise to_chat_client_exception(failure.error) from None
+            except httpx.TransportError as exc:
+                raise ChatClientException(f"DashScope stream from {self.base_url} failed: {exc!r}", exc) from exc
+            self._remember(model, endpoint, attempt)
+            return
+
+    def _remember(self, model: str, endpoint: Endpoint, attempt: int) -> None:
+        if attempt:  # the table was wrong for this model: go straight to the right endpoint next time
+            self._learned_endpoints[model] = endpoint
+
+
+class QwenChatClient(
+    FunctionInvocationLayer[QwenOptionsT],
+    ChatMiddlewareLayer[QwenOptionsT],
+    ChatTelemetryLayer[QwenOptionsT],
+    RawQwenChatClient[QwenOptionsT],
+    Generic[QwenOptionsT],
+):
+    """Qwen on DashScope's native API, as a MAF chat client with tools, middleware and telemetry.
+
+    Endpoint routing: by model family (``qwen3.routing``), the multimodal endpoint whenever the conversation
+    holds image/video/audio content, and one retry on the other endpoint when DashScope answers
+    "url error" (the answer is remembered per model). ``endpoint=`` fixes it.
+
+    Example::
+
+        from agent_framework import Agent
+        from qwen3 import QwenChatClient
+
+        agent = Agent(client=QwenChatClient(model="qwen-plus"), name="helper", instructions="Be brief.")
+        print(await agent.run("Hello"))
+
+    Keyword Args:
+        model: model name, e.g. ``"qwen-plus"``, ``"qwen3-max"``; default from ``DASHSCOPE_MODEL``.
+        api_key: DashScope API key; default from ``DASHSCOPE_API_KEY``. Never logged, repr'd or serialised.
+        base_url: native API base; default ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``, then
+            ``https://dashscope.aliyuncs.com/api/v1``. International: ``https://dashscope-intl.aliyuncs.com/api/v1``.
+        endpoint: ``"text"``, ``"multimodal"`` or None (automatic).
+        timeout: seconds per request (SDK default 300; for streams, per read).
+        max_retries: retries of non-streamed calls on 408/409/429/5xx and connection errors (SDK default 2).
+        middleware: MAF chat and function middleware.
+        function_invocation_configuration: MAF tool-loop settings.
+        env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
+
+    Raises:
+        SettingNotFoundError: no API key or no model, naming the variable to set.
+        ValueError: a bad ``endpoint``, or an OpenAI-compatible-mode ``base_url``.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | SecretString | None = None,
+        base_url: str | None = None,
+        endpoint: Endpoint | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        middleware: Sequence[Any] | None = None,
+        function_invocation_configuration: FunctionInvocationConfiguration | None = None,
+        env_file_path: str | None = None,
+        env_file_encoding: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            endpoint=endpoint,
+            timeout=timeout,
+            max_retries=max_retries,
+            middleware=middleware,
+            function_invocation_configuration=function_invocation_configuration,
+            env_file_path=env_file_path,
+            env_file_encoding=env_file_encoding,
+            **kwargs,
+        )
+
+
+class QwenVLChatClient(QwenChatClient[QwenOptionsT], Generic[QwenOptionsT]):
+    """Qwen vision-language models (qwen3-vl-plus, qwen-vl-max, qvq-max, qwen3.6-plus…) on DashScope.
+
+    Same as ``QwenChatClient`` except that the model defaults from ``DASHSCOPE_VL_MODEL`` and requests always
+    go to the multimodal endpoint (unless ``endpoint=`` says otherwise).
+    """
+
+    _MODEL_SETTING: ClassVar[str] = "vl_model"
+    _EXAMPLE_MODEL: ClassVar[str] = "qwen3-vl-plus"
+    _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = "multimodal"

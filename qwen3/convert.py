@@ -1,0 +1,588 @@
+"""MAF ⇄ DashScope native protocol: pure translation, no I/O except reading local media files.
+
+Request side: ``convert_messages`` (MAF ``Message`` list → ``input.messages``), ``convert_parameters``
+(MAF options → ``parameters``) and ``build_request`` (the whole body). Response side: ``parse_response``
+(one JSON body → ``ChatResponse``) and ``parse_stream_event`` (one SSE ``data:`` payload →
+``ChatResponseUpdate``). The wire shapes are those of the recorded exchanges in
+``shared/fixtures/dashscope-wire`` and of dashscope-protocol.md; each rule names its source.
+
+Body: ``{"model": …, "input": {"messages": […]}, "parameters": {…}}`` (protocol §2.1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic
+
+from agent_framework import (
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionTool,
+    Message,
+    UsageDetails,
+)
+from agent_framework.exceptions import ChatClientInvalidRequestException
+from pydantic import BaseModel
+from typing_extensions import TypeVar
+
+from clients.media import MediaError, media_kind, media_uri
+from clients.tool_calls import StreamedToolCalls
+from qwen3.routing import Endpoint
+
+__all__ = [
+    "QwenChatOptions",
+    "StreamState",
+    "build_request",
+    "conversation_has_media",
+    "convert_messages",
+    "convert_parameters",
+    "parse_response",
+    "parse_stream_event",
+    "parse_usage",
+]
+
+ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
+
+
+class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
+    """MAF ``ChatOptions`` plus DashScope's own ``parameters`` (native names, protocol §2.2).
+
+    Standard keys map as: ``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``seed``, ``presence_penalty``
+    → same name; ``allow_multiple_tool_calls`` → ``parallel_tool_calls``; ``tools`` / ``tool_choice`` → the
+    DashScope tool schema; ``response_format`` → DashScope ``response_format``; ``instructions`` → the leading
+    system message. DashScope has no ``frequency_penalty``, ``logit_bias``, ``user``, ``metadata``, ``store``
+    or server-side ``conversation_id``: setting one raises ``ChatClientInvalidRequestException``.
+
+    Any key not declared here is copied verbatim into ``parameters`` (as the dashscope SDK does with its
+    ``**kwargs``), so new server parameters such as ``enable_code_interpreter`` or ``translation_options``
+    work without a release of this package.
+    """
+
+    enable_thinking: bool
+    """Thinking mode on/off; sent whenever set (qwen3.5+ think by default, so leaving it out is not "off")."""
+    thinking_budget: int
+    """Maximum reasoning tokens (> 0)."""
+    top_k: int
+    """Sampling candidate-set size; None or > 100 disables it."""
+    repetition_penalty: float
+    """> 0; 1.0 means no penalty."""
+    enable_search: bool
+    """Let the model search the web."""
+    search_options: dict[str, Any]
+    """DashScope ``search_options`` object (e.g. ``{"enable_source": True}``)."""
+    vl_high_resolution_images: bool
+    """Raise the image pixel cap (vision models)."""
+    logprobs: bool
+    """Return token log-probabilities (in ``raw_representation``)."""
+    top_logprobs: int
+    """0–5 alternatives per token with ``logprobs``."""
+    n: int
+    """Number of choices; only 1 is supported by this client (one MAF response is one answer)."""
+
+
+_SAME_NAME = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "enable_thinking",
+    "thinking_budget",
+    "top_k",
+    "repetition_penalty",
+    "enable_search",
+    "search_options",
+    "vl_high_resolution_images",
+    "logprobs",
+    "top_logprobs",
+)
+_HANDLED = frozenset({"model", "instructions", "tools", "tool_choice", "allow_multiple_tool_calls", "response_format"})
+_UNSUPPORTED = {
+    "frequency_penalty": "DashScope has no frequency_penalty; use presence_penalty or repetition_penalty.",
+    "logit_bias": "DashScope has no logit_bias.",
+    "user": "DashScope has no per-request user field.",
+    "metadata": "DashScope has no request metadata; keep it on the Message or in middleware.",
+    "conversation_id": "DashScope is stateless: pass the history as messages (MAF sessions do this for you).",
+}
+# Contents that are MAF bookkeeping, never sent to a model (maf-contract.md §4: approval contents are skipped).
+_NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_response", "error"})
+
+
+def _invalid(message: str) -> ChatClientInvalidRequestException:
+    return ChatClientInvalidRequestException(message)
+
+
+# ---------------------------------------------------------------------------------------------- messages
+
+
+def conversation_has_media(messages: Sequence[Message]) -> bool:
+    """Whether any message (or tool result) carries image, video or audio content.
+
+    Such a conversation needs the multimodal endpoint whatever the model table says.
+    """
+    for message in messages:
+        for content in message.contents:
+            items = content.items if content.type == "function_result" else (content,)
+            for item in items or ():
+                if item.type in ("data", "uri") and _kind(item) is not None:
+                    return True
+    return False
+
+
+def _kind(content: Content) -> str | None:
+    try:
+        return media_kind(content)
+    except MediaError as exc:
+        raise _invalid(str(exc)) from exc
+
+
+_PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "cache_control")
+"""Siblings DashScope accepts next to a modality key (protocol §4.2), read from ``additional_properties``."""
+
+
+def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, Any]:
+    kind = _kind(content)
+    if kind is None:
+        raise _invalid(
+            f"{where}: DashScope chat takes image, video, audio or text; got media type "
+            f"{content.media_type or 'unknown'!r}. Extract the text yourself or convert the file."
+        )
+    if endpoint == "text":
+        raise _invalid(
+            f"{where}: the text-generation endpoint cannot take {kind} input. Use a vision model "
+            "(QwenVLChatClient, e.g. qwen3-vl-plus) or endpoint='multimodal' / endpoint=None."
+        )
+    try:
+        part: dict[str, Any] = {kind: media_uri(content)}
+    except MediaError as exc:
+        raise _invalid(f"{where}: {exc}") from exc
+    props = content.additional_properties or {}
+    for key in _PART_HINTS:
+        if props.get(key) is not None:
+            part[key] = props[key]
+    return part
+
+
+def _text_content(texts: list[str], endpoint: Endpoint) -> str | list[dict[str, Any]]:
+    """Text on the text endpoint is one string; on the multimodal endpoint one ``{"text"}`` part each."""
+    if endpoint == "text":
+        return "\n".join(texts)
+    return [{"text": text} for text in texts]
+
+
+def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[str, Any]:
+    where = f"messages[{position}] (user)"
+    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
+    for content in message.contents:
+        if content.type == "text":
+            if content.text:
+                texts.append(content.text)
+                parts.append({"text": content.text})
+        elif content.type in ("data", "uri"):
+            parts.append(_media_part(content, endpoint, where))
+        elif content.type not in _NOT_SENT and content.type != "text_reasoning":
+            raise _invalid(f"{where}: content of type {content.type!r} cannot be sent to DashScope.")
+    if not parts:
+        raise _invalid(f"{where} has no text or media; DashScope rejects empty content.")
+    return {"role": "user", "content": "\n".join(texts) if endpoint == "text" else parts}
+
+
+def _arguments_json(arguments: str | Mapping[str, Any] | None) -> str:
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, str):
+        return arguments or "{}"
+    return json.dumps(dict(arguments), ensure_ascii=False)
+
+
+def _assistant_message(message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
+    texts = [c.text for c in message.contents if c.type == "text" and c.text]
+    tool_calls = [
+        {
+            "id": c.call_id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": _arguments_json(c.arguments)},
+        }
+        for c in message.contents
+        if c.type == "function_call" and not c.informational_only and not c.hosted
+    ]
+    if not texts and not tool_calls:
+        return None  # e.g. a reasoning-only turn: nothing DashScope accepts (empty content is a 400)
+    wire: dict[str, Any] = {"role": "assistant", "content": _text_content(texts, endpoint)}
+    if tool_calls:
+        wire["tool_calls"] = tool_calls
+    return wire
+
+
+def _tool_messages(message: Message, endpoint: Endpoint, media: list[tuple[str, Content]]) -> list[dict[str, Any]]:
+    """One ``role: "tool"`` message per function result (capture ``*-with-tools-sse.request``).
+
+    Content is a string on the text endpoint and ``[{"text"}]`` on the multimodal endpoint (captures
+    ``single-generation-message-with-tools-sse`` and ``multimodal-generation-message-with-tools-sse``).
+    Media items of a result are collected into ``media`` for a user turn after the tool turns.
+    """
+    out: list[dict[str, Any]] = []
+    for content in message.contents:
+        if content.type != "function_result":
+            continue
+        text = content.result if isinstance(content.result, str) else None
+        if not text and content.exception is not None:
+            text = f"Error: {content.exception}"
+        for item in content.items or ():
+            if item.type in ("data", "uri") and _kind(item) is not None:
+                media.append((content.call_id or "", item))
+        out.append(
+            {
+                "role": "tool",
+                "content": _text_content([text or "(no output)"], endpoint),
+                "tool_call_id": content.call_id,
+            }
+        )
+    return out
+
+
+def _tool_media_message(media: list[tuple[str, Content]], endpoint: Endpoint) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for call_id, item in media:
+        parts.append({"text": f"[Media returned by tool call {call_id}]"})
+        parts.append(_media_part(item, endpoint, f"tool result {call_id}"))
+    return {"role": "user", "content": parts}
+
+
+def convert_messages(
+    messages: Sequence[Message],
+    *,
+    endpoint: Endpoint,
+    instructions: str | None = None,
+) -> list[dict[str, Any]]:
+    """MAF messages → DashScope ``input.messages`` for ``endpoint``.
+
+    - ``instructions`` and every ``system`` message become one system message first (DashScope takes a
+      system message only as ``messages[0]``, protocol §2.1), texts joined by a blank line, repeats dropped.
+      Text endpoint: string content; multimodal: ``[{"text": …}]`` (capture ``multimodal-generation-vl-nosse``).
+    - ``user``: a string on the text endpoint; on the multimodal endpoint one part per content, in order:
+      ``{"text"}``, ``{"image"}``, ``{"video"}``, ``{"audio"}`` (one modality key per part, protocol §4.2).
+      Media come as URLs and data URIs as given; local files (path or ``file://``) become data URIs.
+    - ``assistant``: text, plus ``tool_calls`` ``[{"id", "type": "function", "function": {"name", "arguments":
+      <JSON string>}}]``; content ``""`` (text) or ``[]`` (multimodal) beside calls (captures
+      ``*-with-tools-sse.request``). Reasoning is not sent back (DashScope's documented default, §5).
+    - ``tool``: one message per ``function_result`` with ``tool_call_id``; media a tool returned follow the
+      tool turns as a user message, so they reach the model.
+
+    Raises:
+        ChatClientInvalidRequestException: content DashScope cannot take (named with its position), media
+            on the text endpoint, an unreadable or oversized local file, an empty user message.
+    """
+    system_texts: list[str] = [instructions] if instructions else []
+    out: list[dict[str, Any]] = []
+    pending_media: list[tuple[str, Content]] = []
+    for position, message in enumerate(messages):
+        if message.role != "tool" and pending_media:
+            out.append(_tool_media_message(pending_media, endpoint))
+            pending_media = []
+        role = message.role
+        if role == "system":
+            for content in message.contents:
+                if content.type != "text":
+                    raise _invalid(f"messages[{position}] (system): only text is allowed, got {content.type!r}.")
+            text = "\n".join(c.text for c in message.contents if c.text)
+            if text and text not in system_texts:
+                system_texts.append(text)
+        elif role == "user":
+            out.append(_user_message(message, endpoint, position))
+        elif role == "assistant":
+            wire = _assistant_message(message, endpoint)
+            if wire is not None:
+                out.append(wire)
+        elif role == "tool":
+            out.extend(_tool_messages(message, endpoint, pending_media))
+        else:
+            raise _invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
+    if pending_media:
+        out.append(_tool_media_message(pending_media, endpoint))
+    if system_texts:
+        out.insert(0, {"role": "system", "content": _text_content(["\n\n".join(system_texts)], endpoint)})
+    return out
+
+
+# -------------------------------------------------------------------------------------------- parameters
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    if tools is None:
+        return []
+    if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
+        tools = [tools]
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, FunctionTool):
+            out.append(tool.to_json_schema_spec())
+        elif isinstance(tool, Mapping) and tool.get("type") == "function":
+            out.append(dict(tool))
+        else:
+            raise _invalid(
+                f"Tool {tool!r} is not a function tool; DashScope chat takes function tools only "
+                "(a @tool function, FunctionTool, or a {'type': 'function', 'function': {...}} dict)."
+            )
+    return out
+
+
+def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    """MAF ``tool_choice`` → DashScope ``tool_choice`` (``"auto"``, ``"none"`` or one named function, §2.2)."""
+    if choice is None:
+        return None, tools
+    mode = {"mode": choice} if isinstance(choice, str) else dict(choice)
+    allowed = mode.get("allowed_tools")
+    if allowed is not None:
+        tools = [t for t in tools if t["function"]["name"] in allowed]
+    if mode.get("mode") in ("auto", "none"):
+        return mode["mode"], tools
+    if mode.get("mode") == "required":
+        name = mode.get("required_function_name")
+        if name is None and len(tools) == 1:
+            name = tools[0]["function"]["name"]
+        if name is None:
+            raise _invalid(
+                "tool_choice='required' needs required_function_name with DashScope, which can force one "
+                "named function but not 'any tool' (protocol §2.2)."
+            )
+        return {"type": "function", "function": {"name": name}}, tools
+    raise _invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
+
+
+def _response_format(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        schema = value.model_json_schema()
+        return {"type": "json_schema", "json_schema": {"name": value.__name__, "schema": schema, "strict": True}}
+    if isinstance(value, Mapping):
+        if value.get("type") in ("text", "json_object", "json_schema"):
+            return dict(value)
+        return {"type": "json_schema", "json_schema": {"name": "response", "schema": dict(value)}}
+    raise _invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
+
+
+def convert_parameters(options: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
+    """MAF options → DashScope ``parameters``.
+
+    Always ``result_format: "message"``; when streaming, ``incremental_output: true`` (never a ``stream`` key:
+    streaming is the ``X-DashScope-SSE`` header, protocol §1.7-1.8). ``tools`` are sent on every call of the
+    tool loop; ``tool_choice`` and ``parallel_tool_calls`` only with tools (MAF's Agent always says
+    ``tool_choice="auto"``, meaningless without them).
+
+    Raises:
+        ChatClientInvalidRequestException: an option DashScope does not have, ``n`` > 1, a bad tool choice.
+    """
+    parameters: dict[str, Any] = {"result_format": "message"}
+    if stream:
+        parameters["incremental_output"] = True
+    for key, value in options.items():
+        if value is None or key in _HANDLED or key in _SAME_NAME:
+            continue
+        if key in _UNSUPPORTED:
+            raise _invalid(f"Option {key!r} is not supported: {_UNSUPPORTED[key]}")
+        if key == "store":
+            if value:
+                raise _invalid("Option 'store' is not supported: DashScope keeps no conversation state.")
+            continue
+        if key == "n":
+            if value != 1:
+                raise _invalid("Option 'n' > 1 is not supported: one MAF response holds one answer.")
+            continue
+        if key in ("stream", "incremental_output", "result_format"):
+            continue  # transport-level, set by this client (protocol §1.8)
+        parameters[key] = value  # a DashScope parameter this package does not know yet: pass it on
+    for key in _SAME_NAME:
+        if options.get(key) is not None:
+            parameters[key] = options[key]
+    tools = _tools(options.get("tools"))
+    if tools:
+        choice, tools = _tool_choice(options.get("tool_choice"), tools)
+        parameters["tools"] = tools
+        if choice is not None:
+            parameters["tool_choice"] = choice
+        if options.get("allow_multiple_tool_calls") is not None:
+            parameters["parallel_tool_calls"] = bool(options["allow_multiple_tool_calls"])
+    response_format = _response_format(options.get("response_format"))
+    if response_format is not None:
+        parameters["response_format"] = response_format
+    return parameters
+
+
+def build_request(
+    messages: Sequence[Message],
+    options: Mapping[str, Any],
+    *,
+    model: str,
+    endpoint: Endpoint,
+    stream: bool,
+) -> dict[str, Any]:
+    """The whole request body: ``{"model", "input": {"messages"}, "parameters"}`` (protocol §2.1)."""
+    return {
+        "model": model,
+        "input": {"messages": convert_messages(messages, endpoint=endpoint, instructions=options.get("instructions"))},
+        "parameters": convert_parameters(options, stream=stream),
+    }
+
+
+# ---------------------------------------------------------------------------------------------- responses
+
+
+def _text_of(content: Any) -> str:
+    """Text of a message ``content``: a string (text endpoint) or ``[{"text": …}, …]`` (multimodal, §4.3)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content if isinstance(part, Mapping) and part.get("text"))
+    return ""
+
+
+def _finish_reason(value: Any, has_tool_calls: bool) -> str | None:
+    """``"null"`` (a string, in streams) means not finished; a response with tool calls is ``tool_calls``
+    even when DashScope says ``stop`` (forced tool_choice, capture ``single-generation-message-with-tools-nosse``)."""
+    if value in (None, "", "null"):
+        return None
+    if has_tool_calls and value == "stop":
+        return "tool_calls"
+    return str(value)
+
+
+def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
+    """DashScope ``usage`` → MAF ``UsageDetails`` (protocol §3.3).
+
+    ``input_tokens``/``output_tokens`` → input/output counts; ``total_tokens`` (computed when missing, as on
+    qwen-vl replies, capture ``multimodal-generation-vl-nosse``); ``output_tokens_details.reasoning_tokens`` →
+    ``reasoning_output_token_count``; ``prompt_tokens_details.cached_tokens`` → ``cache_read_input_token_count``;
+    ``cache_creation_input_tokens`` → ``cache_creation_input_token_count``; modality counters
+    (``image_tokens``, ``video_tokens``, ``audio_tokens``) → ``dashscope.<name>``.
+    """
+    if not usage:
+        return None
+    details: dict[str, int] = {}
+    input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
+    if isinstance(input_tokens, int):
+        details["input_token_count"] = input_tokens
+    if isinstance(output_tokens, int):
+        details["output_token_count"] = output_tokens
+    total = usage.get("total_tokens")
+    if not isinstance(total, int) or total == 0:
+        total = (input_tokens or 0) + (output_tokens or 0) if details else None
+    if total is not None:
+        details["total_token_count"] = total
+    reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
+    if isinstance(reasoning, int):
+        details["reasoning_output_token_count"] = reasoning
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    if isinstance(prompt_details.get("cached_tokens"), int):
+        details["cache_read_input_token_count"] = prompt_details["cached_tokens"]
+    if isinstance(prompt_details.get("cache_creation_input_tokens"), int):
+        details["cache_creation_input_token_count"] = prompt_details["cache_creation_input_tokens"]
+    for key in ("image_tokens", "video_tokens", "audio_tokens"):
+        if isinstance(usage.get(key), int):
+            details[f"dashscope.{key}"] = usage[key]
+    return details  # type: ignore[return-value]  # UsageDetails admits extra int keys
+
+
+def _choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    output = body.get("output") or {}
+    choices = output.get("choices")
+    if choices:
+        return choices[0]  # type: ignore[no-any-return]
+    # result_format "text" shape (protocol §3.1), kept for servers that ignore result_format
+    return {"finish_reason": output.get("finish_reason"), "message": {"content": output.get("text") or ""}}
+
+
+def parse_response(
+    body: Mapping[str, Any],
+    *,
+    model: str | None = None,
+    response_format: Any = None,
+) -> ChatResponse[Any]:
+    """A non-streamed DashScope JSON body → ``ChatResponse`` (protocol §3.1).
+
+    ``reasoning_content`` → ``text_reasoning``; ``content`` → ``text``; ``tool_calls`` → ``function_call``
+    (arguments kept as the JSON string DashScope sent); ``request_id`` → ``response_id`` and ``message_id``;
+    ``usage`` → ``usage_details``. ``conversation_id`` stays None: DashScope is stateless.
+    """
+    choice = _choice(body)
+    message = choice.get("message") or {}
+    contents: list[Content] = []
+    if message.get("reasoning_content"):
+        contents.append(Content.from_text_reasoning(text=message["reasoning_content"]))
+    text = _text_of(message.get("content"))
+    if text:
+        contents.append(Content.from_text(text))
+    tool_calls = message.get("tool_calls") or []
+    calls = StreamedToolCalls()
+    for position, call in enumerate(tool_calls):
+        function = call.get("function") or {}
+        index = call.get("index", position)
+        contents.append(calls.fragment(index, call.get("id"), function.get("name"), function.get("arguments")))
+    for content in contents:
+        content.merge_mode = None
+    request_id = body.get("request_id")
+    return ChatResponse(
+        messages=[Message("assistant", contents, message_id=request_id)],
+        response_id=request_id,
+        model=model,
+        finish_reason=_finish_reason(choice.get("finish_reason"), bool(tool_calls)),  # type: ignore[arg-type]
+        usage_details=parse_usage(body.get("usage")),
+        response_format=response_format,
+        raw_representation=body,
+    )
+
+
+@dataclass
+class StreamState:
+    """What one stream's events share: tool-call identities by ``index``."""
+
+    tool_calls: StreamedToolCalls = field(default_factory=StreamedToolCalls)
+
+
+def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: str | None = None) -> ChatResponseUpdate:
+    """One SSE ``data:`` payload of an ``incremental_output: true`` stream → ``ChatResponseUpdate``.
+
+    Each event carries only new text / reasoning / tool-call fragments (protocol §3.2): they are emitted with
+    ``merge_mode="append"``; tool-call fragments keyed by ``index`` get their call's id and a stable
+    occurrence id from ``state`` (maf-contract.md §2.3). ``finish_reason`` is the string ``"null"`` until the
+    last event. ``usage`` is cumulative in every event, so only the last event's snapshot is reported, with
+    ``merge_mode="replace"`` (never a sum).
+    """
+    choice = _choice(data)
+    message = choice.get("message") or {}
+    contents: list[Content] = []
+    reasoning = message.get("reasoning_content")
+    if reasoning:
+        contents.append(Content.from_text_reasoning(text=reasoning, merge_mode="append"))
+    text = _text_of(message.get("content"))
+    if text:
+        contents.append(Content.from_text(text, merge_mode="append"))
+    for position, call in enumerate(message.get("tool_calls") or ()):
+        function = call.get("function") or {}
+        contents.append(
+            state.tool_calls.fragment(
+                call.get("index", position), call.get("id"), function.get("name"), function.get("arguments")
+            )
+        )
+    finish_reason = _finish_reason(choice.get("finish_reason"), bool(state.tool_calls.calls))
+    if finish_reason is not None:
+        usage = parse_usage(data.get("usage"))
+        if usage:
+            contents.append(Content.from_usage(usage, merge_mode="replace"))
+    request_id = data.get("request_id")
+    return ChatResponseUpdate(
+        role="assistant",
+        contents=contents,
+        response_id=request_id,
+        message_id=request_id,
+        model=model,
+        finish_reason=finish_reason,  # type: ignore[arg-type]
+        raw_representation=data,
+    )

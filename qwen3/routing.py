@@ -1,0 +1,64 @@
+"""Which DashScope native endpoint serves a model: the "vision model routing" users keep tripping on.
+
+DashScope has two chat endpoints (dashscope-protocol.md §0, §4.1):
+
+- ``text``: ``POST {base}/services/aigc/text-generation/generation``
+- ``multimodal``: ``POST {base}/services/aigc/multimodal-generation/generation``
+
+Sending a model to the wrong one gives HTTP 400 ``InvalidParameter`` "url error, please check url!"
+(DOC-CN error page). The table below follows §4.1 of the protocol notes; the unified Qwen 3.5+ models
+(qwen3.5/3.6/3.7…) are multimodal **even for text-only input** ("The DashScope API for the Qwen3.5 series
+uses a multimodal interface", Alibaba deep-thinking doc; capture ``multimodal-generation-message-with-tools-sse``
+serves qwen3.6-plus there). A model the table does not know goes to ``text``; the client retries once on the
+other endpoint when DashScope answers "url error", so a model newer than this table still works.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+__all__ = ["ENDPOINT_PATHS", "Endpoint", "endpoint_for_model", "is_url_error", "other_endpoint"]
+
+Endpoint = Literal["text", "multimodal"]
+
+ENDPOINT_PATHS: dict[Endpoint, str] = {
+    "text": "/services/aigc/text-generation/generation",
+    "multimodal": "/services/aigc/multimodal-generation/generation",
+}
+"""Path of each endpoint below the native base URL (``…/api/v1``)."""
+
+# Families served by multimodal-generation: vision (qwen-vl, qwen2/2.5/3-vl, vl-ocr), visual reasoning (qvq),
+# audio (qwen-audio, qwen2-audio) and omni. Matched anywhere after an optional "qwen" prefix so that
+# snapshots (-latest, -2025-01-25), sizes (-7b-instruct) and -thinking variants are covered.
+_MULTIMODAL_FAMILY = re.compile(r"^(qvq|qwen[\d.]*-(vl|audio|omni)|qwen-vl-ocr)")
+# Unified multimodal generations: qwen3.5 and later (qwen3.5-plus, qwen3.6-flash, qwen3.7-plus...).
+_VERSIONED = re.compile(r"^qwen(\d+)(?:\.(\d+))?")
+
+
+def endpoint_for_model(model: str) -> Endpoint:
+    """The native endpoint for ``model`` by family (case-insensitive); ``"text"`` when the family is unknown.
+
+    Examples: ``qwen-max``, ``qwen3-max``, ``qwq-plus``, ``qwen2.5-72b-instruct``, ``qwen3-coder-plus`` → text;
+    ``qwen-vl-max``, ``qwen2.5-vl-7b-instruct``, ``qwen3-vl-plus``, ``qvq-max``, ``qwen-audio-turbo``,
+    ``qwen3-omni-flash``, ``qwen3.5-plus``, ``qwen3.6-flash``, ``qwen3.7-plus`` → multimodal.
+    """
+    name = model.strip().lower()
+    if _MULTIMODAL_FAMILY.match(name):
+        return "multimodal"
+    version = _VERSIONED.match(name)
+    if version is not None:
+        major, minor = int(version.group(1)), int(version.group(2) or 0)
+        if (major, minor) >= (3, 5):
+            return "multimodal"
+    return "text"
+
+
+def other_endpoint(endpoint: Endpoint) -> Endpoint:
+    """The endpoint that is not ``endpoint``."""
+    return "multimodal" if endpoint == "text" else "text"
+
+
+def is_url_error(code: str | None, message: str | None) -> bool:
+    """Whether an error is DashScope's wrong-endpoint answer (400 InvalidParameter "url error, please check url!")."""
+    return (code or "") == "InvalidParameter" and "url error" in (message or "").lower()

@@ -1,0 +1,208 @@
+"""Request-shape validation with DashScope's own error codes and messages.
+
+Every rule names its source: a capture in /work/shared/fixtures/dashscope-wire (cnblogs/dashscope-sdk @ 7afccbd)
+or a section of docs/dashscope-protocol.md ([DOC-CN] = the official Chinese API reference / error-code pages).
+Rules marked ASSUMPTION have no verbatim source; they encode the documented constraint with a message of ours.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from ._types import Endpoint, message_text
+
+
+@dataclass(frozen=True)
+class ApiError:
+    """An error answer: HTTP status (or ``:HTTP_STATUS/`` in a stream), native ``code`` and ``message``."""
+
+    status: int
+    code: str
+    message: str
+
+
+# Verbatim messages.
+EMPTY_MODEL = 'Required parameter "model" missing from request.'  # protocol doc §6.2 (BadRequest.EmptyModel)
+URL_ERROR = "url error, please check url!"  # §4.1 [DOC-CN] (the doc page prints a full-width "！")
+ROLE_OR_EMPTY = "Role must be user or assistant and Content length must be greater than 0"  # capture parameter-error
+NOT_A_STRING = "input content must be a string."  # §2.1 [DOC-CN]
+NOT_A_MODAL = "The item of content should be a message of a certain modal."  # §4.2 [DOC-CN]
+TOOL_NOT_RESPONSE = 'messages with role "tool" must be a response to a preceeding message with "tool_calls"'  # §2.1
+BAD_ARGUMENTS = 'The "function.arguments" parameter of the code model must be in JSON format.'  # [DOC-CN] error page
+THINKING_NEEDS_INCREMENTAL = 'The incremental_output parameter must be "true" when enable_thinking is true'  # §1.8
+JSON_WORD = "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
+SYSTEM_FIRST = "System message must be at the beginning."  # ASSUMPTION: §2.1 says system only at messages[0]
+BAD_URL = "The provided URL does not appear to be valid. Ensure it is correctly formatted."  # §4.2 [DOC-CN]
+MAX_DATA_URI_BYTES = 10 * 1024 * 1024  # §1.9 / §4.2 [DOC-CN]: base64 items at most 10 MB
+DATA_URI_TOO_BIG = f"Exceeded limit on max bytes per data-uri item : {MAX_DATA_URI_BYTES}"
+
+BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
+    # Protocol doc §4.1. Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not taken as text.
+    ("qwen-vl*", "multimodal"),
+    ("qwen2.5-vl*", "multimodal"),
+    ("qwen3-vl*", "multimodal"),
+    ("qvq*", "multimodal"),
+    ("qwen-audio*", "multimodal"),
+    ("qwen2-audio*", "multimodal"),
+    ("qwen-omni*", "multimodal"),
+    ("qwen3-omni*", "multimodal"),
+    ("qwen3.5*", "multimodal"),  # unified models: multimodal even for text-only input (§4.1)
+    ("qwen3.6*", "multimodal"),
+    ("qwen3.7*", "multimodal"),
+    *(
+        (f"qwen-{tier}{suffix}", "text")
+        for tier in ("max", "plus", "turbo", "flash")
+        for suffix in ("", "-latest", "-[0-9]*")
+    ),
+    ("qwen3-max*", "text"),
+    ("qwq*", "text"),
+    ("qwen2.5-*-instruct*", "text"),
+    ("qwen3-[0-9]*b*", "text"),
+    ("qwen3-coder*", "text"),
+)
+
+_MODALS = frozenset({"text", "image", "video", "audio"})
+_PART_SIBLINGS = frozenset({"min_pixels", "max_pixels", "fps", "total_pixels", "cache_control"})  # §4.2
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_DATA_URI = re.compile(r"data:[^,;]*(;[^,;]*)*;base64,", re.IGNORECASE)
+
+
+def endpoint_for(model: str, models: Mapping[str, Endpoint] | None = None) -> Endpoint | None:
+    """The endpoint serving ``model``: ``models`` entries (exact names or globs) first, then `BUILTIN_MODELS`;
+    None when nothing matches (then both endpoints accept it, so future models keep working)."""
+    name = model.lower()
+    for pattern, endpoint in (*(models or {}).items(), *BUILTIN_MODELS):
+        if fnmatchcase(name, pattern.lower()):
+            return endpoint
+    return None
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "InvalidParameter", message)
+
+
+def _url_error(value: Any) -> str | None:
+    """Media URL rule (§4.2 [DOC-CN]): http(s)://, oss:// or data:…;base64,… (decoded at most 10 MB)."""
+    if not isinstance(value, str):
+        return NOT_A_MODAL
+    if value.lower().startswith(("http://", "https://", "oss://")):
+        return None
+    match = _DATA_URI.match(value)
+    if match is None:
+        return BAD_URL  # includes file:// and bare paths: the SDK must upload those first (§1.9)
+    payload = value[match.end() :]
+    padding = len(payload) - len(payload.rstrip("="))
+    if len(payload) * 3 // 4 - padding > MAX_DATA_URI_BYTES:  # decoded size, without decoding
+        return DATA_URI_TOO_BIG
+    return None
+
+
+def _check_parts(content: Any, role: str, calls: bool) -> str | None:
+    """Multimodal content rules (§4.2, §4.3 [DOC-CN]); None when fine."""
+    if content is None:
+        return None if calls else ROLE_OR_EMPTY  # content: null → "Content length must be greater than 0"
+    if not isinstance(content, list):
+        return NOT_A_MODAL
+    if not content and role == "user":
+        return ROLE_OR_EMPTY
+    for part in content:
+        if not isinstance(part, dict):
+            return NOT_A_MODAL
+        modal = _MODALS & part.keys()
+        if len(modal) != 1 or not part.keys() - modal <= _PART_SIBLINGS:
+            return NOT_A_MODAL
+        key = next(iter(modal))
+        value = part[key]
+        if key == "text":
+            if value is None:
+                return ROLE_OR_EMPTY
+            if not isinstance(value, str):
+                return NOT_A_MODAL
+        elif key == "video" and isinstance(value, list):  # a video as a list of frame URLs
+            for frame in value:
+                if error := _url_error(frame):
+                    return error
+        elif error := _url_error(value):
+            return error
+    return None
+
+
+def _check_message(index: int, message: Any, messages: list[Any], endpoint: Endpoint) -> str | None:
+    if not isinstance(message, dict) or message.get("role") not in _ROLES:
+        return ROLE_OR_EMPTY  # ASSUMPTION: unknown roles answered like capture parameter-error
+    role: str = message["role"]
+    if role == "system" and index != 0:
+        return SYSTEM_FIRST
+    calls = message.get("tool_calls")
+    has_calls = role == "assistant" and bool(calls)
+    content = message.get("content")
+    if endpoint == "text":
+        if "content" not in message:
+            error = None if has_calls else ROLE_OR_EMPTY  # ASSUMPTION: an assistant tool-call turn may omit it
+        elif not isinstance(content, str):
+            error = NOT_A_STRING
+        else:  # ASSUMPTION: an empty user message gets the "Content length" message
+            error = ROLE_OR_EMPTY if role == "user" and not content else None
+    else:
+        error = _check_parts(content, role, has_calls)
+    if error:
+        return error
+    if role == "assistant" and calls is not None:
+        if not isinstance(calls, list):
+            return BAD_ARGUMENTS
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            arguments = function.get("arguments") if isinstance(function, dict) else None
+            try:
+                parsed = json.loads(arguments) if isinstance(arguments, str) else None
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                return BAD_ARGUMENTS
+    if role == "tool":
+        before = index - 1
+        while before >= 0 and isinstance(messages[before], dict) and messages[before].get("role") == "tool":
+            before -= 1
+        previous = messages[before] if before >= 0 else None
+        ids = set()
+        if isinstance(previous, dict) and previous.get("role") == "assistant":
+            ids = {c.get("id") for c in previous.get("tool_calls") or [] if isinstance(c, dict)}
+        if not ids or message.get("tool_call_id") not in ids:
+            return TOOL_NOT_RESPONSE
+    return None
+
+
+def validate(body: dict[str, Any], endpoint: Endpoint, stream: bool, models: Mapping[str, Endpoint]) -> ApiError | None:
+    """The first rule ``body`` breaks on ``endpoint``, or None. ``stream`` matters for the thinking rule."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return ApiError(400, "BadRequest.EmptyModel", EMPTY_MODEL)
+    expected = endpoint_for(model, models)
+    if expected is not None and expected != endpoint:
+        return _invalid(URL_ERROR)
+    inp = body.get("input")
+    inp = inp if isinstance(inp, dict) else {}
+    messages = inp.get("messages")
+    if messages is None and isinstance(inp.get("prompt"), str) and inp["prompt"]:
+        messages = []  # prompt-style request, accepted (captures single-generation-text-*)
+    elif not isinstance(messages, list) or not messages:
+        return _invalid(ROLE_OR_EMPTY)  # capture parameter-error-nosse / -sse: "messages": []
+    for index, message in enumerate(messages):
+        if error := _check_message(index, message, messages, endpoint):
+            return _invalid(error)
+    parameters = body.get("parameters")
+    parameters = parameters if isinstance(parameters, dict) else {}
+    # parameters.stream and a stream without incremental_output are NOT errors (§1.8: the server tolerates both).
+    if stream and parameters.get("enable_thinking") is True and parameters.get("incremental_output") is not True:
+        return _invalid(THINKING_NEEDS_INCREMENTAL)  # §1.8 [DOC-CN]
+    response_format = parameters.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_object":
+        texts = [message_text(m) for m in messages if isinstance(m, dict)] + [str(inp.get("prompt") or "")]
+        if not any("json" in text.lower() for text in texts):
+            return _invalid(JSON_WORD)  # §2.2 [DOC-CN]
+    return None
