@@ -41,6 +41,7 @@ from dashscope.v2.errors import DashScopeError
 from clients.errors import ProviderError, to_chat_client_exception
 from qwen3.convert import (
     QwenChatOptions,
+    SSEDecoder,
     StreamState,
     build_request,
     conversation_has_media,
@@ -142,34 +143,24 @@ def _error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> Pr
 
 
 async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """DashScope SSE, line by line: ``id:N`` / ``event:result|error`` / ``:HTTP_STATUS/NNN`` / ``data:{json}``.
+    """The ``data`` of each result event of a DashScope stream; an error event raises ``_Failure``.
 
-    Each ``data:`` line is one whole JSON event (DashScope sends single-line JSON), so events are taken at
-    their ``data:`` line rather than at a blank line: some recorded streams have no blank lines between
-    events (protocol §1.7, capture ``single-generation-message-sse``). There is no ``[DONE]``: the stream ends
-    when the connection does. An ``event:error`` (sent with HTTP 200) raises with the status from its
-    ``:HTTP_STATUS/`` line.
+    An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
+    inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
     """
-    event, status = "result", None
+    decoder = SSEDecoder()
     async for line in response.aiter_lines():
-        if line.startswith("data:"):
-            try:
-                data = json.loads(line[5:])
-            except ValueError as exc:
-                raise ChatClientInvalidResponseException(f"DashScope sent a malformed event: {line[:200]!r}") from exc
-            if event == "error" or (isinstance(data, Mapping) and data.get("code")):
-                raise _Failure(
-                    _provider_error(status, data.get("code"), str(data.get("message") or ""), data.get("request_id"))
-                )
-            yield data
-            event, status = "result", None
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith(":HTTP_STATUS/"):
-            try:
-                status = int(line[13:].strip())
-            except ValueError:
-                status = None
+        try:
+            event = decoder.feed(line)
+        except ValueError as exc:
+            raise ChatClientInvalidResponseException(f"DashScope sent a malformed event: {line[:200]!r}") from exc
+        if event is None:
+            continue
+        data = event.data
+        if event.event == "error" or data.get("code"):
+            message = str(data.get("message") or "")
+            raise _Failure(_provider_error(event.status, data.get("code"), message, data.get("request_id")))
+        yield data
 
 
 class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):

@@ -12,6 +12,7 @@ Body: ``{"model": …, "input": {"messages": […]}, "parameters": {…}}`` (pro
 from __future__ import annotations
 
 import json
+import mimetypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic
@@ -35,6 +36,8 @@ from qwen3.routing import Endpoint
 
 __all__ = [
     "QwenChatOptions",
+    "SSEDecoder",
+    "SSEEvent",
     "StreamState",
     "build_request",
     "conversation_has_media",
@@ -435,13 +438,26 @@ def build_request(
 # ---------------------------------------------------------------------------------------------- responses
 
 
-def _text_of(content: Any) -> str:
-    """Text of a message ``content``: a string (text endpoint) or ``[{"text": …}, …]`` (multimodal, §4.3)."""
+def _output_contents(content: Any, merge_mode: str | None = None) -> list[Content]:
+    """A message ``content`` → MAF contents: a string (text endpoint), or parts (multimodal, protocol §4.3).
+
+    ``{"text"}`` parts become text; ``{"image"}``/``{"audio"}``/``{"video"}`` parts with a URL (image-generation
+    and omni models, capture ``multimodal-generation-image-nosse``) become ``uri`` contents. Other keys of a part
+    (``ocr_result``...) stay in ``raw_representation``.
+    """
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part["text"] for part in content if isinstance(part, Mapping) and part.get("text"))
-    return ""
+        return [Content.from_text(content, merge_mode=merge_mode)] if content else []  # type: ignore[arg-type]
+    out: list[Content] = []
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, Mapping):
+            continue
+        if part.get("text"):
+            out.append(Content.from_text(part["text"], merge_mode=merge_mode))  # type: ignore[arg-type]
+        for kind in ("image", "audio", "video"):
+            if isinstance(part.get(kind), str):
+                media_type = mimetypes.guess_type(part[kind].split("?", 1)[0])[0] or f"{kind}/*"
+                out.append(Content.from_uri(part[kind], media_type=media_type))
+    return out
 
 
 def _finish_reason(value: Any, has_tool_calls: bool) -> str | None:
@@ -516,9 +532,7 @@ def parse_response(
     contents: list[Content] = []
     if message.get("reasoning_content"):
         contents.append(Content.from_text_reasoning(text=message["reasoning_content"]))
-    text = _text_of(message.get("content"))
-    if text:
-        contents.append(Content.from_text(text))
+    contents.extend(_output_contents(message.get("content")))
     tool_calls = message.get("tool_calls") or []
     calls = StreamedToolCalls()
     for position, call in enumerate(tool_calls):
@@ -561,9 +575,7 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     reasoning = message.get("reasoning_content")
     if reasoning:
         contents.append(Content.from_text_reasoning(text=reasoning, merge_mode="append"))
-    text = _text_of(message.get("content"))
-    if text:
-        contents.append(Content.from_text(text, merge_mode="append"))
+    contents.extend(_output_contents(message.get("content"), "append"))
     for position, call in enumerate(message.get("tool_calls") or ()):
         function = call.get("function") or {}
         contents.append(
@@ -586,3 +598,49 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
         finish_reason=finish_reason,  # type: ignore[arg-type]
         raw_representation=data,
     )
+
+
+# ------------------------------------------------------------------------------------------------- SSE
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """One DashScope SSE event: ``event`` is ``"result"`` or ``"error"``; ``status`` is from ``:HTTP_STATUS/NNN``."""
+
+    event: str
+    status: int | None
+    data: dict[str, Any]
+
+
+@dataclass
+class SSEDecoder:
+    """DashScope's SSE framing, decoded line by line (protocol §1.7; captures ``*-sse.response.body``).
+
+    An event is ``id:N`` / ``event:result|error`` / ``:HTTP_STATUS/NNN`` / ``data:{json}``, no space after the
+    colons. Each ``data:`` line is one whole JSON document, so an event is complete at its ``data:`` line; that
+    also reads the recorded streams that have no blank line between events (where spec-strict parsers such as
+    httpx-sse yield nothing). There is no ``[DONE]``: a stream ends with the connection.
+    """
+
+    _event: str = "result"
+    _status: int | None = None
+
+    def feed(self, line: str) -> SSEEvent | None:
+        """Take one line (without its newline); return the event its ``data:`` line completes, else None.
+
+        Raises:
+            ValueError: a ``data:`` line that is not a JSON object.
+        """
+        if line.startswith("data:"):
+            data = json.loads(line[5:])
+            if not isinstance(data, dict):
+                raise ValueError(f"event data is not a JSON object: {line[:200]!r}")
+            event = SSEEvent(self._event, self._status, data)
+            self._event, self._status = "result", None
+            return event
+        if line.startswith("event:"):
+            self._event = line[6:].strip()
+        elif line.startswith(":HTTP_STATUS/"):
+            status = line[13:].strip()
+            self._status = int(status) if status.isdigit() else None
+        return None
