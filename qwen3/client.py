@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, ClassVar, Generic, TypedDict
 
 import dashscope
@@ -357,7 +358,7 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
             except _Failure as failure:
                 if attempt + 1 < len(endpoints) and is_url_error(failure.error.code, failure.error.message):
                     continue
-                raise to_chat_client_exception(failure.error) from None
+                raise self._exception(failure, model, endpoint, messages) from None
             self._remember(model, endpoint, attempt)
             return parse_response(data, model=model, response_format=opts.get("response_format"))
         raise AssertionError("unreachable: the last endpoint either returns or raises")
@@ -381,11 +382,24 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
                 retry = not produced and attempt + 1 < len(endpoints)
                 if retry and is_url_error(failure.error.code, failure.error.message):
                     continue
-                raise to_chat_client_exception(failure.error) from None
+                raise self._exception(failure, model, endpoint, messages) from None
             except httpx.TransportError as exc:
                 raise ChatClientException(f"DashScope stream from {self.base_url} failed: {exc!r}", exc) from exc
             self._remember(model, endpoint, attempt)
             return
+
+    def _exception(
+        self, failure: _Failure, model: str, endpoint: Endpoint, messages: Sequence[Message]
+    ) -> ChatClientException:
+        error = failure.error
+        if is_url_error(error.code, error.message) and endpoint == "multimodal" and conversation_has_media(messages):
+            # media forced the multimodal endpoint and the model is not served there: say what to do
+            hint = (
+                f" The model {model!r} takes no image, video or audio input on DashScope: use a vision model "
+                "(e.g. QwenVLChatClient with qwen3-vl-plus, or qwen3.6-plus) or remove the media."
+            )
+            error = replace(error, message=error.message + hint)
+        return to_chat_client_exception(error)
 
     def _remember(self, model: str, endpoint: Endpoint, attempt: int) -> None:
         if attempt:  # the table was wrong for this model: go straight to the right endpoint next time
