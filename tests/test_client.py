@@ -46,6 +46,13 @@ def qwen(emu: DashScopeEmulator, model: str = "qwen-plus", **kwargs: Any) -> Qwe
     return QwenChatClient(model=model, api_key=KEY, base_url=emu.base_url, **kwargs)
 
 
+async def ask(client: QwenChatClient, text: str = "hi", *, stream: bool = False) -> ChatResponse[Any]:
+    """One user turn, streamed (and aggregated) or not."""
+    if stream:
+        return await client.get_response([Message("user", [text])], stream=True).get_final_response()
+    return await client.get_response([Message("user", [text])])
+
+
 @tool
 def get_current_weather(location: str) -> str:
     """获取现在的天气"""
@@ -83,7 +90,8 @@ async def test_streaming_text_concatenates_and_reports_last_usage(emu: DashScope
     assert request.stream
     assert request.headers["x-dashscope-sse"] == "enable"
     assert request.parameters["incremental_output"] is True
-    assert "stream" not in request.parameters and "stream" not in request.body
+    assert "stream" not in request.parameters
+    assert "stream" not in request.body
 
     emu.script(Reply(text="abc def ghi", chunks=3, usage={"input_tokens": 4, "output_tokens": 3}))
     final = await client.get_response([Message("user", ["again"])], stream=True).get_final_response()
@@ -169,7 +177,7 @@ async def test_text_client_routes_by_model_and_by_media(emu: DashScopeEmulator) 
 
 
 async def test_image_for_a_text_only_model_explains_what_to_do(emu: DashScopeEmulator) -> None:
-    with pytest.raises(ChatClientInvalidRequestException, match="url error.*'qwen-plus' takes no image"):
+    with pytest.raises(ChatClientInvalidRequestException, match=r"url error.*'qwen-plus' takes no image"):
         await qwen(emu, "qwen-plus").get_response([Message("user", ["look", image_content(PNG)])])
 
 
@@ -199,10 +207,7 @@ async def test_forced_endpoint_is_not_second_guessed(emu: DashScopeEmulator) -> 
 async def test_bad_key_is_invalid_auth_with_code_and_request_id(emu: DashScopeEmulator, stream: bool) -> None:
     client = QwenChatClient(model="qwen-plus", api_key="sk-wrong", base_url=emu.base_url)
     with pytest.raises(ChatClientInvalidAuthException, match=r"InvalidApiKey.*401.*request_id="):
-        if stream:
-            await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
-        else:
-            await client.get_response([Message("user", ["hi"])])
+        await ask(client, stream=stream)
 
 
 @pytest.mark.parametrize(
@@ -228,23 +233,26 @@ async def test_errors_are_classified_stream_or_not(
 ) -> None:
     emu.script(reply)
     client = qwen(emu, max_retries=0)
-    with pytest.raises(exception) as info:
-        if stream:  # the error arrives as event:error with HTTP 200: the status comes from :HTTP_STATUS/
-            await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
-        else:
-            await client.get_response([Message("user", ["hi"])])
+    with pytest.raises(exception) as info:  # streamed: event:error with HTTP 200, status from :HTTP_STATUS/
+        await ask(client, stream=stream)
     assert type(info.value) is exception
     assert f"HTTP {status}" in str(info.value)
-    assert reply.error is not None and reply.error[1] in str(info.value)
+    assert reply.error is not None
+    assert reply.error[1] in str(info.value)
 
 
 async def test_mid_stream_error_after_output_is_raised(emu: DashScopeEmulator) -> None:
     emu.script(Reply.error_reply(500, "InternalError", "model crashed", after_events=2, text="partial answer"))
     received: list[str] = []
-    with pytest.raises(ChatClientException, match="model crashed"):
+
+    async def consume() -> None:
         async for update in qwen(emu).get_response([Message("user", ["hi"])], stream=True):
             received.append(update.text)
-    assert "".join(received) and "partial answer".startswith("".join(received))
+
+    with pytest.raises(ChatClientException, match="model crashed"):
+        await consume()
+    assert "".join(received)
+    assert "partial answer".startswith("".join(received))
 
 
 async def test_unsupported_option_fails_before_anything_is_sent(emu: DashScopeEmulator) -> None:
@@ -256,9 +264,9 @@ async def test_unsupported_option_fails_before_anything_is_sent(emu: DashScopeEm
 async def test_unreachable_server_is_a_chat_client_exception() -> None:
     client = QwenChatClient(model="qwen-plus", api_key=KEY, base_url="http://127.0.0.1:9/api/v1", max_retries=0)
     with pytest.raises(ChatClientException, match="Cannot reach DashScope"):
-        await client.get_response([Message("user", ["hi"])])
+        await ask(client)
     with pytest.raises(ChatClientException, match="Cannot reach DashScope"):
-        await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
+        await ask(client, stream=True)
 
 
 # ------------------------------------------------------------------------------------------------ settings
@@ -295,7 +303,7 @@ async def test_api_key_never_in_repr_to_dict_or_logs(emu: DashScopeEmulator, cap
     assert KEY not in repr(client)
     assert KEY not in json.dumps(client.to_dict(), default=str)
     with caplog.at_level(logging.DEBUG):
-        await client.get_response([Message("user", ["hi"])])
-        await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
+        await ask(client)
+        await ask(client, stream=True)
     assert caplog.records  # the SDK and MAF did log
     assert all(KEY not in record.getMessage() for record in caplog.records)
