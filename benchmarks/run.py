@@ -1,0 +1,239 @@
+"""QwenChatClient against the raw dashscope SDK, side by side in one run, on the loopback emulator.
+
+    python benchmarks/run.py            # full run (about a minute)
+    python benchmarks/run.py --quick    # fewer repetitions
+
+Two jobs, each done by both sides in alternation (A, B, A, B, ...) so that machine noise hits both alike:
+
+1. ``conversation``: one non-streamed request carrying a reference conversation of 40 messages with 4 PNG images
+   and 10 tool round trips. Ours: ``QwenChatClient.get_response`` given MAF ``Message`` objects (conversion, request,
+   parsing into ``ChatResponse``). Raw: ``dashscope.AsyncClient().multimodal.chat.create`` given the same
+   conversation already as DashScope dicts (the SDK parses into its ``ChatCompletion``).
+2. ``stream``: a 2,000-event streamed answer. Ours: ``QwenChatClient.get_response(stream=True)`` iterated, then
+   ``get_final_response()``. Raw v2: ``AsyncClient().chat.completions.create(stream=True)`` iterated, then the
+   text joined. Raw classic: ``dashscope.AioGeneration.call(stream=True, incremental_output=True)`` iterated
+   (the SDK API this package chose not to use; see docs/design.md).
+
+The emulator runs in a child process, so the client-side CPU time (``time.process_time``) of each side is its own.
+Reported: median wall time, median client CPU time, and peak traced memory (tracemalloc) per job, with the
+ratios ours / raw. Results go to stdout as a table (copied into docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import multiprocessing
+import statistics
+import sys
+import time
+import tracemalloc
+import warnings
+import zlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import dashscope
+from agent_framework import Content, Message
+
+from qwen3 import QwenChatClient, RawQwenChatClient
+from qwen3.convert import convert_messages
+from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
+
+KEY = "sk-bench"
+STREAM_EVENTS = 2000
+STREAM_TEXT = " ".join(f"w{i % 10}" for i in range(STREAM_EVENTS * 2))
+
+
+def _png(seed: int, size: int = 64) -> bytes:
+    """A real (noisy, so incompressible-ish) RGB PNG of size x size pixels, made without extra dependencies."""
+    import random
+
+    rng = random.Random(seed)
+    rows = b"".join(b"\x00" + bytes(rng.randrange(256) for _ in range(size * 3)) for _ in range(size))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        body = tag + data
+        return len(data).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+
+    header = size.to_bytes(4, "big") * 2 + b"\x08\x02\x00\x00\x00"
+    out = io.BytesIO()
+    out.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return out.getvalue()
+
+
+def reference_conversation() -> list[Message]:
+    """40 messages: 4 user turns with an image each, 10 tool round trips, text turns between them."""
+    messages: list[Message] = []
+    image = 0
+    for turn in range(10):
+        parts: list[Content | str] = [f"Question {turn}: what does the chart say about week {turn}?"]
+        if turn % 3 == 0 and image < 4:
+            parts.append(Content.from_data(_png(image), "image/png"))
+            image += 1
+        messages.append(Message("user", parts))
+        call_id = f"call_{turn:04d}"
+        args = f'{{"symbol": "600519.SH", "week": {turn}}}'
+        messages.append(Message("assistant", [Content.from_function_call(call_id, "indicators", arguments=args)]))
+        messages.append(Message("tool", [Content.from_function_result(call_id, result=f'{{"rsi": {40 + turn}}}')]))
+        messages.append(Message("assistant", [f"Week {turn}: RSI is {40 + turn}, momentum is neutral."]))
+    while image < 4:
+        messages[-4].contents.append(Content.from_data(_png(image), "image/png"))
+        image += 1
+    assert len(messages) == 40
+    return messages
+
+
+def _reply(request: RecordedRequest) -> Reply:
+    if request.stream:
+        return Reply(text=STREAM_TEXT, chunks=STREAM_EVENTS, usage={"input_tokens": 10, "output_tokens": 4000})
+    return Reply(text="ok", usage={"input_tokens": 5000, "output_tokens": 1})
+
+
+def _serve(port_queue: Any, stop: Any) -> None:
+    with DashScopeEmulator(api_key=KEY, default_reply=_reply) as emu:
+        port_queue.put(emu.base_url)
+        stop.wait()
+
+
+async def _measure(job: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+    """Wall and client-CPU seconds of one run (without tracemalloc, which slows Python down)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    await job()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+async def _peak_memory(job: Callable[[], Awaitable[Any]]) -> int:
+    """Peak bytes allocated by Python during one run (tracemalloc), in a run of its own."""
+    tracemalloc.start()
+    await job()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+async def main(repeats: int) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    port_queue, stop = ctx.Queue(), ctx.Event()
+    server = ctx.Process(target=_serve, args=(port_queue, stop), daemon=True)
+    server.start()
+    base_url = port_queue.get(timeout=30)
+    try:
+        await _run(base_url, repeats)
+    finally:
+        stop.set()
+        server.join(timeout=5)
+
+
+async def _run(base_url: str, repeats: int) -> None:
+    ours = QwenChatClient(model="qwen3.6-plus", api_key=KEY, base_url=base_url, max_retries=0)
+    bare = RawQwenChatClient(model="qwen-plus", api_key=KEY, base_url=base_url, max_retries=0)
+    raw = dashscope.AsyncClient(api_key=KEY, base_url=base_url, max_retries=0)
+    conversation = reference_conversation()
+    native = convert_messages(conversation, endpoint="multimodal")  # what a raw-SDK user would hold
+    tools = [{"type": "function", "function": {"name": "indicators", "parameters": {"type": "object"}}}]
+    tool_options: dict[str, Any] = {"tools": tools}
+
+    async def ours_conversation() -> None:
+        response = await ours.get_response(conversation, options=tool_options)  # type: ignore[arg-type]
+        assert response.text == "ok"
+
+    async def raw_conversation() -> None:
+        response = await raw.multimodal.chat.create(model="qwen3.6-plus", messages=native, tools=tools)
+        assert response.choices[0].message.content == "ok"
+
+    question = [Message("user", ["Write a long answer."])]
+
+    async def stream_through(client: RawQwenChatClient) -> None:
+        stream = client.get_response(question, stream=True)
+        count = 0
+        async for _ in stream:
+            count += 1
+        final = await stream.get_final_response()
+        assert count == STREAM_EVENTS
+        assert final.text == STREAM_TEXT
+
+    async def ours_stream() -> None:
+        await stream_through(ours)
+
+    async def bare_stream() -> None:
+        await stream_through(bare)
+
+    async def raw_stream() -> None:
+        stream = await raw.chat.completions.create(
+            model="qwen-plus", messages=[{"role": "user", "content": "Write a long answer."}], stream=True
+        )
+        parts = [chunk.choices[0].delta.content or "" async for chunk in stream]
+        assert len(parts) == STREAM_EVENTS
+        assert "".join(parts) == STREAM_TEXT
+
+    async def classic_stream() -> None:
+        responses = await dashscope.AioGeneration.call(
+            model="qwen-plus",
+            messages=[{"role": "user", "content": "Write a long answer."}],
+            api_key=KEY,
+            base_address=base_url,
+            stream=True,
+            incremental_output=True,
+            result_format="message",
+        )
+        parts = [r.output.choices[0].message.content async for r in responses]  # type: ignore[union-attr]
+        assert "".join(parts) == STREAM_TEXT
+
+    jobs: dict[str, dict[str, Callable[[], Awaitable[Any]]]] = {
+        "conversation (40 msgs, 4 images, 10 tool round trips)": {
+            "QwenChatClient": ours_conversation,
+            "raw SDK v2 (AsyncClient)": raw_conversation,
+        },
+        f"stream ({STREAM_EVENTS} events)": {
+            "QwenChatClient": ours_stream,
+            "RawQwenChatClient (no MAF layers)": bare_stream,
+            "raw SDK v2 (AsyncClient)": raw_stream,
+            "raw SDK classic (AioGeneration)": classic_stream,
+        },
+    }
+    for sides in jobs.values():  # warm up connections, imports and caches
+        for job in sides.values():
+            await job()
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    peaks: dict[str, dict[str, int]] = {}
+    for title, sides in jobs.items():
+        results[title] = {name: [] for name in sides}
+        for _ in range(repeats):
+            for name, job in sides.items():
+                results[title][name].append(await _measure(job))
+        peaks[title] = {name: await _peak_memory(job) for name, job in sides.items()}
+
+    print(f"repeats per side: {repeats}; python {sys.version.split()[0]}; dashscope {dashscope.__version__}")
+    for title, sides in results.items():
+        print(f"\n### {title}\n")
+        print(
+            "| side | wall ms (median) | client CPU ms (median) | peak traced KiB | QwenChatClient / side, wall | same, CPU |"
+        )
+        print("|---|---|---|---|---|---|")
+        base = sides["QwenChatClient"]
+        base_wall = statistics.median(r[0] for r in base)
+        base_cpu = statistics.median(r[1] for r in base)
+        for name, runs in sides.items():
+            wall = statistics.median(r[0] for r in runs)
+            cpu = statistics.median(r[1] for r in runs)
+            peak = peaks[title][name] / 1024
+            wall_ratio = "1.00" if name == "QwenChatClient" else f"{base_wall / wall:.2f}"
+            cpu_ratio = "1.00" if name == "QwenChatClient" else f"{base_cpu / cpu:.2f}"
+            print(f"| {name} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | {peak:.0f} | {wall_ratio} | {cpu_ratio} |")
+    await ours.close()
+    await bare.close()
+    await raw.aclose()
+    await dashscope.close_shared_aio_session()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="5 repetitions instead of 21")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ResourceWarning)
+    asyncio.run(main(5 if args.quick else 21))
