@@ -211,9 +211,7 @@ async def _run(base_url: str, repeats: int) -> None:
     print(f"repeats per side: {repeats}; python {sys.version.split()[0]}; dashscope {dashscope.__version__}")
     for title, sides in results.items():
         print(f"\n### {title}\n")
-        print(
-            "| side | wall ms (median) | client CPU ms (median) | peak traced KiB | QwenChatClient / side, wall | same, CPU |"
-        )
+        print("| side | wall ms | client CPU ms | peak traced KiB | QwenChatClient ÷ side (wall) | (CPU) |")
         print("|---|---|---|---|---|---|")
         base = sides["QwenChatClient"]
         base_wall = statistics.median(r[0] for r in base)

@@ -202,6 +202,22 @@ def normalize_ohlcv(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _read_csv_text(file: Path) -> pd.DataFrame:
+    """Read every cell as text; UTF-8 (with or without BOM), falling back to GB18030 for Chinese Excel exports."""
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            return pd.read_csv(file, dtype=str, encoding=encoding, skipinitialspace=True)
+        except UnicodeDecodeError:
+            continue
+        except FileNotFoundError:
+            raise DataError(f"CSV file not found: {file}") from None
+        except pd.errors.EmptyDataError:
+            raise DataError(f"CSV file is empty: {file}") from None
+        except (pd.errors.ParserError, IsADirectoryError, PermissionError) as exc:
+            raise DataError(f"cannot read CSV {file}: {exc}") from None
+    raise DataError(f"cannot read CSV {file}: neither UTF-8 nor GB18030 text")
+
+
 def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
     """Load an OHLCV CSV in any accepted layout; return (frame, symbol).
 
@@ -210,14 +226,7 @@ def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
     (tushare ``ts_code``, czsc ``symbol``, akshare ``股票代码``) when there is one, else from the file name.
     """
     file = Path(path)
-    try:
-        raw = pd.read_csv(file, dtype=str, encoding="utf-8-sig", skipinitialspace=True)
-    except FileNotFoundError:
-        raise DataError(f"CSV file not found: {file}") from None
-    except pd.errors.EmptyDataError:
-        raise DataError(f"CSV file is empty: {file}") from None
-    except (UnicodeDecodeError, pd.errors.ParserError, IsADirectoryError, PermissionError) as exc:
-        raise DataError(f"cannot read CSV {file}: {exc}") from None
+    raw = _read_csv_text(file)
 
     layout = detect_layout(list(raw.columns))
     by_norm: dict[str, str] = {}
@@ -334,16 +343,15 @@ def compute_indicators(data: pd.DataFrame, symbol: str = "") -> dict[str, Any]:
     macd_frame = macd(close)
     last20 = data.iloc[-20:]
     vol_avg20 = float(volume.iloc[-20:].mean()) if len(volume) >= 20 else math.nan
-    ma_values = [mas[f"ma{w}"] for w in MA_WINDOWS]
-    if all(v is not None for v in ma_values):
-        if ma_values[0] > ma_values[1] > ma_values[2]:  # type: ignore[operator]
+    ma5, ma10, ma20 = (mas[f"ma{w}"] for w in MA_WINDOWS)
+    arrangement: str | None = None
+    if ma5 is not None and ma10 is not None and ma20 is not None:
+        if ma5 > ma10 > ma20:
             arrangement = "bullish (MA5 > MA10 > MA20)"
-        elif ma_values[0] < ma_values[1] < ma_values[2]:  # type: ignore[operator]
+        elif ma5 < ma10 < ma20:
             arrangement = "bearish (MA5 < MA10 < MA20)"
         else:
             arrangement = "mixed"
-    else:
-        arrangement = None
     return {
         "symbol": symbol or None,
         "as_of": data.index[-1].strftime("%Y-%m-%d"),
@@ -354,9 +362,7 @@ def compute_indicators(data: pd.DataFrame, symbol: str = "") -> dict[str, Any]:
         "change_20d_pct": _pct_change(close, 20),
         **mas,
         "ma_arrangement": arrangement,
-        "close_vs_ma20_pct": (
-            _num((last_close / mas["ma20"] - 1.0) * 100.0, 2) if mas["ma20"] else None  # type: ignore[operator]
-        ),
+        "close_vs_ma20_pct": (_num((last_close / ma20 - 1.0) * 100.0, 2) if ma20 else None),
         "rsi14": _num(rsi(close, 14).iloc[-1], 2),
         "macd_12_26_9": {
             "macd": _num(macd_frame["macd"].iloc[-1]) if len(close) >= 26 else None,
@@ -448,8 +454,11 @@ def render_chart(
             if ax.get_ylabel().startswith("Volume"):
                 ax.set_ylabel("Volume")
         path = Path(out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=DPI, format="png")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=DPI, format="png")
+        except OSError as exc:
+            raise DataError(f"cannot write the chart to {path}: {exc.strerror or exc}") from None
     finally:
         plt.close(fig)
     return path
@@ -532,13 +541,21 @@ def emulated_analysis(ind: dict[str, Any]) -> str:
     chg20 = ind.get("change_20d_pct")
     if close is not None and ma20 is not None and chg20 is not None:
         if close > ma20 and chg20 > 0:
-            trend = "up: the close is above MA20 and the last 20 sessions gained"
+            trend = "up - the close is above MA20 and the last 20 sessions gained"
         elif close < ma20 and chg20 < 0:
-            trend = "down: the close is below MA20 and the last 20 sessions lost"
+            trend = "down - the close is below MA20 and the last 20 sessions lost"
         else:
-            trend = "sideways / turning: price and the 20-day change disagree"
+            trend = "sideways / turning - price and the 20-day change disagree"
     else:
         trend = "not enough history to judge"
+
+    nearest_ma = ""
+    if close is not None:
+        levels = [(name, value) for name, value in (("MA5", ma5), ("MA10", ma10), ("MA20", ma20)) if value is not None]
+        if levels:
+            name, value = min(levels, key=lambda level: abs(level[1] - close))
+            role = "resistance" if value > close else "support"
+            nearest_ma = f"; nearest moving average {name} {_fmt(value)} acts as {role}"
 
     volume_ratio = ind.get("volume_vs_avg20")
     if volume_ratio is None:
@@ -575,8 +592,8 @@ def emulated_analysis(ind: dict[str, Any]) -> str:
         f"(1d {_signed(ind.get('change_1d_pct'))}, 5d {_signed(ind.get('change_5d_pct'))}, "
         f"20d {_signed(chg20)}).",
         f"Trend: {trend}.",
-        f"Support / resistance: 20-day low {_fmt(ind.get('low_20d'))} / 20-day high {_fmt(ind.get('high_20d'))}; "
-        f"MA20 at {_fmt(ma20)} is the nearest moving-average level.",
+        f"Support / resistance: 20-day low {_fmt(ind.get('low_20d'))} / 20-day high {_fmt(ind.get('high_20d'))}"
+        f"{nearest_ma}.",
         f"Volume: {volume}.",
         f"Moving averages: MA5 {_fmt(ma5)}, MA10 {_fmt(ma10)}, MA20 {_fmt(ma20)} - arrangement "
         f"{ind.get('ma_arrangement') or 'n/a'}.",
@@ -760,7 +777,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\ninterrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a service or network failure: one clear line, not a traceback
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        detail = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        print(f"error: {type(exc).__name__}: {detail}", file=sys.stderr)
         return 1
     return 0
 

@@ -115,17 +115,18 @@ def test_load_real_csv(
     assert (frame["Low"] <= frame[["Open", "Close"]].min(axis=1)).all()
 
 
-def test_load_akshare_chinese(ka: ModuleType, tmp_path: Path) -> None:
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "gbk"])  # pandas export / Excel "save as CSV" on Chinese Windows
+def test_load_akshare_chinese(ka: ModuleType, tmp_path: Path, encoding: str) -> None:
     csv = tmp_path / "000002.csv"
-    # akshare stock_zh_a_hist: note the column order 开盘(open),收盘(close),最高(high),最低(low); written with a BOM,
-    # out of order, with one date twice (the later row wins).
+    # akshare stock_zh_a_hist: note the column order 开盘(open),收盘(close),最高(high),最低(low); rows out of
+    # order, with one date twice (the later row wins).
     csv.write_text(
         "日期,股票代码,开盘,收盘,最高,最低,成交量,成交额,振幅,涨跌幅,涨跌额,换手率\n"
         "2024-01-03,000002,9.60,9.50,9.70,9.40,900000,1,1,1,1,1\n"
         "2024-01-02,000002,9.80,9.70,9.90,9.60,800000,1,1,1,1,1\n"
         "2024-01-04,000002,9.50,9.55,9.65,9.45,700000,1,1,1,1,1\n"
         "2024-01-03,000002,9.61,9.51,9.71,9.41,901000,1,1,1,1,1\n",
-        encoding="utf-8-sig",
+        encoding=encoding,
     )
     frame, symbol = ka.load_csv(csv)
     assert_clean_frame(frame)
@@ -200,6 +201,12 @@ def test_main_reports_bad_csv_in_one_line(ka: ModuleType, tmp_path: Path, capsys
     assert err.startswith("error: unrecognised CSV header")
     assert err.count("\n") == 1
     assert not (tmp_path / "k.png").exists()
+
+
+def test_main_reports_unwritable_output(ka: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    assert ka.main(["--days", "30", "--out", str(tmp_path / "file" / "k.png")]) == 2
+    assert capsys.readouterr().err.startswith("error: cannot write the chart to ")
 
 
 # ------------------------------------------------------------------------------------------------ indicators
@@ -280,22 +287,23 @@ def hand_frame(closes: list[float], volumes: list[float]) -> pd.DataFrame:
 
 
 def test_compute_indicators_on_a_rising_series(ka: ModuleType) -> None:
-    closes = [float(i) for i in range(1, 31)]  # 1..30
-    ind = ka.compute_indicators(hand_frame(closes, [100.0] * 29 + [200.0]), "TEST")
+    closes = [float(i) for i in range(1, 41)]  # 1..40
+    ind = ka.compute_indicators(hand_frame(closes, [100.0] * 39 + [200.0]), "TEST")
     assert ind["symbol"] == "TEST"
-    assert ind["sessions_available"] == 30
-    assert ind["last_close"] == 30.0
-    assert ind["ma5"] == 28.0  # mean(26..30)
-    assert ind["ma10"] == 25.5  # mean(21..30)
-    assert ind["ma20"] == 20.5  # mean(11..30)
+    assert ind["as_of"] == "2024-02-23"  # the 40th business day of 2024
+    assert ind["sessions_available"] == 40
+    assert ind["last_close"] == 40.0
+    assert ind["ma5"] == 38.0  # mean(36..40)
+    assert ind["ma10"] == 35.5  # mean(31..40)
+    assert ind["ma20"] == 30.5  # mean(21..40)
     assert ind["ma_arrangement"].startswith("bullish")
-    assert ind["close_vs_ma20_pct"] == round((30 / 20.5 - 1) * 100, 2)
-    assert ind["change_1d_pct"] == round((30 / 29 - 1) * 100, 2)
-    assert ind["change_5d_pct"] == 20.0  # 30 / 25
-    assert ind["change_20d_pct"] == 200.0  # 30 / 10
-    assert ind["rsi14"] == 100.0
-    assert ind["high_20d"] == 31.0  # highs are close + 1 over closes 11..30
-    assert ind["low_20d"] == 10.0
+    assert ind["close_vs_ma20_pct"] == round((40 / 30.5 - 1) * 100, 2)
+    assert ind["change_1d_pct"] == round((40 / 39 - 1) * 100, 2)
+    assert ind["change_5d_pct"] == round((40 / 35 - 1) * 100, 2)
+    assert ind["change_20d_pct"] == 100.0  # 40 / 20
+    assert ind["rsi14"] == 100.0  # no losses at all
+    assert ind["high_20d"] == 41.0  # highs are close + 1 over closes 21..40
+    assert ind["low_20d"] == 20.0
     assert ind["volume_last"] == 200.0
     assert ind["volume_avg20"] == 105.0  # (19 * 100 + 200) / 20
     assert ind["volume_vs_avg20"] == round(200 / 105, 2)
@@ -346,10 +354,10 @@ def test_tool_result_from_messages(ka: ModuleType) -> None:
 
 
 def test_emulated_analysis_is_labelled_and_uses_the_numbers(ka: ModuleType) -> None:
-    frame = hand_frame([float(i) for i in range(1, 31)], [100.0] * 29 + [200.0])
+    frame = hand_frame([float(i) for i in range(1, 41)], [100.0] * 39 + [200.0])
     text = ka.emulated_analysis(ka.compute_indicators(frame, "TEST"))
     assert text.startswith("[EMULATED ANALYSIS")
-    for needle in ("TEST", "close 30.00", "Trend: up", "20-day high 31.00", "1.90x", "RSI(14) 100.0", "bullish"):
+    for needle in ("TEST", "close 40.00", "Trend: up", "20-day high 41.00", "1.90x", "RSI(14) 100.0", "bullish"):
         assert needle in text
     assert "EMULATED" in ka.emulated_analysis({})
 
