@@ -67,7 +67,8 @@ BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
 )
 
 _MODALS = frozenset({"text", "image", "video", "audio"})
-_PART_SIBLINGS = frozenset({"min_pixels", "max_pixels", "fps", "total_pixels", "cache_control"})  # §4.2
+# §4.2; enable_rotate: OCR hint accepted by the real server (capture multimodal-generation-vl-ocr-sse)
+_PART_SIBLINGS = frozenset({"min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate"})
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 _DATA_URI = re.compile(r"data:[^,;]*(;[^,;]*)*;base64,", re.IGNORECASE)
 
@@ -102,10 +103,10 @@ def _url_error(value: Any) -> str | None:
     return None
 
 
-def _check_parts(content: Any, role: str, calls: bool) -> str | None:
+def _check_parts(content: Any, role: str) -> str | None:
     """Multimodal content rules (§4.2, §4.3 [DOC-CN]); None when fine."""
     if content is None:
-        return None if calls else ROLE_OR_EMPTY  # content: null → "Content length must be greater than 0"
+        return ROLE_OR_EMPTY  # content: null → "Content length must be greater than 0" (brief; like parameter-error)
     if not isinstance(content, list):
         return NOT_A_MODAL
     if not content and role == "user":
@@ -141,15 +142,14 @@ def _check_message(index: int, message: Any, messages: list[Any], endpoint: Endp
     calls = message.get("tool_calls")
     has_calls = role == "assistant" and bool(calls)
     content = message.get("content")
-    if endpoint == "text":
-        if "content" not in message:
-            error = None if has_calls else ROLE_OR_EMPTY  # ASSUMPTION: an assistant tool-call turn may omit it
-        elif not isinstance(content, str):
-            error = NOT_A_STRING
-        else:  # ASSUMPTION: an empty user message gets the "Content length" message
-            error = ROLE_OR_EMPTY if role == "user" and not content else None
-    else:
-        error = _check_parts(content, role, has_calls)
+    if "content" not in message:
+        error = None if has_calls else ROLE_OR_EMPTY  # ASSUMPTION: an assistant tool-call turn may omit content
+    elif endpoint == "multimodal":
+        error = _check_parts(content, role)
+    elif not isinstance(content, str):
+        error = NOT_A_STRING
+    else:  # ASSUMPTION: an empty user message gets the "Content length" message
+        error = ROLE_OR_EMPTY if role == "user" and not content else None
     if error:
         return error
     if role == "assistant" and calls is not None:

@@ -42,6 +42,8 @@ def _units(text: str) -> float:
 
 def _split(text: str, parts: int) -> list[str]:
     """``text`` cut into exactly ``parts`` pieces of near-equal length (some empty when text is short)."""
+    if parts == 0:
+        return []
     size, extra = divmod(len(text), parts)
     out, start = [], 0
     for i in range(parts):
@@ -145,7 +147,9 @@ class Renderer:
             "function": {"name": call.name, "arguments": arguments},
         }
 
-    def _envelope(self, message: dict[str, Any], finish_reason: str, progress: _Progress, *, stream: bool) -> Any:
+    def _envelope(
+        self, message: dict[str, Any], finish_reason: str, progress: _Progress, *, stream: bool
+    ) -> dict[str, Any]:
         if self.text_format:
             output: dict[str, Any] = {"finish_reason": finish_reason, "text": message["content"]}
         elif stream:  # key order of captures F2/F4
@@ -186,7 +190,7 @@ class Renderer:
                 k, pack = k + take, not pack
         return steps or [_Step()]
 
-    def _event_data(self, step: _Step, progress: _Progress, finish_reason: str) -> Any:
+    def _event_data(self, step: _Step, progress: _Progress, finish_reason: str) -> dict[str, Any]:
         reply = self.reply
         progress.reasoning += step.reasoning
         progress.text += step.text
