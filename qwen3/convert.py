@@ -631,16 +631,17 @@ class SSEDecoder:
         Raises:
             ValueError: a ``data:`` line that is not a JSON object.
         """
-        if line.startswith("data:"):
+        head = line[:1]
+        if head == "d" and line.startswith("data:"):
             data = json.loads(line[5:])
             if not isinstance(data, dict):
                 raise ValueError(f"event data is not a JSON object: {line[:200]!r}")
             event = SSEEvent(self._event, self._status, data)
             self._event, self._status = "result", None
             return event
-        if line.startswith("event:"):
+        if head == "e" and line.startswith("event:"):
             self._event = line[6:].strip()
-        elif line.startswith(":HTTP_STATUS/"):
+        elif head == ":" and line.startswith(":HTTP_STATUS/"):
             status = line[13:].strip()
             self._status = int(status) if status.isdigit() else None
         return None
