@@ -24,7 +24,6 @@ from agent_framework import (
     ChatMiddlewareLayer,
     ChatResponse,
     ChatResponseUpdate,
-    FunctionInvocationConfiguration,
     FunctionInvocationLayer,
     Message,
     ResponseStream,
@@ -443,35 +442,6 @@ class QwenChatClient(
         SettingNotFoundError: no API key or no model, naming the variable to set.
         ValueError: a bad ``endpoint``, or an OpenAI-compatible-mode ``base_url``.
     """
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | SecretString | None = None,
-        base_url: str | None = None,
-        endpoint: Endpoint | None = None,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        middleware: Sequence[Any] | None = None,
-        function_invocation_configuration: FunctionInvocationConfiguration | None = None,
-        env_file_path: str | None = None,
-        env_file_encoding: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            model=model,
-            api_key=api_key,
-            base_url=base_url,
-            endpoint=endpoint,
-            timeout=timeout,
-            max_retries=max_retries,
-            middleware=middleware,
-            function_invocation_configuration=function_invocation_configuration,
-            env_file_path=env_file_path,
-            env_file_encoding=env_file_encoding,
-            **kwargs,
-        )
 
 
 class QwenVLChatClient(QwenChatClient[QwenOptionsT], Generic[QwenOptionsT]):
