@@ -15,12 +15,15 @@ tell which calls a stream produced.
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_framework import Content
 
-__all__ = ["StreamedCall", "StreamedToolCalls"]
+__all__ = ["StreamedCall", "StreamedToolCalls", "json_object_arguments"]
 
 
 @dataclass
@@ -67,3 +70,52 @@ class StreamedToolCalls:
         return Content.from_function_call(
             call.call_id, new_name, arguments=piece, id=call.occurrence_id, merge_mode="append"
         )
+
+
+def _close_truncated_json(text: str) -> str:
+    """Close what a cut-off JSON text left open: an unterminated string, then arrays and objects in order."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and stack:
+            stack.pop()
+    repaired = text + ('"' if in_string else "")
+    repaired = repaired.rstrip().rstrip(",:").rstrip()
+    return repaired + "".join(reversed(stack))
+
+
+def json_object_arguments(arguments: str | Mapping[str, Any] | None) -> str:
+    """Tool-call arguments as a JSON *object* string, whatever the model produced.
+
+    Strict providers reject anything else when a conversation is replayed (DashScope: 'The "function.arguments"
+    parameter of the code model must be in JSON format.', peer-survey §2 item 7). A valid object string is
+    returned unchanged; a mapping is dumped (non-ASCII kept); a truncated object is closed; anything still not an
+    object is wrapped as ``{"raw": <original text>}`` (MAF's own ``parse_arguments`` convention). The caller's
+    ``Message`` keeps the original arguments: only the wire copy is repaired.
+    """
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, Mapping):
+        return json.dumps(dict(arguments), ensure_ascii=False)
+    if not arguments.strip():
+        return "{}"
+    for candidate in (arguments, _close_truncated_json(arguments)):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return candidate
+        break
+    return json.dumps({"raw": arguments}, ensure_ascii=False)

@@ -48,6 +48,7 @@ from qwen3.convert import (
     convert_messages,
     parse_response,
     parse_stream_event,
+    request_thinks,
 )
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
 
@@ -349,6 +350,12 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
         opts = await self._validate_options(options)
         model = opts.get("model") or self.model
+        if request_thinks(model, opts):
+            # Thinking is refused in non-streamed calls by many models (qwq, qvq, open-source qwen3, qwen-plus in
+            # thinking mode: "enable_thinking must be set to false for non-streaming calls", protocol §5), and a
+            # stream gives the same answer for all: stream under the hood and aggregate.
+            updates = [update async for update in self._stream(messages, opts)]
+            return ChatResponse.from_updates(updates, output_format_type=opts.get("response_format"))
         endpoints = self._endpoints(model, messages)
         for attempt, endpoint in enumerate(endpoints):
             body = build_request(messages, opts, model=model, endpoint=endpoint, stream=False)

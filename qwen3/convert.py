@@ -12,6 +12,7 @@ Body: ``{"model": …, "input": {"messages": […]}, "parameters": {…}}`` (pro
 from __future__ import annotations
 
 import json
+import logging
 import mimetypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,8 +32,8 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from clients.media import MediaError, media_kind, media_uri
-from clients.tool_calls import StreamedToolCalls
-from qwen3.routing import Endpoint
+from clients.tool_calls import StreamedToolCalls, json_object_arguments
+from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_by_default
 
 __all__ = [
     "QwenChatOptions",
@@ -46,7 +47,11 @@ __all__ = [
     "parse_response",
     "parse_stream_event",
     "parse_usage",
+    "request_thinks",
+    "structured_output_instruction",
 ]
+
+logger = logging.getLogger("qwen3")
 
 ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
 
@@ -85,6 +90,9 @@ class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], tota
     """0–5 alternatives per token with ``logprobs``."""
     n: int
     """Number of choices; only 1 is supported by this client (one MAF response is one answer)."""
+    replay_reasoning: bool
+    """Send earlier turns' reasoning back as ``reasoning_content`` (default False: DashScope's documented default
+    is not to, protocol §5; turn it on for models and prompts that benefit, e.g. long tool loops)."""
 
 
 _SAME_NAME = (
@@ -104,7 +112,18 @@ _SAME_NAME = (
     "logprobs",
     "top_logprobs",
 )
-_HANDLED = frozenset({"model", "instructions", "tools", "tool_choice", "allow_multiple_tool_calls", "response_format"})
+_HANDLED = frozenset(
+    {
+        "model",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "allow_multiple_tool_calls",
+        "response_format",
+        "replay_reasoning",
+        "enable_thinking",
+    }
+)
 _UNSUPPORTED = {
     "frequency_penalty": "DashScope has no frequency_penalty; use presence_penalty or repetition_penalty.",
     "logit_bias": "DashScope has no logit_bias.",
@@ -196,30 +215,30 @@ def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[s
     return {"role": "user", "content": "\n".join(texts) if endpoint == "text" else parts}
 
 
-def _arguments_json(arguments: str | Mapping[str, Any] | None) -> str:
-    if arguments is None:
-        return "{}"
-    if isinstance(arguments, str):
-        return arguments or "{}"
-    return json.dumps(dict(arguments), ensure_ascii=False)
-
-
-def _assistant_message(message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
+def _assistant_message(message: Message, endpoint: Endpoint, replay_reasoning: bool) -> dict[str, Any] | None:
     texts = [c.text for c in message.contents if c.type == "text" and c.text]
     tool_calls = [
         {
             "id": c.call_id,
             "type": "function",
-            "function": {"name": c.name, "arguments": _arguments_json(c.arguments)},
+            "function": {"name": c.name, "arguments": json_object_arguments(c.arguments)},
         }
         for c in message.contents
         if c.type == "function_call" and not c.informational_only and not c.hosted
     ]
+    if any(c.type in ("data", "uri") for c in message.contents):
+        # DashScope assistant turns carry text and tool calls only; and a path in assistant-authored content is
+        # never read from disk (a model must not make us upload local files).
+        logger.warning("Media in an assistant message is not sent to DashScope (assistant turns carry text only).")
     if not texts and not tool_calls:
         return None  # e.g. a reasoning-only turn: nothing DashScope accepts (empty content is a 400)
     wire: dict[str, Any] = {"role": "assistant", "content": _text_content(texts, endpoint)}
     if tool_calls:
         wire["tool_calls"] = tool_calls
+    if replay_reasoning:
+        reasoning = "".join(c.text or "" for c in message.contents if c.type == "text_reasoning")
+        if reasoning:
+            wire["reasoning_content"] = reasoning
     return wire
 
 
@@ -263,6 +282,7 @@ def convert_messages(
     *,
     endpoint: Endpoint,
     instructions: str | None = None,
+    replay_reasoning: bool = False,
 ) -> list[dict[str, Any]]:
     """MAF messages → DashScope ``input.messages`` for ``endpoint``.
 
@@ -274,7 +294,8 @@ def convert_messages(
       Media come as URLs and data URIs as given; local files (path or ``file://``) become data URIs.
     - ``assistant``: text, plus ``tool_calls`` ``[{"id", "type": "function", "function": {"name", "arguments":
       <JSON string>}}]``; content ``""`` (text) or ``[]`` (multimodal) beside calls (captures
-      ``*-with-tools-sse.request``). Reasoning is not sent back (DashScope's documented default, §5).
+      ``*-with-tools-sse.request``). Arguments are always a JSON object string (repaired if the model produced a
+      broken one). Reasoning is sent back as ``reasoning_content`` only with ``replay_reasoning`` (§5).
     - ``tool``: one message per ``function_result`` with ``tool_call_id``; media a tool returned follow the
       tool turns as a user message, so they reach the model.
 
@@ -300,7 +321,7 @@ def convert_messages(
         elif role == "user":
             out.append(_user_message(message, endpoint, position))
         elif role == "assistant":
-            wire = _assistant_message(message, endpoint)
+            wire = _assistant_message(message, endpoint, replay_reasoning)
             if wire is not None:
                 out.append(wire)
         elif role == "tool":
@@ -359,20 +380,77 @@ def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[di
     raise _invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
 
 
-def _response_format(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
+def request_thinks(model: str, options: Mapping[str, Any]) -> bool:
+    """Whether a request makes the model think: ``enable_thinking`` if set, else the model's default (§5)."""
+    if options.get("enable_thinking") is not None:
+        return bool(options["enable_thinking"])
+    return thinks_by_default(model)
+
+
+def _schema_of(value: Any) -> tuple[str, dict[str, Any]] | None:
+    """(name, JSON schema) of a structured-output request, None for a raw DashScope ``{"type": …}`` mapping."""
     if isinstance(value, type) and issubclass(value, BaseModel):
-        schema = value.model_json_schema()
-        return {"type": "json_schema", "json_schema": {"name": value.__name__, "schema": schema, "strict": True}}
+        return value.__name__, value.model_json_schema()
     if isinstance(value, Mapping):
         if value.get("type") in ("text", "json_object", "json_schema"):
-            return dict(value)
-        return {"type": "json_schema", "json_schema": {"name": "response", "schema": dict(value)}}
+            return None
+        return str(value.get("title") or "response"), dict(value)
     raise _invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
 
 
-def convert_parameters(options: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
+def _response_format(value: Any, model: str) -> dict[str, Any]:
+    """MAF ``response_format`` → DashScope's: ``json_schema`` (strict) where the model takes it, else ``json_object``
+    (whose schema then goes into the prompt, see ``structured_output_instruction``). A ``{"type": …}`` mapping is
+    DashScope's own and goes as given. Source: Alibaba "structured output" page (JSON Schema only for some qwen-plus
+    models; JSON Object for most; the prompt must contain "json")."""
+    schema = _schema_of(value)
+    if schema is None:
+        return dict(value)
+    if supports_json_schema(model):
+        name, body = schema
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": body, "strict": True}}
+    return {"type": "json_object"}
+
+
+def structured_output_instruction(value: Any, model: str) -> str | None:
+    """The system text that carries the schema when DashScope's ``json_object`` mode stands in for a schema.
+
+    It contains the word "JSON", which ``json_object`` requires ("'messages' must contain the word 'json'...").
+    """
+    if value is None or supports_json_schema(model):
+        return None
+    schema = _schema_of(value)
+    if schema is None:
+        return None
+    return "Respond with a single JSON object, and nothing else, that conforms to this JSON Schema:\n" + json.dumps(
+        schema[1], ensure_ascii=False
+    )
+
+
+def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str) -> bool:
+    """Apply DashScope's thinking rules before sending (protocol §5, peer-survey §2 items 3 and 15); returns
+    whether the request thinks. ``enable_thinking`` is sent whenever the caller set it."""
+    mode = thinking_mode(model)
+    enabled = options.get("enable_thinking")
+    if mode == "only" and enabled is False:
+        raise _invalid(
+            f"{model!r} always thinks: DashScope refuses enable_thinking=False for it ('The value of the "
+            "enable_thinking parameter is restricted to True'). Drop the option or use a hybrid model."
+        )
+    if options.get("response_format") is not None and request_thinks(model, options):
+        if enabled or mode == "only":
+            raise _invalid(
+                f"Structured output (response_format) is not available while {model!r} thinks ('Json mode "
+                "response is not supported when enable_thinking is true'): set enable_thinking=False "
+                "or use a non-thinking model."
+            )
+        enabled = False  # a model thinking by default (qwen3.5+): structured output needs it off, say so explicitly
+    if enabled is not None:
+        parameters["enable_thinking"] = bool(enabled)
+    return request_thinks(model, {"enable_thinking": enabled})
+
+
+def convert_parameters(options: Mapping[str, Any], *, stream: bool, model: str = "") -> dict[str, Any]:
     """MAF options → DashScope ``parameters``.
 
     Always ``result_format: "message"``; when streaming, ``incremental_output: true`` (never a ``stream`` key:
@@ -380,12 +458,19 @@ def convert_parameters(options: Mapping[str, Any], *, stream: bool) -> dict[str,
     tool loop; ``tool_choice`` and ``parallel_tool_calls`` only with tools (MAF's Agent always says
     ``tool_choice="auto"``, meaningless without them).
 
+    Thinking (``model`` given): ``enable_thinking`` is sent whenever set; ``False`` for a thinking-only model and
+    structured output while thinking raise; a model that thinks by default gets ``enable_thinking: false`` with
+    structured output; a forced tool choice while thinking (which DashScope refuses) degrades to ``"auto"`` with a
+    warning.
+
     Raises:
-        ChatClientInvalidRequestException: an option DashScope does not have, ``n`` > 1, a bad tool choice.
+        ChatClientInvalidRequestException: an option DashScope does not have, ``n`` > 1, a bad tool choice, a
+            thinking rule broken (above).
     """
     parameters: dict[str, Any] = {"result_format": "message"}
     if stream:
         parameters["incremental_output"] = True
+    thinks = _thinking(parameters, options, model)
     for key, value in options.items():
         if value is None or key in _HANDLED or key in _SAME_NAME:
             continue
@@ -408,14 +493,20 @@ def convert_parameters(options: Mapping[str, Any], *, stream: bool) -> dict[str,
     tools = _tools(options.get("tools"))
     if tools:
         choice, tools = _tool_choice(options.get("tool_choice"), tools)
+        if thinks and isinstance(choice, dict):
+            logger.warning(
+                "%s thinks, and DashScope cannot force a tool while thinking: tool_choice %s sent as 'auto'.",
+                model,
+                choice["function"]["name"],
+            )
+            choice = "auto"
         parameters["tools"] = tools
         if choice is not None:
             parameters["tool_choice"] = choice
         if options.get("allow_multiple_tool_calls") is not None:
             parameters["parallel_tool_calls"] = bool(options["allow_multiple_tool_calls"])
-    response_format = _response_format(options.get("response_format"))
-    if response_format is not None:
-        parameters["response_format"] = response_format
+    if options.get("response_format") is not None:
+        parameters["response_format"] = _response_format(options["response_format"], model)
     return parameters
 
 
@@ -427,12 +518,22 @@ def build_request(
     endpoint: Endpoint,
     stream: bool,
 ) -> dict[str, Any]:
-    """The whole request body: ``{"model", "input": {"messages"}, "parameters"}`` (protocol §2.1)."""
-    return {
-        "model": model,
-        "input": {"messages": convert_messages(messages, endpoint=endpoint, instructions=options.get("instructions"))},
-        "parameters": convert_parameters(options, stream=stream),
-    }
+    """The whole request body: ``{"model", "input": {"messages"}, "parameters"}`` (protocol §2.1).
+
+    With structured output on a model without JSON Schema mode, the schema joins the system text.
+    """
+    parameters = convert_parameters(options, stream=stream, model=model)
+    instructions = options.get("instructions")
+    schema_text = structured_output_instruction(options.get("response_format"), model)
+    if schema_text:
+        instructions = f"{instructions}\n\n{schema_text}" if instructions else schema_text
+    wire = convert_messages(
+        messages,
+        endpoint=endpoint,
+        instructions=instructions,
+        replay_reasoning=bool(options.get("replay_reasoning")),
+    )
+    return {"model": model, "input": {"messages": wire}, "parameters": parameters}
 
 
 # ---------------------------------------------------------------------------------------------- responses

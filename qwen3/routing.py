@@ -1,4 +1,6 @@
-"""Which DashScope native endpoint serves a model: the "vision model routing" users keep tripping on.
+"""What DashScope does with a model family: which endpoint serves it, how it thinks, which JSON mode it takes.
+
+Endpoints: the "vision model routing" users keep tripping on.
 
 DashScope has two chat endpoints (dashscope-protocol.md §0, §4.1):
 
@@ -18,7 +20,17 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-__all__ = ["ENDPOINT_PATHS", "Endpoint", "endpoint_for_model", "is_url_error", "other_endpoint"]
+__all__ = [
+    "ENDPOINT_PATHS",
+    "Endpoint",
+    "ThinkingMode",
+    "endpoint_for_model",
+    "is_url_error",
+    "other_endpoint",
+    "supports_json_schema",
+    "thinking_mode",
+    "thinks_by_default",
+]
 
 Endpoint = Literal["text", "multimodal"]
 
@@ -62,3 +74,50 @@ def other_endpoint(endpoint: Endpoint) -> Endpoint:
 def is_url_error(code: str | None, message: str | None) -> bool:
     """Whether an error is DashScope's wrong-endpoint answer (400 InvalidParameter "url error, please check url!")."""
     return (code or "") == "InvalidParameter" and "url error" in (message or "").lower()
+
+
+# ------------------------------------------------------------------------------------------------- thinking
+
+ThinkingMode = Literal["none", "hybrid", "only"]
+
+# Thinking-only families: `enable_thinking: false` is refused ("The value of the enable_thinking parameter is
+# restricted to True.", protocol §5, DOC-CN).
+_THINKING_ONLY = re.compile(r"^(qwq|qvq|deepseek-r1|qwen3-.*-thinking)")
+# Families without a thinking mode: the flag may be refused (400 InvalidParameter.NotSupportEnableThinking, §5).
+_NO_THINKING = re.compile(r"^(qwen-max|qwen3-.*-instruct|qwen2\.5|qwen2-|qwen-vl-(max|plus)|deepseek-v3|qwen-mt)")
+# Open-source Qwen3 checkpoints (qwen3-8b, qwen3-235b-a22b, ...): hybrid, thinking on by default, stream only.
+_OPEN_SOURCE_QWEN3 = re.compile(r"^qwen3-\d+(\.\d+)?b")
+# The documented JSON Schema mode: "only some qwen-plus models" (Alibaba structured-output page, Dec 2025).
+_JSON_SCHEMA = re.compile(r"^qwen-plus")
+
+
+def thinking_mode(model: str) -> ThinkingMode:
+    """``"only"`` (always thinks), ``"hybrid"`` (``enable_thinking`` switches it) or ``"none"`` (protocol §5 table).
+
+    Unknown families count as hybrid: the flag is then sent only when the caller sets it.
+    """
+    name = model.strip().lower()
+    if _THINKING_ONLY.match(name):
+        return "only"
+    if _NO_THINKING.match(name):
+        return "none"
+    return "hybrid"
+
+
+def thinks_by_default(model: str) -> bool:
+    """Whether the model thinks when ``enable_thinking`` is not sent: thinking-only models, qwen3.5 and later, and
+    the open-source Qwen3 hybrids (protocol §4.4, §5). Others (qwen-plus, qwen3-vl-plus...) default to off."""
+    name = model.strip().lower()
+    mode = thinking_mode(name)
+    if mode != "hybrid":
+        return mode == "only"
+    if _OPEN_SOURCE_QWEN3.match(name):
+        return True
+    version = _VERSIONED.match(name)
+    return version is not None and (int(version.group(1)), int(version.group(2) or 0)) >= (3, 5)
+
+
+def supports_json_schema(model: str) -> bool:
+    """Whether DashScope documents ``response_format: {"type": "json_schema"}`` for the model (qwen-plus family);
+    others get ``json_object`` with the schema in the prompt."""
+    return _JSON_SCHEMA.match(model.strip().lower()) is not None

@@ -307,3 +307,35 @@ async def test_api_key_never_in_repr_to_dict_or_logs(emu: DashScopeEmulator, cap
         await ask(client, stream=True)
     assert caplog.records  # the SDK and MAF did log
     assert all(KEY not in record.getMessage() for record in caplog.records)
+
+
+# ----------------------------------------------------------------------------------------- thinking, JSON
+
+
+async def test_non_streamed_call_to_a_thinking_model_streams_under_the_hood(emu: DashScopeEmulator) -> None:
+    emu.script(Reply(reasoning="1 plus 1 is 2.", text="2", chunks=3))
+    response = await qwen(emu, "qwq-plus").get_response([Message("user", ["1+1?"])])
+    (request,) = emu.requests
+    assert request.stream  # qwq refuses non-streamed calls ("enable_thinking must be set to false ...")
+    assert request.parameters["incremental_output"] is True
+    kinds = [c.type for c in response.messages[0].contents]
+    assert kinds == ["text_reasoning", "text"]
+    assert response.messages[0].contents[0].text == "1 plus 1 is 2."
+    assert response.text == "2"
+    assert response.finish_reason == "stop"
+
+
+@pytest.mark.parametrize(("model", "mode"), [("qwen-plus", "json_schema"), ("qwen-max", "json_object")])
+async def test_structured_output_value_through_agent(emu: DashScopeEmulator, model: str, mode: str) -> None:
+    from pydantic import BaseModel
+
+    class Forecast(BaseModel):
+        city: str
+        temp_c: int
+
+    emu.script(Reply(text='{"city": "杭州", "temp_c": 21}'))
+    agent = Agent(client=qwen(emu, model), instructions="Forecast.")
+    result = await agent.run("杭州明天？", options={"response_format": Forecast})
+    assert result.value == Forecast(city="杭州", temp_c=21)
+    (request,) = emu.requests
+    assert request.parameters["response_format"]["type"] == mode  # the emulator checks "json" is in the prompt

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -284,17 +285,91 @@ def test_unsupported_options_are_errors_and_unknown_ones_pass_through() -> None:
     assert passed["translation_options"] == {"source_lang": "auto"}
 
 
-def test_response_format_from_pydantic_model() -> None:
-    class Answer(BaseModel):
-        result: int
+class Answer(BaseModel):
+    result: int
 
-    fmt = convert_parameters({"response_format": Answer}, stream=False)["response_format"]
-    assert fmt["type"] == "json_schema"
-    assert fmt["json_schema"]["name"] == "Answer"
-    assert fmt["json_schema"]["schema"]["properties"]["result"]["type"] == "integer"
-    assert convert_parameters({"response_format": {"type": "json_object"}}, stream=False)["response_format"] == {
-        "type": "json_object"
+
+def test_structured_output_json_schema_where_documented() -> None:
+    fmt = convert_parameters({"response_format": Answer}, stream=False, model="qwen-plus")["response_format"]
+    assert fmt == {
+        "type": "json_schema",
+        "json_schema": {"name": "Answer", "schema": Answer.model_json_schema(), "strict": True},
     }
+    body = build_request(
+        [Message("user", ["1+1?"])], {"response_format": Answer}, model="qwen-plus", endpoint="text", stream=False
+    )
+    assert body["input"]["messages"] == [{"role": "user", "content": "1+1?"}]  # no prompt needed
+
+
+def test_structured_output_elsewhere_is_json_object_with_the_schema_in_the_prompt() -> None:
+    options = {"response_format": Answer, "instructions": "Be exact."}
+    body = build_request([Message("user", ["1+1?"])], options, model="qwen-max", endpoint="text", stream=False)
+    assert body["parameters"]["response_format"] == {"type": "json_object"}
+    system = body["input"]["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith("Be exact.\n\nRespond with a single JSON object")
+    assert json.dumps(Answer.model_json_schema(), ensure_ascii=False) in system["content"]
+    raw = convert_parameters({"response_format": {"type": "json_object"}}, stream=False, model="qwen-max")
+    assert raw["response_format"] == {"type": "json_object"}
+
+
+def test_thinking_rules_before_sending(caplog: pytest.LogCaptureFixture) -> None:
+    assert convert_parameters({"enable_thinking": False}, stream=False, model="qwen-plus")["enable_thinking"] is False
+    assert "enable_thinking" not in convert_parameters({}, stream=False, model="qwen-plus")
+    with pytest.raises(ChatClientInvalidRequestException, match="always thinks"):
+        convert_parameters({"enable_thinking": False}, stream=True, model="qwq-plus")
+    with pytest.raises(ChatClientInvalidRequestException, match="not available while"):
+        convert_parameters({"response_format": Answer}, stream=True, model="qvq-max")
+    with pytest.raises(ChatClientInvalidRequestException, match="not available while"):
+        convert_parameters({"response_format": Answer, "enable_thinking": True}, stream=True, model="qwen-plus")
+    # qwen3.5+ think unless told not to: structured output turns thinking off, explicitly
+    unified = convert_parameters({"response_format": Answer}, stream=False, model="qwen3.6-plus")
+    assert unified["enable_thinking"] is False
+    forced = {"mode": "required", "required_function_name": "get_current_weather"}
+    with caplog.at_level(logging.WARNING, logger="qwen3"):
+        params = convert_parameters(
+            {"tools": [get_current_weather], "tool_choice": forced, "enable_thinking": True},
+            stream=True,
+            model="qwen-plus",
+        )
+    assert params["tool_choice"] == "auto"
+    assert "cannot force a tool while thinking" in caplog.text
+
+
+def test_broken_tool_arguments_are_repaired_on_the_wire_only() -> None:
+    call = Content.from_function_call("c1", "f", arguments='{"city": "杭州", "days": [1, 2')
+    messages = [Message("user", ["go"]), Message("assistant", [call])]
+    wire = convert_messages(messages, endpoint="text")
+    assert json.loads(wire[1]["tool_calls"][0]["function"]["arguments"]) == {"city": "杭州", "days": [1, 2]}
+    assert call.arguments == '{"city": "杭州", "days": [1, 2'  # the conversation keeps what the model said
+    junk = convert_messages(
+        [Message("assistant", [Content.from_function_call("c2", "f", arguments="oops")])], endpoint="text"
+    )
+    assert json.loads(junk[0]["tool_calls"][0]["function"]["arguments"]) == {"raw": "oops"}
+
+
+def test_reasoning_replay_is_opt_in() -> None:
+    messages = [
+        Message("user", ["1+1?"]),
+        Message("assistant", [Content.from_text_reasoning(text="add them"), Content.from_text("2")]),
+    ]
+    assert "reasoning_content" not in convert_messages(messages, endpoint="text")[1]
+    replayed = build_request(messages, {"replay_reasoning": True}, model="qwen-plus", endpoint="text", stream=True)
+    assert replayed["input"]["messages"][1] == {"role": "assistant", "content": "2", "reasoning_content": "add them"}
+    assert "replay_reasoning" not in replayed["parameters"]
+
+
+def test_media_in_assistant_messages_is_never_read_or_sent(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(PNG)
+    messages = [
+        Message("user", ["hi"]),
+        Message("assistant", ["see", Content.from_uri(secret.as_uri(), media_type="image/png")]),
+    ]
+    with caplog.at_level(logging.WARNING, logger="qwen3"):
+        wire = convert_messages(messages, endpoint="multimodal")
+    assert wire[1] == {"role": "assistant", "content": [{"text": "see"}]}
+    assert "not sent" in caplog.text
 
 
 # ---------------------------------------------------------------------------------------------- responses
