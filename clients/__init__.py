@@ -7,7 +7,15 @@
 """
 
 from clients.errors import ProviderError, to_chat_client_exception
-from clients.media import MAX_INLINE_BYTES, MediaError, image_content, media_kind, media_type_of, media_uri
+from clients.media import (
+    MAX_INLINE_BYTES,
+    MediaError,
+    image_content,
+    media_kind,
+    media_type_of,
+    media_uri,
+    video_frames,
+)
 from clients.tool_calls import StreamedToolCalls
 
 __all__ = [
@@ -20,4 +28,5 @@ __all__ = [
     "media_type_of",
     "media_uri",
     "to_chat_client_exception",
+    "video_frames",
 ]

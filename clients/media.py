@@ -19,13 +19,15 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 from agent_framework import Content, detect_media_type_from_base64
 
 __all__ = [
+    "FRAMES_KEY",
     "MAX_INLINE_BYTES",
     "MediaError",
     "MediaKind",
@@ -33,6 +35,7 @@ __all__ = [
     "media_kind",
     "media_type_of",
     "media_uri",
+    "video_frames",
 ]
 
 MAX_INLINE_BYTES = 10 * 1024 * 1024
@@ -41,6 +44,9 @@ MAX_INLINE_BYTES = 10 * 1024 * 1024
 MediaKind = Literal["image", "video", "audio"]
 
 _REMOTE_SCHEMES = ("http://", "https://", "oss://")
+_MEDIA_KINDS = ("image", "video", "audio")
+FRAMES_KEY = "frames"
+"""``additional_properties`` key of a ``video_frames`` content: the frame URIs, in order."""
 
 
 class MediaError(ValueError):
@@ -87,7 +93,11 @@ def media_kind(content: Content) -> MediaKind | None:
     """
     if content.type not in ("data", "uri"):
         return None
+    if (content.additional_properties or {}).get(FRAMES_KEY):
+        return "video"
     media_type = media_type_of(content)
+    if media_type is None and (content.uri or "").startswith(_REMOTE_SCHEMES):
+        return "image"  # an extension-less image URL (what ImageContent(url=...) users had): vision models read it
     if media_type is None:
         raise MediaError(
             f"Cannot tell the media type of {_describe(content.uri)}: pass media_type= "
@@ -116,10 +126,39 @@ def _read_local(path: Path, media_type: str | None, max_bytes: int) -> str:
             "shrink it, or host it at an http(s) URL."
         )
     data = path.read_bytes()
-    media_type = media_type or detect_media_type_from_base64(data_bytes=data) or _guess_from_name(path.name)
-    if media_type is None:
-        raise MediaError(f"Cannot tell the media type of {str(path)!r}: pass media_type=.")
+    sniffed = _sniff(data)
+    media_type = media_type or sniffed or _guess_from_name(path.name)
+    # The bytes decide, not the name: a text file called notes.png is not read into a request.
+    if sniffed is None or sniffed.split("/", 1)[0] not in _MEDIA_KINDS:
+        raise MediaError(
+            f"{str(path)!r} is not an image, video or audio file ({sniffed or 'unrecognised content'}): "
+            "only media files are read."
+        )
     return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+# Container signatures MAF's detector lacks (it has no video): ISO BMFF (mp4, mov, m4a, heic), Matroska/WebM,
+# AVI/WAV RIFF, TIFF, AAC ADTS, AMR.
+_SIGNATURES: tuple[tuple[int, bytes, str], ...] = (
+    (4, b"ftypM4A", "audio/mp4"),
+    (4, b"ftypheic", "image/heic"),
+    (4, b"ftyp", "video/mp4"),
+    (0, b"\x1a\x45\xdf\xa3", "video/webm"),
+    (8, b"AVI ", "video/x-msvideo"),
+    (0, b"II*\x00", "image/tiff"),
+    (0, b"MM\x00*", "image/tiff"),
+    (0, b"#!AMR", "audio/amr"),
+    (0, b"\xff\xf1", "audio/aac"),
+    (0, b"\xff\xf9", "audio/aac"),
+)
+
+
+def _sniff(data: bytes) -> str | None:
+    """The media type the bytes themselves show: MAF's detector, then the container signatures above."""
+    found = detect_media_type_from_base64(data_bytes=data)
+    if found is not None:
+        return found
+    return next((kind for offset, magic, kind in _SIGNATURES if data[offset : offset + len(magic)] == magic), None)
 
 
 def media_uri(content: Content, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
@@ -139,6 +178,31 @@ def media_uri(content: Content, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
     if path is None:
         raise MediaError(f"Unsupported media URI {uri!r}: use http(s)://, data:, oss:// or a local file.")
     return _read_local(path, content.media_type, max_bytes)
+
+
+def video_frames(
+    frames: Sequence[str | os.PathLike[str] | bytes],
+    *,
+    fps: float | None = None,
+    max_bytes: int = MAX_INLINE_BYTES,
+) -> Content:
+    """A video given as a sequence of frame images (paths, URLs, data URIs or bytes), as one ``Content``.
+
+    Providers that take frame lists (DashScope: ``{"video": [frame, ...], "fps": …}``, protocol §4.2; Qwen3-VL and
+    Qwen2.5-VL want 4-512 frames, other models 4-80) read it natively; ``fps`` says how far apart the frames are.
+    Each frame is normalised like ``image_content`` (local files inlined now). The content is a ``uri`` content of
+    the first frame with media type ``video/x-frames`` and the frame URIs under ``additional_properties["frames"]``.
+
+    Raises:
+        MediaError: no frames, or a frame that ``image_content`` refuses.
+    """
+    if not frames:
+        raise MediaError("video_frames needs at least one frame (DashScope wants 4 or more).")
+    uris = [image_content(frame, max_bytes=max_bytes).uri or "" for frame in frames]
+    properties: dict[str, Any] = {FRAMES_KEY: uris}
+    if fps is not None:
+        properties["fps"] = fps
+    return Content.from_uri(uris[0], media_type="video/x-frames", additional_properties=properties)
 
 
 def image_content(
@@ -166,7 +230,7 @@ def image_content(
     if isinstance(source, bytes):
         if len(source) > max_bytes:
             raise MediaError(f"Image bytes are {len(source)} long, over the {max_bytes}-byte inline limit.")
-        media_type = media_type or detect_media_type_from_base64(data_bytes=source)
+        media_type = media_type or _sniff(source)
         if media_type is None:
             raise MediaError("Cannot tell the media type of these bytes: pass media_type='image/png' (or jpeg...).")
         return Content.from_data(source, media_type)

@@ -31,7 +31,7 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from clients.media import MediaError, media_kind, media_uri
+from clients.media import FRAMES_KEY, MediaError, media_kind, media_uri
 from clients.tool_calls import StreamedToolCalls, json_object_arguments
 from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_by_default
 
@@ -179,10 +179,14 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
             f"{where}: the text-generation endpoint cannot take {kind} input. Use a vision model "
             "(QwenVLChatClient, e.g. qwen3-vl-plus) or endpoint='multimodal' / endpoint=None."
         )
+    frames = (content.additional_properties or {}).get(FRAMES_KEY)
     try:
-        part: dict[str, Any] = {kind: media_uri(content)}
+        value: str | list[str] = (
+            [media_uri(Content.from_uri(frame)) for frame in frames] if frames else media_uri(content)
+        )
     except MediaError as exc:
         raise _invalid(f"{where}: {exc}") from exc
+    part: dict[str, Any] = {kind: value}
     props = content.additional_properties or {}
     for key in _PART_HINTS:
         if props.get(key) is not None:

@@ -556,3 +556,35 @@ def test_any_interleaving_of_streamed_fragments_assembles_each_call(
     response = ChatResponse.from_updates(updates)
     assembled = {c.call_id: (c.name, c.parse_arguments()) for c in response.messages[0].contents}
     assert assembled == {f"call_{i}": (f"f{i}", args) for i, args in enumerate(calls)}
+
+
+def test_video_by_url_and_as_frames_with_hints(tmp_path: Path) -> None:
+    from qwen3 import video_frames
+
+    frame = tmp_path / "f.png"
+    frame.write_bytes(PNG)
+    clip = Content.from_uri("https://example.com/clip.mp4", media_type="video/mp4", additional_properties={"fps": 2})
+    frames = video_frames(["https://example.com/1.jpg", frame, PNG, "https://example.com/4.jpg"], fps=0.5)
+    audio = Content.from_uri("https://example.com/a.wav", media_type="audio/wav")
+    wire = convert_messages([Message("user", [clip, frames, audio, "describe"])], endpoint="multimodal")
+    assert wire[0]["content"] == [
+        {"video": "https://example.com/clip.mp4", "fps": 2},
+        {"video": ["https://example.com/1.jpg", PNG_URI, PNG_URI, "https://example.com/4.jpg"], "fps": 0.5},
+        {"audio": "https://example.com/a.wav"},
+        {"text": "describe"},
+    ]
+
+
+def test_only_media_files_are_read(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.png"  # a text file wearing an image name
+    notes.write_text("password=hunter2")
+    message = Message("user", [Content.from_uri(notes.as_uri(), media_type="image/png"), "what is it?"])
+    with pytest.raises(ChatClientInvalidRequestException, match="not an image, video or audio file"):
+        convert_messages([message], endpoint="multimodal")
+
+
+def test_extensionless_image_url_is_taken_as_an_image() -> None:
+    message = Message("user", [Content.from_uri("https://example.com/render?id=42"), "what is it?"])
+    assert convert_messages([message], endpoint="multimodal")[0]["content"][0] == {
+        "image": "https://example.com/render?id=42"
+    }
