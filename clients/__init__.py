@@ -4,6 +4,8 @@
   ``image_content`` to build image content from a path, URL or bytes.
 - ``clients.tool_calls``: streamed tool-call accumulation by ``index`` with stable MAF identities.
 - ``clients.errors``: provider error → MAF exception classification.
+- ``clients.think``: inline ``<think>…</think>`` reasoning split out of model text, whole or streamed.
+- ``clients.naming``: other agents' turns in multi-agent conversations sent as named user turns.
 """
 
 from clients.errors import ProviderError, to_chat_client_exception
@@ -16,17 +18,23 @@ from clients.media import (
     media_uri,
     video_frames,
 )
+from clients.naming import AgentNameMixin, rewrite_other_agents
+from clients.think import ThinkSplitter, split_think
 from clients.tool_calls import StreamedToolCalls
 
 __all__ = [
     "MAX_INLINE_BYTES",
+    "AgentNameMixin",
     "MediaError",
     "ProviderError",
     "StreamedToolCalls",
+    "ThinkSplitter",
     "image_content",
     "media_kind",
     "media_type_of",
     "media_uri",
+    "rewrite_other_agents",
+    "split_think",
     "to_chat_client_exception",
     "video_frames",
 ]

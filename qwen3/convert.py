@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from clients.media import FRAMES_KEY, MediaError, media_kind, media_uri
+from clients.think import ThinkPiece, ThinkSplitter, split_think
 from clients.tool_calls import StreamedToolCalls, json_object_arguments
 from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_by_default
 
@@ -637,7 +638,7 @@ def parse_response(
     contents: list[Content] = []
     if message.get("reasoning_content"):
         contents.append(Content.from_text_reasoning(text=message["reasoning_content"]))
-    contents.extend(_output_contents(message.get("content")))
+    contents.extend(_split_inline_think(_output_contents(message.get("content"))))
     tool_calls = message.get("tool_calls") or []
     calls = StreamedToolCalls()
     for position, call in enumerate(tool_calls):
@@ -658,11 +659,80 @@ def parse_response(
     )
 
 
+def _split_inline_think(contents: list[Content]) -> list[Content]:
+    """Text carrying ``<think>…</think>`` → ``text_reasoning`` + ``text`` (``clients.think``).
+
+    DashScope itself sends reasoning in ``reasoning_content`` and never inlines tags (protocol §5); open-source
+    Qwen3/QwQ served elsewhere do, often without the opening tag. Only text that contains ``</think>`` or starts
+    with ``<think>`` is touched.
+    """
+    out: list[Content] = []
+    for content in contents:
+        text = content.text or ""
+        if content.type == "text" and ("</think>" in text or text.lstrip().startswith("<think>")):
+            reasoning, answer = split_think(text)
+            if reasoning:
+                out.append(Content.from_text_reasoning(text=reasoning))
+            if answer:
+                out.append(Content.from_text(answer))
+        else:
+            out.append(content)
+    return out
+
+
 @dataclass
 class StreamState:
-    """What one stream's events share: tool-call identities by ``index``."""
+    """What one stream's events share: tool-call identities by ``index``, and a ``<think>`` splitter when the
+    answer text opens with ``<think>`` (decided at the first non-blank text)."""
 
     tool_calls: StreamedToolCalls = field(default_factory=StreamedToolCalls)
+    think: ThinkSplitter | None = None
+    decided: bool = False
+    pending: str = ""
+
+    def split(self, contents: list[Content], finished: bool) -> list[Content]:
+        """Route streamed text through the ``<think>`` splitter when the answer opens with ``<think>``.
+
+        Until the opening text shows whether it is ``<think>`` (it may arrive cut, ``"<thi"`` + ``"nk>"``), that
+        little prefix is held back; after that, plain answers pass straight through.
+        """
+        out: list[Content] = []
+        for content in contents:
+            if content.type != "text":
+                out.append(content)
+            elif self.think is not None:
+                out.extend(_think_contents(self.think.feed(content.text or "")))
+            elif self.decided:
+                out.append(content)
+            else:
+                self.pending += content.text or ""
+                head = self.pending.lstrip()
+                if not head or "<think>".startswith(head):
+                    continue  # blank so far, or possibly the start of <think>: wait for more
+                self.decided = True
+                if head.startswith("<think>"):
+                    self.think = ThinkSplitter(detect_missing_open=False)
+                    out.extend(_think_contents(self.think.feed(self.pending)))
+                else:
+                    out.append(Content.from_text(self.pending, merge_mode="append"))
+                self.pending = ""
+        if finished:
+            if self.think is not None:
+                out.extend(_think_contents(self.think.flush()))
+            elif self.pending:
+                out.append(Content.from_text(self.pending, merge_mode="append"))
+                self.pending = ""
+        return out
+
+
+def _think_contents(pieces: list[ThinkPiece]) -> list[Content]:
+    return [
+        Content.from_text_reasoning(text=piece, merge_mode="append")
+        if kind == "reasoning"
+        else Content.from_text(piece, merge_mode="append")
+        for kind, piece in pieces
+        if piece
+    ]
 
 
 def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: str | None = None) -> ChatResponseUpdate:
@@ -672,7 +742,8 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     ``merge_mode="append"``; tool-call fragments keyed by ``index`` get their call's id and a stable
     occurrence id from ``state`` (maf-contract.md §2.3). ``finish_reason`` is the string ``"null"`` until the
     last event. ``usage`` is cumulative in every event, so only the last event's snapshot is reported, with
-    ``merge_mode="replace"`` (never a sum).
+    ``merge_mode="replace"`` (never a sum). Answer text that opens with ``<think>`` is split into reasoning and
+    text across events (``StreamState.split``).
     """
     choice = _choice(data)
     message = choice.get("message") or {}
@@ -680,7 +751,8 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     reasoning = message.get("reasoning_content")
     if reasoning:
         contents.append(Content.from_text_reasoning(text=reasoning, merge_mode="append"))
-    contents.extend(_output_contents(message.get("content"), "append"))
+    finishing = choice.get("finish_reason") not in (None, "", "null")
+    contents.extend(state.split(_output_contents(message.get("content"), "append"), finishing))
     for position, call in enumerate(message.get("tool_calls") or ()):
         function = call.get("function") or {}
         contents.append(

@@ -588,3 +588,36 @@ def test_extensionless_image_url_is_taken_as_an_image() -> None:
     assert convert_messages([message], endpoint="multimodal")[0]["content"][0] == {
         "image": "https://example.com/render?id=42"
     }
+
+
+def test_inline_think_tags_are_split_whole_and_streamed() -> None:
+    body = {
+        "output": {
+            "choices": [{"finish_reason": "stop", "message": {"content": "<think>\nadd 1 and 1\n</think>\n\n2"}}]
+        },
+        "request_id": "r",
+    }
+    response = parse_response(body)
+    assert [(c.type, c.text) for c in response.messages[0].contents] == [
+        ("text_reasoning", "add 1 and 1"),
+        ("text", "2"),
+    ]
+    cut = parse_response({"output": {"choices": [{"finish_reason": "stop", "message": {"content": "hmm</think>ok"}}]}})
+    assert [(c.type, c.text) for c in cut.messages[0].contents] == [("text_reasoning", "hmm"), ("text", "ok")]
+
+    state = StreamState()
+    pieces = ["<thi", "nk>add 1", " and 1</th", "ink>\n\n", "2"]
+    updates = [parse_stream_event(_text_event(p, "null"), state) for p in pieces]
+    updates.append(parse_stream_event(_text_event("", "stop"), state))
+    merged = ChatResponse.from_updates(updates)
+    assert [(c.type, c.text) for c in merged.messages[0].contents] == [("text_reasoning", "add 1 and 1"), ("text", "2")]
+
+
+def test_plain_streamed_text_is_not_held_back() -> None:
+    state = StreamState()
+    update = parse_stream_event(_text_event("Hello <b>world", "null"), state)
+    assert update.text == "Hello <b>world"
+
+
+def _text_event(text: str, finish: str) -> dict[str, Any]:
+    return {"output": {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": finish}]}}
