@@ -45,6 +45,7 @@ __all__ = [
     "conversation_has_media",
     "convert_messages",
     "convert_parameters",
+    "needs_oss_resolve",
     "parse_response",
     "parse_stream_event",
     "parse_usage",
@@ -164,8 +165,9 @@ def _kind(content: Content) -> str | None:
         raise _invalid(str(exc)) from exc
 
 
-_PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "cache_control")
-"""Siblings DashScope accepts next to a modality key (protocol §4.2), read from ``additional_properties``."""
+_PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate")
+"""Siblings DashScope accepts next to a modality key (protocol §4.2; ``enable_rotate`` for OCR models, capture
+``multimodal-generation-vl-ocr-sse``), read from ``additional_properties``."""
 
 
 def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, Any]:
@@ -515,6 +517,20 @@ def convert_parameters(options: Mapping[str, Any], *, stream: bool, model: str =
     return parameters
 
 
+def needs_oss_resolve(body: Mapping[str, Any]) -> bool:
+    """Whether a request body refers to ``oss://`` temporary files, which DashScope resolves only with the header
+    ``X-DashScope-OssResourceResolve: enable`` (protocol §1.6, §1.9; capture ``*-vl-video-file-sse``)."""
+    for message in body["input"]["messages"]:
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            for key in ("image", "video", "audio"):
+                value = part.get(key)
+                values = value if isinstance(value, list) else [value]
+                if any(isinstance(v, str) and v.startswith("oss://") for v in values):
+                    return True
+    return False
+
+
 def build_request(
     messages: Sequence[Message],
     options: Mapping[str, Any],
@@ -527,6 +543,8 @@ def build_request(
 
     With structured output on a model without JSON Schema mode, the schema joins the system text.
     """
+    if not messages:
+        raise _invalid("No messages to send: DashScope needs at least one user message.")
     parameters = convert_parameters(options, stream=stream, model=model)
     instructions = options.get("instructions")
     schema_text = structured_output_instruction(options.get("response_format"), model)
@@ -583,7 +601,8 @@ def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
     qwen-vl replies, capture ``multimodal-generation-vl-nosse``); ``output_tokens_details.reasoning_tokens`` →
     ``reasoning_output_token_count``; ``prompt_tokens_details.cached_tokens`` → ``cache_read_input_token_count``;
     ``cache_creation_input_tokens`` → ``cache_creation_input_token_count``; modality counters
-    (``image_tokens``, ``video_tokens``, ``audio_tokens``) → ``dashscope.<name>``.
+    (``image_tokens``, ``video_tokens``, ``audio_tokens``, top level or in ``input_tokens_details``) →
+    ``dashscope.<name>``. A usage without token counts (image generation reports pixels) gives None.
     """
     if not usage:
         return None
@@ -606,10 +625,12 @@ def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
         details["cache_read_input_token_count"] = prompt_details["cached_tokens"]
     if isinstance(prompt_details.get("cache_creation_input_tokens"), int):
         details["cache_creation_input_token_count"] = prompt_details["cache_creation_input_tokens"]
+    input_details = usage.get("input_tokens_details") or {}
     for key in ("image_tokens", "video_tokens", "audio_tokens"):
-        if isinstance(usage.get(key), int):
-            details[f"dashscope.{key}"] = usage[key]
-    return details  # type: ignore[return-value]  # UsageDetails admits extra int keys
+        count = usage.get(key, input_details.get(key))  # top level (qwen-vl) or input_tokens_details (qwen3.6)
+        if isinstance(count, int):
+            details[f"dashscope.{key}"] = count
+    return details or None  # type: ignore[return-value]  # UsageDetails admits extra int keys
 
 
 def _choice(body: Mapping[str, Any]) -> Mapping[str, Any]:

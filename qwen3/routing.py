@@ -41,9 +41,10 @@ ENDPOINT_PATHS: dict[Endpoint, str] = {
 """Path of each endpoint below the native base URL (``…/api/v1``)."""
 
 # Families served by multimodal-generation: vision (qwen-vl, qwen2/2.5/3-vl, vl-ocr), visual reasoning (qvq),
-# audio (qwen-audio, qwen2-audio) and omni. Matched anywhere after an optional "qwen" prefix so that
+# audio (qwen-audio, qwen2-audio), omni, and image generation (qwen-image, capture
+# multimodal-generation-image-nosse). Matched anywhere after an optional "qwen" prefix so that
 # snapshots (-latest, -2025-01-25), sizes (-7b-instruct) and -thinking variants are covered.
-_MULTIMODAL_FAMILY = re.compile(r"^(qvq|qwen[\d.]*-(vl|audio|omni)|qwen-vl-ocr)")
+_MULTIMODAL_FAMILY = re.compile(r"^(qvq|qwen[\d.]*-(vl|audio|omni|image)|qwen-vl-ocr)")
 # Unified multimodal generations: qwen3.5 and later (qwen3.5-plus, qwen3.6-flash, qwen3.7-plus...).
 _VERSIONED = re.compile(r"^qwen(\d+)(?:\.(\d+))?")
 
