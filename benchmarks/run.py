@@ -130,7 +130,7 @@ async def main(repeats: int) -> None:
 
 
 async def _run(base_url: str, repeats: int) -> None:
-    ours = QwenChatClient(model="qwen3.6-plus", api_key=KEY, base_url=base_url, max_retries=0)
+    ours = QwenChatClient(model="qwen-vl-max", api_key=KEY, base_url=base_url, max_retries=0)
     bare = RawQwenChatClient(model="qwen-plus", api_key=KEY, base_url=base_url, max_retries=0)
     raw = dashscope.AsyncClient(api_key=KEY, base_url=base_url, max_retries=0)
     conversation = reference_conversation()
@@ -143,13 +143,13 @@ async def _run(base_url: str, repeats: int) -> None:
         assert response.text == "ok"
 
     async def raw_conversation() -> None:
-        response = await raw.multimodal.chat.create(model="qwen3.6-plus", messages=native, tools=tools)
+        response = await raw.multimodal.chat.create(model="qwen-vl-max", messages=native, tools=tools)
         assert response.choices[0].message.content == "ok"
 
     question = [Message("user", ["Write a long answer."])]
 
     async def stream_through(client: RawQwenChatClient) -> None:
-        stream = client.get_response(question, stream=True)
+        stream = client.get_response(question, stream=True, options={"model": "qwen-plus"})
         count = 0
         async for _ in stream:
             count += 1

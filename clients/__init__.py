@@ -6,6 +6,7 @@
 - ``clients.errors``: provider error → MAF exception classification.
 - ``clients.think``: inline ``<think>…</think>`` reasoning split out of model text, whole or streamed.
 - ``clients.naming``: other agents' turns in multi-agent conversations sent as named user turns.
+- ``clients.retry``: which provider failures are transient, and the backoff policy that retries them.
 """
 
 from clients.errors import ProviderError, to_chat_client_exception
@@ -19,6 +20,7 @@ from clients.media import (
     video_frames,
 )
 from clients.naming import AgentNameMixin, rewrite_other_agents
+from clients.retry import RetryPolicy, call_with_retries, is_transient
 from clients.think import ThinkSplitter, split_think
 from clients.tool_calls import StreamedToolCalls
 
@@ -27,9 +29,12 @@ __all__ = [
     "AgentNameMixin",
     "MediaError",
     "ProviderError",
+    "RetryPolicy",
     "StreamedToolCalls",
     "ThinkSplitter",
+    "call_with_retries",
     "image_content",
+    "is_transient",
     "media_kind",
     "media_type_of",
     "media_uri",

@@ -2,8 +2,9 @@
 
 Thin on purpose: the translation lives in ``qwen3.convert``, endpoint routing in ``qwen3.routing``. This
 module resolves settings, picks the endpoint, sends the body with the ``dashscope`` SDK's v2 transport
-(``dashscope.AsyncClient``: httpx, pooled connections, retries of non-streamed calls on 408/409/429/5xx
-with ``Retry-After``), reads DashScope's SSE framing line by line, and turns failures into MAF exceptions.
+(``dashscope.AsyncClient``: httpx, pooled connections; its own retries off), retries transient failures with
+``clients.retry`` (streams only before their first event), reads DashScope's SSE framing line by line, and turns
+failures into MAF exceptions (docs/errors-and-retries.md).
 Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see docs/design.md.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, ClassVar, Generic, TypedDict
@@ -39,13 +40,24 @@ from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 
 from clients.errors import ProviderError, to_chat_client_exception
+from clients.naming import AgentNameMixin
+from clients.naming import rewrite_other_agents as _rewrite_other_agents
+from clients.retry import (
+    RetryAdvice,
+    RetryPolicy,
+    call_with_retries,
+    is_transient,
+    is_transient_transport_error,
+    retry_after_seconds,
+    server_says_retry,
+)
 from qwen3.convert import (
     QwenChatOptions,
     SSEDecoder,
     StreamState,
     build_request,
     conversation_has_media,
-    convert_messages,
+    needs_oss_resolve,
     parse_response,
     parse_stream_event,
     request_thinks,
@@ -70,6 +82,7 @@ DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
 """Native API base, international (Singapore) region; keys work only in their own region."""
 
+_T = TypeVar("_T")
 QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions", covariant=True)  # type: ignore[valid-type]
 
 _AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key"})
@@ -110,9 +123,10 @@ class QwenSettings(TypedDict, total=False):
 class _Failure(Exception):
     """A DashScope error on its way to classification (kept apart so routing can look at it first)."""
 
-    def __init__(self, error: ProviderError) -> None:
+    def __init__(self, error: ProviderError, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(str(error))
         self.error = error
+        self.headers: Mapping[str, str] = headers if headers is not None else {}  # Retry-After, x-should-retry
 
 
 def _provider_error(status: int | None, code: str | None, message: str, request_id: str | None) -> ProviderError:
@@ -143,7 +157,7 @@ def _error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> Pr
     return _provider_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)
 
 
-async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def _sse_payloads(response: httpx.Response) -> AsyncGenerator[dict[str, Any], None]:
     """The ``data`` of each result event of a DashScope stream; an error event raises ``_Failure``.
 
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
@@ -160,11 +174,133 @@ async def _sse_payloads(response: httpx.Response) -> AsyncIterator[dict[str, Any
         data = event.data
         if event.event == "error" or data.get("code"):
             message = str(data.get("message") or "")
-            raise _Failure(_provider_error(event.status, data.get("code"), message, data.get("request_id")))
+            error = _provider_error(event.status, data.get("code"), message, data.get("request_id"))
+            raise _Failure(error, response.headers)
         yield data
 
 
-class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
+def _seconds(name: str, value: float | None, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
+    return float(value)
+
+
+def _advice(exc: Exception) -> RetryAdvice:
+    """Whether a failed attempt is worth another (``clients.retry``), and the server's ``Retry-After``."""
+    if isinstance(exc, _Failure):
+        transient = is_transient(exc.error) and server_says_retry(exc.headers) is not False
+        return RetryAdvice(transient, retry_after_seconds(exc.headers))
+    cause = exc.__cause__ if isinstance(exc, DashScopeError) and exc.status_code is None else exc
+    return RetryAdvice(cause is not None and is_transient_transport_error(cause))
+
+
+def _noted(failure: _Failure, note: str) -> _Failure:
+    """The same failure with ``note`` appended to the provider's message."""
+    if not note:
+        return failure
+    return _Failure(replace(failure.error, message=failure.error.message + note), failure.headers)
+
+
+class _Attempts:
+    """Counts the attempts `call_with_retries` made, for the final error message."""
+
+    def __init__(self) -> None:
+        self.made = 1
+
+    def count(self, failed: int, delay: float, exc: Exception) -> None:
+        self.made = failed + 1
+
+    def note(self) -> str:
+        return f"; gave up after {self.made} attempts" if self.made > 1 else ""
+
+
+class _EventStream:
+    """The result payloads of one open DashScope stream.
+
+    ``read_first()`` reads up to the first event, so that failures before any output can be retried; after
+    that, failures are raised with what had been delivered (``delivered()`` is told of every update that went
+    out) and are never retried. ``aclose()`` closes the connection.
+    """
+
+    def __init__(self, response: httpx.Response, client: RawQwenChatClient[Any]) -> None:
+        self.response = response
+        self._client = client
+        self._payloads = _sse_payloads(response)
+        self._first: dict[str, Any] | None = None
+        self._ended = False
+        self.events = 0
+        self.characters = 0
+        self.finished = False
+
+    async def read_first(self) -> None:
+        try:
+            self._first = await self._payloads.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+
+    def __aiter__(self) -> _EventStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        if self._first is not None:
+            data, self._first = self._first, None
+            return data
+        if self._ended:
+            raise StopAsyncIteration
+        try:
+            return await self._payloads.__anext__()
+        except _Failure as failure:
+            raise _noted(failure, f"; the stream broke {self.so_far()}, the answer is incomplete") from None
+        except ChatClientInvalidResponseException as exc:
+            raise ChatClientInvalidResponseException(
+                f"{exc.args[0]} ({self.so_far()}; the answer is incomplete)"
+            ) from exc.__cause__
+        except httpx.TransportError as exc:
+            raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
+
+    def delivered(self, update: ChatResponseUpdate) -> None:
+        """Count an update that went out to MAF."""
+        self.events += 1
+        self.characters += sum(len(c.text or "") for c in update.contents if c.type in ("text", "text_reasoning"))
+        self.finished = self.finished or update.finish_reason is not None
+
+    def so_far(self) -> str:
+        plural = "" if self.events == 1 else "s"
+        return f"after {self.events} event{plural} ({self.characters} characters of text/reasoning) had been delivered"
+
+    def check_complete(self) -> None:
+        """Raise when the stream ended without its finishing event (protocol §1.7: no ``[DONE]``, the last event
+        carries a finish_reason other than ``"null"``), so that a cut answer never looks complete."""
+        if not self.finished:
+            where = self.so_far() if self.events else "before any event"
+            raise ChatClientException(
+                f"The DashScope stream from {self._client.base_url} ended without its finishing event {where}: "
+                "the answer was cut off."
+            )
+
+    async def aclose(self) -> None:
+        try:
+            await self._payloads.aclose()
+        finally:
+            await self.response.aclose()
+
+
+async def _within(awaitable: Awaitable[_T], seconds: float) -> _T:
+    """``awaitable`` bounded to ``seconds`` in all (``asyncio.timeout`` where it exists: no extra task)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
+    """``X-DashScope-OssResourceResolve: enable`` when the body names ``oss://`` files (protocol §1.6)."""
+    return {"X-DashScope-OssResourceResolve": "enable"} if needs_oss_resolve(body) else {}
+
+
+class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
     """DashScope native chat, without MAF's function, middleware and telemetry layers (use ``QwenChatClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
@@ -181,9 +317,13 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
         base_url: str | None = None,
         endpoint: Endpoint | None = None,
         timeout: float | None = None,
+        connect_timeout: float | None = None,
+        stream_idle_timeout: float | None = None,
         max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
         env_file_path: str | None = None,
         env_file_encoding: str | None = None,
+        rewrite_other_agents: bool = True,
         **kwargs: Any,
     ) -> None:
         if endpoint not in (None, "text", "multimodal"):
@@ -217,13 +357,23 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
         self.model: str = str(settings[self._MODEL_SETTING])  # type: ignore[literal-required]
         self.base_url: str = resolved_url
         self.endpoint: Endpoint | None = endpoint
-        self.timeout = timeout
-        self.max_retries = max_retries
+        # transport (docs/errors-and-retries.md): seconds; None = the default
+        self.timeout: float = _seconds("timeout", timeout, 300.0)  # the SDK's default
+        self.connect_timeout: float = _seconds("connect_timeout", connect_timeout, 10.0)
+        self.stream_idle_timeout: float = _seconds("stream_idle_timeout", stream_idle_timeout, 120.0)
+        policy = retry_policy if retry_policy is not None else RetryPolicy()
+        self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
         self._api_key: SecretString = SecretString(settings["api_key"])  # type: ignore[arg-type]
         self._sdk: dashscope.AsyncClient | None = None
         self._sdk_loop: asyncio.AbstractEventLoop | None = None
         self._learned_endpoints: dict[str, Endpoint] = {}
+        self.rewrite_other_agents = rewrite_other_agents
         super().__init__(**kwargs)
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after a transient failure (``retry_policy.max_retries``; docs/errors-and-retries.md)."""
+        return self.retry_policy.max_retries
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, endpoint={self.endpoint!r})"
@@ -254,9 +404,14 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
         """
         options = options or {}
         model = options.get("model") or self.model
-        return convert_messages(
-            messages, endpoint=self._endpoints(model, messages)[0], instructions=options.get("instructions")
-        )
+        messages = self._history(messages)
+        endpoint = self._endpoints(model, messages)[0]
+        body = build_request(messages, options, model=model, endpoint=endpoint, stream=False)
+        return body["input"]["messages"]  # type: ignore[no-any-return]
+
+    def _history(self, messages: Sequence[Message]) -> list[Message]:
+        """Other agents' turns as ``[Name]: `` user turns (multi-agent conversations, ``clients.naming``)."""
+        return _rewrite_other_agents(messages, self.own_agent_name, enabled=self.rewrite_other_agents)
 
     def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
         """A DashScope JSON response body → ``ChatResponse`` (see ``qwen3.convert.parse_response``)."""
@@ -281,7 +436,7 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
                 api_key=self._api_key.get_secret_value(),
                 base_url=self.base_url,
                 timeout=self.timeout,
-                max_retries=self.max_retries,
+                max_retries=0,  # our retry_policy replaces the SDK's (docs/errors-and-retries.md)
             )
             self._sdk_loop = loop
         return self._sdk
@@ -299,37 +454,93 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
         await self.close()
 
     async def _post(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
+        """Send a non-streamed request, retrying transient failures per ``retry_policy``.
+
+        Each attempt may take ``timeout`` seconds in all, ``connect_timeout`` of them to connect.
+        """
+        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+
+        async def attempt() -> dict[str, Any]:
+            request = self._client().transport.request(
+                "POST", ENDPOINT_PATHS[endpoint], json=body, headers=_oss_headers(body), timeout=timeout
+            )
+            response = await _within(request, self.timeout)
+            if response.status_code != 200:
+                error = _error_from_body(response.status_code, response.content, response.headers)
+                raise _Failure(error, response.headers)
+            try:
+                data = response.json()
+            except ValueError as exc:
+                raise ChatClientInvalidResponseException(
+                    f"DashScope sent a non-JSON body: {response.text[:200]!r}"
+                ) from exc
+            if not isinstance(data, dict):
+                raise ChatClientInvalidResponseException(f"DashScope sent a non-object body: {response.text[:200]!r}")
+            if data.get("code"):  # a business error in a 200 body (protocol §6.1)
+                raise _Failure(_error_from_body(200, response.content, response.headers), response.headers)
+            return data
+
+        attempts = _Attempts()
         try:
-            response = await self._client().transport.request("POST", ENDPOINT_PATHS[endpoint], json=body)
-        except DashScopeError as exc:
-            raise ChatClientException(f"Cannot reach DashScope at {self.base_url}: {exc.message}", exc) from exc
-        if response.status_code != 200:
-            raise _Failure(_error_from_body(response.status_code, response.content, response.headers))
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise ChatClientInvalidResponseException(
-                f"DashScope sent a non-JSON body: {response.text[:200]!r}"
-            ) from exc
-        if data.get("code"):  # a business error in a 200 body (protocol §6.1)
-            raise _Failure(_error_from_body(200, response.content, response.headers))
-        return data  # type: ignore[no-any-return]
+            return await call_with_retries(attempt, self.retry_policy, _advice, on_retry=attempts.count)
+        except _Failure as failure:
+            raise _noted(failure, attempts.note()) from None
+        except (DashScopeError, httpx.TransportError, asyncio.TimeoutError) as exc:
+            raise ChatClientException(self._transport_message(exc, stream=False) + attempts.note()) from exc
 
     @asynccontextmanager
-    async def _open_stream(self, endpoint: Endpoint, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
-        headers = {"X-DashScope-SSE": "enable", "Accept": "text/event-stream"}
+    async def _open_stream(self, endpoint: Endpoint, body: dict[str, Any]) -> AsyncIterator[_EventStream]:
+        """Open a stream and read up to its first event, retrying transient failures until then, never after
+        (MAF has already delivered what arrived). Each event may take ``stream_idle_timeout`` seconds."""
+        headers = {"X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
+        timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
+
+        async def attempt() -> _EventStream:
+            try:
+                response = await self._client().transport.open_stream(
+                    "POST", ENDPOINT_PATHS[endpoint], json=body, headers=headers, timeout=timeout
+                )
+            except DashScopeError as exc:
+                if exc.status_code is None:  # no answer: classified and described from its httpx cause
+                    raise
+                error = _provider_error(exc.status_code, exc.code, exc.message, exc.request_id)
+                raise _Failure(error, exc.headers) from exc
+            events = _EventStream(response, self)
+            try:
+                await events.read_first()
+            except BaseException:
+                await events.aclose()
+                raise
+            return events
+
+        attempts = _Attempts()
         try:
-            response = await self._client().transport.open_stream(
-                "POST", ENDPOINT_PATHS[endpoint], json=body, headers=headers
-            )
-        except DashScopeError as exc:
-            if exc.status_code is None:
-                raise ChatClientException(f"Cannot reach DashScope at {self.base_url}: {exc.message}", exc) from exc
-            raise _Failure(_provider_error(exc.status_code, exc.code, exc.message, exc.request_id)) from exc
+            events = await call_with_retries(attempt, self.retry_policy, _advice, on_retry=attempts.count)
+        except _Failure as failure:
+            raise _noted(failure, attempts.note()) from None
+        except (DashScopeError, httpx.TransportError) as exc:
+            raise ChatClientException(self._transport_message(exc, stream=True) + attempts.note()) from exc
         try:
-            yield response
+            yield events
         finally:
-            await response.aclose()
+            await events.aclose()
+
+    def _transport_message(self, exc: BaseException, *, stream: bool, so_far: str = "") -> str:
+        """What went wrong when no DashScope answer arrived: which timeout fired and its value, or the
+        connection failure; ``so_far`` says what a broken stream had delivered."""
+        cause = exc.__cause__ if isinstance(exc, DashScopeError) and exc.__cause__ is not None else exc
+        where = f"DashScope at {self.base_url}"
+        incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
+        if isinstance(cause, httpx.ConnectTimeout):
+            return f"Cannot reach {where}: no connection within connect_timeout={self.connect_timeout:g} s"
+        if isinstance(cause, asyncio.TimeoutError) or (isinstance(cause, httpx.TimeoutException) and not stream):
+            return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
+        if isinstance(cause, httpx.TimeoutException):
+            return f"{where} sent no stream event for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
+        detail = exc.message if isinstance(exc, DashScopeError) else str(cause) or type(cause).__name__
+        if so_far:
+            return f"The stream from {where} broke{incomplete}: {detail}"
+        return f"Cannot reach {where}: {detail}"
 
     # ------------------------------------------------------------------------------------------- MAF entry
 
@@ -348,6 +559,7 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
         return self._get(messages, options)
 
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
+        messages = self._history(messages)
         opts = await self._validate_options(options)
         model = opts.get("model") or self.model
         if request_thinks(model, opts):
@@ -372,6 +584,7 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
     async def _stream(
         self, messages: Sequence[Message], options: Mapping[str, Any]
     ) -> AsyncIterator[ChatResponseUpdate]:
+        messages = self._history(messages)
         opts = await self._validate_options(options)
         model = opts.get("model") or self.model
         endpoints = self._endpoints(model, messages)
@@ -380,17 +593,19 @@ class RawQwenChatClient(BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
             state = StreamState()
             produced = False
             try:
-                async with self._open_stream(endpoint, body) as response:
-                    async for data in _sse_payloads(response):
+                # transient failures before the first event are retried inside _open_stream; later ones raise
+                async with self._open_stream(endpoint, body) as events:
+                    async for data in events:
                         produced = True
-                        yield parse_stream_event(data, state, model=model)
+                        update = parse_stream_event(data, state, model=model)
+                        events.delivered(update)
+                        yield update
+                    events.check_complete()  # no finishing event: cut off, raise after what arrived
             except _Failure as failure:
                 retry = not produced and attempt + 1 < len(endpoints)
                 if retry and is_url_error(failure.error.code, failure.error.message):
                     continue
                 raise self._exception(failure, model, endpoint, messages) from None
-            except httpx.TransportError as exc:
-                raise ChatClientException(f"DashScope stream from {self.base_url} failed: {exc!r}", exc) from exc
             self._remember(model, endpoint, attempt)
             return
 
@@ -439,11 +654,18 @@ class QwenChatClient(
         base_url: native API base; default ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``, then
             ``https://dashscope.aliyuncs.com/api/v1``. International: ``https://dashscope-intl.aliyuncs.com/api/v1``.
         endpoint: ``"text"``, ``"multimodal"`` or None (automatic).
-        timeout: seconds per request (SDK default 300; for streams, per read).
-        max_retries: retries of non-streamed calls on 408/409/429/5xx and connection errors (SDK default 2).
+        timeout: seconds a non-streamed request may take in all (default 300, the SDK's).
+        connect_timeout: seconds to open a connection (default 10).
+        stream_idle_timeout: seconds a stream may go without an event (default 120).
+        max_retries: retries after a 429 (but not free-quota-exhausted), 5xx or connection failure, with
+            exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
+            0 disables). See docs/errors-and-retries.md.
+        retry_policy: a ``clients.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
+        rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
+            prefixed ``[Name]: `` (default True; ``clients.naming``, docs/multi-agent.md).
 
     Raises:
         SettingNotFoundError: no API key or no model, naming the variable to set.

@@ -339,3 +339,43 @@ async def test_structured_output_value_through_agent(emu: DashScopeEmulator, mod
     assert result.value == Forecast(city="杭州", temp_c=21)
     (request,) = emu.requests
     assert request.parameters["response_format"]["type"] == mode  # the emulator checks "json" is in the prompt
+
+
+# ------------------------------------------------------------------------------------------- multi-agent
+
+
+async def test_two_agents_see_each_other_as_named_user_turns(emu: DashScopeEmulator) -> None:
+    writer = Agent(client=qwen(emu), name="Writer", instructions="Write.")
+    critic = Agent(client=qwen(emu), name="评论员", instructions="Critique.")
+    emu.script(Reply(text="A draft about 杭州."), Reply(text="Too short."), Reply(text="Longer draft."))
+    task = Message("user", ["Write about Hangzhou."])
+    draft = await writer.run(task)
+    review = await critic.run([task, *draft.messages])
+    await writer.run([task, *draft.messages, *review.messages])
+    _, to_critic, to_writer = emu.requests
+    assert to_critic.messages == [
+        {"role": "system", "content": "Critique."},
+        {"role": "user", "content": "Write about Hangzhou."},
+        {"role": "user", "content": "[Writer]: A draft about 杭州."},
+    ]
+    assert to_writer.messages[2:] == [
+        {"role": "assistant", "content": "A draft about 杭州."},  # its own turn stays its own
+        {"role": "user", "content": "[评论员]: Too short."},
+    ]
+
+
+async def test_rewriting_other_agents_can_be_turned_off(emu: DashScopeEmulator) -> None:
+    critic = Agent(client=qwen(emu, rewrite_other_agents=False), name="Critic")
+    history = [Message("user", ["hi"]), Message("assistant", ["draft"], author_name="Writer")]
+    await critic.run(history)
+    assert emu.requests[0].messages[-1] == {"role": "assistant", "content": "draft"}
+
+
+async def test_oss_files_get_the_resolve_header(emu: DashScopeEmulator) -> None:
+    clip = Content.from_uri("oss://dashscope-instant/abc/2025-07-12/clip.mp4", media_type="video/mp4")
+    client = QwenVLChatClient(model="qwen-vl-max", api_key=KEY, base_url=emu.base_url)
+    await client.get_response([Message("user", [clip, "describe"])])
+    await client.get_response([Message("user", ["no files"])])
+    with_file, without = emu.requests
+    assert with_file.headers["x-dashscope-ossresourceresolve"] == "enable"
+    assert "x-dashscope-ossresourceresolve" not in without.headers

@@ -34,9 +34,25 @@ a ``str`` (plain text) or a callable ``(RecordedRequest) -> Reply``. When the qu
   after_events=3)`` (mid-stream failure), ``Reply.rate_limited(retry_after=2)``;
 * ``Reply(text=…, delay=0.5)`` for timeouts, ``Reply(finish_reason="length")`` for truncation.
 
+Faults, for testing retries and timeouts (one scripted reply is consumed per request, retries included):
+
+* bursts: script several errors in a row, e.g. ``emu.script(Reply.error_reply(503, "ModelUnavailable", "…"),
+  Reply.error_reply(500, "InternalError", "…"), "ok")``; a stream gets each as its first (only) event;
+* ``Reply.rate_limited(retry_after=0)``: 429 with ``Retry-After`` (a stream gets an ``event:error`` with
+  ``:HTTP_STATUS/429`` under HTTP 200 and that header; ``gateway=True`` sends streams a plain HTTP 429), any
+  reply with ``headers={"retry-after-ms": "50"}``, ``gateway_error=True`` for other statuses;
+* ``Reply(text=…, disconnect_after_events=N)``: the socket closes after N stream events, without the final
+  event or the chunked terminator (a non-stream request: closed without an answer);
+* ``Reply(text=…, stall_after_events=N, stall=2.0)``: the stream pauses 2 s after N events (idle timeouts);
+* ``Reply(text=…, malformed_after_events=N)``: after N events, one event whose ``data:`` line is cut-off JSON
+  (a non-stream answer: a cut-off JSON body);
+* ``Reply(finish_reason="null")``: the stream ends cleanly but its last event is not a finishing one.
+
 Inspection: ``emu.requests`` lists every `RecordedRequest` (``.path``, ``.endpoint``, ``.headers`` lower-cased,
 ``.body``, ``.stream``, ``.model``, ``.messages``, ``.parameters``), rejected ones included; ``emu.pending``
-counts unconsumed replies; ``emu.clear()`` resets both.
+counts unconsumed replies; ``emu.clear()`` resets both. ``emu.connections`` counts TCP connections accepted,
+``emu.open_connections`` those open now, ``emu.client_disconnects`` the answers a client stopped reading (closed
+the connection) before their end.
 
 Validation (``validate=True``, the default) rejects what DashScope rejects, with its own code and message:
 wrong endpoint for the model, missing model or messages, non-string text content, malformed multimodal parts,

@@ -15,15 +15,15 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeAlias
 
 from ._types import Endpoint, RecordedRequest, Reply, ReplyFactory, ScriptItem
 from ._validation import ApiError, validate
-from ._wire import Renderer, dumps, error_body, sse_event
+from ._wire import Renderer, dumps, error_body, malformed_event, sse_event
 
 PATHS: dict[str, Endpoint] = {
     "/api/v1/services/aigc/text-generation/generation": "text",  # protocol doc §1.4
@@ -33,15 +33,55 @@ SSE_CONTENT_TYPE = "text/event-stream;charset=UTF-8"  # stream captures' respons
 JSON_CONTENT_TYPE = "application/json"  # non-stream captures' response headers
 
 
+@dataclass(frozen=True)
+class _Stall:
+    """In an answer's events: pause this many seconds."""
+
+    seconds: float
+
+
+class _Disconnect:
+    """In an answer's events: close the socket here, without the final chunk."""
+
+
+_DISCONNECT = _Disconnect()
+_Item: TypeAlias = "bytes | _Stall | _Disconnect"
+
+
 @dataclass
 class _Answer:
-    """What the handler writes: a JSON body (``body``) or SSE events (``events``, chunked)."""
+    """What the handler writes: a JSON body (``body``) or SSE events (``events``, chunked, with faults), or
+    nothing at all (``disconnect``)."""
 
     status: int
     headers: dict[str, str]
     body: bytes = b""
-    events: Iterable[bytes] | None = None
+    events: Iterable[_Item] | None = None
     delay: float = 0.0
+    disconnect: bool = False
+
+
+def _with_faults(events: Iterable[bytes], reply: Reply) -> Iterator[_Item]:
+    """``events`` with the reply's stall, malformed event and disconnect inserted after their event counts (a
+    count past the last event means after it). The writer stops at the disconnect."""
+    count = 0
+
+    def faults(final: bool) -> Iterator[_Item]:
+        def due(after: int | None) -> bool:
+            return after is not None and (after == count or (final and after > count))
+
+        if due(reply.stall_after_events):
+            yield _Stall(reply.stall)
+        if due(reply.malformed_after_events):
+            yield malformed_event(count + 1)
+        if due(reply.disconnect_after_events):
+            yield _DISCONNECT
+
+    for event in events:
+        yield from faults(final=False)
+        yield event
+        count += 1
+    yield from faults(final=True)
 
 
 def _json_answer(status: int, payload: Any, request_id: str, extra: Mapping[str, str] | None = None) -> _Answer:
@@ -49,7 +89,7 @@ def _json_answer(status: int, payload: Any, request_id: str, extra: Mapping[str,
     return _Answer(status, headers, body=dumps(payload).encode())
 
 
-def _sse_answer(events: Iterable[bytes], request_id: str, extra: Mapping[str, str] | None = None) -> _Answer:
+def _sse_answer(events: Iterable[_Item], request_id: str, extra: Mapping[str, str] | None = None) -> _Answer:
     headers = {"content-type": SSE_CONTENT_TYPE, "x-request-id": request_id, **(extra or {})}
     return _Answer(200, headers, events=events)
 
@@ -81,6 +121,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # the client hung up between requests: normal
+            self.close_connection = True
+
     def _read_body(self) -> bytes:
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             data = bytearray()
@@ -100,9 +146,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._send(self.server.emulator._answer(self.path.split("?", 1)[0], {}, None))
 
+    def _drop(self) -> None:
+        """Close the socket now, mid-answer (fault injection)."""
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+        self.close_connection = True
+
     def _send(self, answer: _Answer) -> None:
         if answer.delay > 0:
             time.sleep(answer.delay)
+        if answer.disconnect:
+            self._drop()
+            return
         try:
             self.send_response(answer.status)
             for name, value in answer.headers.items():
@@ -115,10 +170,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for event in answer.events:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                if isinstance(event, _Stall):
+                    time.sleep(event.seconds)
+                elif isinstance(event, _Disconnect):
+                    self._drop()
+                    return
+                else:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):  # the client went away (e.g. stopped reading)
             self.close_connection = True
+            self.server.emulator._client_left()
 
 
 class _Server(ThreadingHTTPServer):
@@ -170,6 +232,7 @@ class DashScopeEmulator:
         self._requests: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
         self._accepted = 0
+        self._client_disconnects = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._wake: tuple[socket.socket, socket.socket] | None = None
@@ -232,6 +295,10 @@ class DashScopeEmulator:
     ) -> None:
         self.stop()
 
+    def _client_left(self) -> None:
+        with self._lock:
+            self._client_disconnects += 1
+
     def _track(self, connection: socket.socket, *, add: bool) -> None:
         with self._lock:
             if add:
@@ -259,6 +326,19 @@ class DashScopeEmulator:
         """Number of TCP connections accepted so far (keep-alive clients reuse one)."""
         with self._lock:
             return self._accepted
+
+    @property
+    def open_connections(self) -> int:
+        """Number of TCP connections open right now (a client that closes one is seen within milliseconds when
+        the server is writing to it, else when it next reads)."""
+        with self._lock:
+            return len(self._connections)
+
+    @property
+    def client_disconnects(self) -> int:
+        """Number of answers cut short because the client closed the connection before reading them whole."""
+        with self._lock:
+            return self._client_disconnects
 
     def script(self, *replies: ScriptItem) -> None:
         """Queue replies (a `Reply`, a plain ``str`` = ``Reply(text=…)``, or ``(RecordedRequest) -> Reply``)."""
@@ -327,14 +407,21 @@ class DashScopeEmulator:
             failed = ApiError(500, "InternalError", f"emulator script callable failed: {exc!r}")
             return _error_answer(failed, stream, request_id, {"x-should-retry": "false"})
         answer = self._render(reply, request, request_id)
-        answer.delay = reply.delay
+        answer.delay += reply.delay
         return answer
 
     @staticmethod
     def _render(reply: Reply, request: RecordedRequest, request_id: str) -> _Answer:
-        if reply.error is not None and not request.stream:
-            return _error_answer(ApiError(*reply.error), False, request_id, reply.headers)
-        renderer = Renderer(reply, request, request_id)
-        if request.stream:
-            return _sse_answer(renderer.events(), request_id, reply.headers)
-        return _json_answer(200, renderer.body(), request_id, reply.headers)
+        if reply.error is not None and (not request.stream or reply.gateway_error):
+            answer = _error_answer(ApiError(*reply.error), False, request_id, reply.headers)
+        elif request.stream:
+            events = Renderer(reply, request, request_id).events()
+            return _sse_answer(_with_faults(events, reply), request_id, reply.headers)
+        else:
+            answer = _json_answer(200, Renderer(reply, request, request_id).body(), request_id, reply.headers)
+            if reply.malformed_after_events is not None:
+                answer.body = answer.body[: len(answer.body) // 2]
+        # non-stream faults (a gateway error on a stream too: it has no events to count)
+        answer.disconnect = reply.disconnect_after_events is not None
+        answer.delay = reply.stall
+        return answer

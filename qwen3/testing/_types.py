@@ -124,6 +124,17 @@ class Reply:
       "request_id"}`` (capture auth-error-nosse). Stream: HTTP 200 and one ``event:error`` with
       ``:HTTP_STATUS/<status>`` (capture parameter-error-sse), after ``error_after_events`` normal events.
     * ``delay``: seconds to wait before answering; ``headers``: extra response headers (e.g. Retry-After).
+    * ``gateway_error``: a stream request gets ``error`` as a plain HTTP status with a JSON body (as DashScope's
+      gateway answers a bad key, and as a proxy may answer throttling) instead of an in-stream ``event:error``.
+
+    Faults (``N`` counts the stream events sent before the fault; past the last event = after it):
+
+    * ``disconnect_after_events=N``: a stream sends N events, then the socket is closed without the rest or the
+      final chunk (the client sees a broken chunked body); a non-stream request is closed without an answer.
+    * ``stall_after_events=N, stall=seconds``: a stream pauses that long after N events, then goes on (for
+      idle timeouts); a non-stream answer waits ``stall`` seconds more.
+    * ``malformed_after_events=N``: a stream sends N events, then an event whose ``data:`` line is cut-off
+      JSON, then the rest; a non-stream answer is HTTP 200 with a cut-off JSON body.
     """
 
     text: str = ""
@@ -138,8 +149,19 @@ class Reply:
     error_after_events: int | None = None
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    gateway_error: bool = False
+    disconnect_after_events: int | None = None
+    stall_after_events: int | None = None
+    stall: float = 0.0
+    malformed_after_events: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("disconnect_after_events", "stall_after_events", "malformed_after_events"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if (self.stall_after_events is None) != (self.stall <= 0):
+            raise ValueError("stall_after_events=N and stall=seconds (> 0) go together")
         if self.chunks is not None and self.chunks < 1:
             raise ValueError("chunks must be >= 1")
         if self.tool_call_fragments < 1:
@@ -176,12 +198,14 @@ class Reply:
         )
 
     @classmethod
-    def rate_limited(cls, retry_after: int | None = 1) -> Reply:
-        """429 ``Throttling.RateQuota`` (protocol doc §6.2) with an optional ``Retry-After`` header."""
-        headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
+    def rate_limited(cls, retry_after: float | None = 1, *, gateway: bool = False) -> Reply:
+        """429 ``Throttling.RateQuota`` (protocol doc §6.2) with an optional ``Retry-After`` header (seconds);
+        ``gateway=True``: streams get it as HTTP 429 too (see ``gateway_error``)."""
+        headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
         return cls(
             error=(429, "Throttling.RateQuota", "Requests rate limit exceeded, please try again later."),
             headers=headers,
+            gateway_error=gateway,
         )
 
     @classmethod

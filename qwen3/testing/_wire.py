@@ -29,6 +29,12 @@ def sse_event(event_id: int, kind: str, status: int, data: Mapping[str, Any]) ->
     return f"id:{event_id}\nevent:{kind}\n:HTTP_STATUS/{status}\ndata:{dumps(data)}\n\n".encode()
 
 
+def malformed_event(event_id: int) -> bytes:
+    """A result event whose ``data:`` line is JSON cut off midway (a broken proxy, a truncated write)."""
+    cut = '{"output":{"choices":[{"message":{"con'
+    return f"id:{event_id}\nevent:result\n:HTTP_STATUS/200\ndata:{cut}\n\n".encode()
+
+
 def error_body(code: str, message: str, request_id: str) -> dict[str, str]:
     """Native error body ``{"code","message","request_id"}`` (captures F8/F9)."""
     return {"code": code, "message": message, "request_id": request_id}
