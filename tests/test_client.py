@@ -379,3 +379,34 @@ async def test_oss_files_get_the_resolve_header(emu: DashScopeEmulator) -> None:
     with_file, without = emu.requests
     assert with_file.headers["x-dashscope-ossresourceresolve"] == "enable"
     assert "x-dashscope-ossresourceresolve" not in without.headers
+
+
+async def test_concurrent_structured_runs_on_one_client_do_not_mix(emu: DashScopeEmulator) -> None:
+    import asyncio
+
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        city: str
+
+    class Temperature(BaseModel):
+        temp_c: int
+
+    def reply(request: Any) -> Reply:  # answer each request by the schema it asked for, slowly, so runs overlap
+        asked = json.dumps(request.body, ensure_ascii=False)
+        return Reply(text='{"temp_c": 21}' if "temp_c" in asked else '{"city": "杭州"}', delay=0.05)
+
+    emu.script(reply, reply, reply, reply)
+    client = qwen(emu, "qwen-plus")
+    city, temperature, city2, temperature2 = await asyncio.gather(
+        client.get_response([Message("user", ["where?"])], options={"response_format": City}),
+        client.get_response([Message("user", ["how warm?"])], options={"response_format": Temperature}),
+        client.get_response(
+            [Message("user", ["where?"])], options={"response_format": City}, stream=True
+        ).get_final_response(),
+        client.get_response(
+            [Message("user", ["how warm?"])], options={"response_format": Temperature}, stream=True
+        ).get_final_response(),
+    )
+    assert (city.value, city2.value) == (City(city="杭州"), City(city="杭州"))
+    assert (temperature.value, temperature2.value) == (Temperature(temp_c=21), Temperature(temp_c=21))
