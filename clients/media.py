@@ -35,6 +35,7 @@ __all__ = [
     "media_kind",
     "media_type_of",
     "media_uri",
+    "resolve_uri",
     "video_frames",
 ]
 
@@ -161,23 +162,30 @@ def _sniff(data: bytes) -> str | None:
     return next((kind for offset, magic, kind in _SIGNATURES if data[offset : offset + len(magic)] == magic), None)
 
 
-def media_uri(content: Content, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
-    """The URI to send for a media content: http(s)/oss URLs and data URIs as given, local files inlined.
-
-    A ``file://`` URI or a plain path is read and returned as ``data:<type>;base64,…``.
+def resolve_uri(uri: str, media_type: str | None = None, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
+    """The URI to send for ``uri``: http(s)/oss URLs and data URIs as given, a local file (``file://`` or a plain
+    path) read and returned as ``data:<type>;base64,…``.
 
     Raises:
-        MediaError: the file cannot be read, exceeds ``max_bytes``, or the content has no URI.
+        MediaError: the file cannot be read, is not a media file, or exceeds ``max_bytes``; an unknown scheme.
     """
-    uri = content.uri
-    if not uri:
-        raise MediaError(f"A {content.type!r} content has no uri: build it with Content.from_data or from_uri.")
     if uri.startswith("data:") or uri.startswith(_REMOTE_SCHEMES):
         return uri
     path = _local_path(uri)
     if path is None:
         raise MediaError(f"Unsupported media URI {uri!r}: use http(s)://, data:, oss:// or a local file.")
-    return _read_local(path, content.media_type, max_bytes)
+    return _read_local(path, media_type, max_bytes)
+
+
+def media_uri(content: Content, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
+    """``resolve_uri`` for a ``data``/``uri`` content (its declared media type is used for local files).
+
+    Raises:
+        MediaError: as ``resolve_uri``, or the content has no URI.
+    """
+    if not content.uri:
+        raise MediaError(f"A {content.type!r} content has no uri: build it with Content.from_data or from_uri.")
+    return resolve_uri(content.uri, content.media_type, max_bytes=max_bytes)
 
 
 def video_frames(

@@ -31,7 +31,7 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from clients.media import FRAMES_KEY, MediaError, media_kind, media_uri
+from clients.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
 from clients.think import ThinkPiece, ThinkSplitter, split_think
 from clients.tool_calls import StreamedToolCalls, json_object_arguments
 from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_by_default
@@ -104,7 +104,6 @@ _SAME_NAME = (
     "stop",
     "seed",
     "presence_penalty",
-    "enable_thinking",
     "thinking_budget",
     "top_k",
     "repetition_penalty",
@@ -175,7 +174,7 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
     if kind is None:
         raise _invalid(
             f"{where}: DashScope chat takes image, video, audio or text; got media type "
-            f"{content.media_type or 'unknown'!r}. Extract the text yourself or convert the file."
+            f"{media_type_of(content) or 'unknown'!r}. Extract the text yourself or convert the file."
         )
     if endpoint == "text":
         raise _invalid(
@@ -184,9 +183,7 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
         )
     frames = (content.additional_properties or {}).get(FRAMES_KEY)
     try:
-        value: str | list[str] = (
-            [media_uri(Content.from_uri(frame)) for frame in frames] if frames else media_uri(content)
-        )
+        value: str | list[str] = [resolve_uri(frame) for frame in frames] if frames else media_uri(content)
     except MediaError as exc:
         raise _invalid(f"{where}: {exc}") from exc
     part: dict[str, Any] = {kind: value}
@@ -388,9 +385,12 @@ def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[di
 
 
 def request_thinks(model: str, options: Mapping[str, Any]) -> bool:
-    """Whether a request makes the model think: ``enable_thinking`` if set, else the model's default (§5)."""
+    """Whether a request makes the model think: ``enable_thinking`` if set; else off when structured output is
+    asked of a hybrid model (this client then sends ``enable_thinking: false``); else the model's default (§5)."""
     if options.get("enable_thinking") is not None:
         return bool(options["enable_thinking"])
+    if options.get("response_format") is not None and thinking_mode(model) == "hybrid":
+        return False
     return thinks_by_default(model)
 
 
@@ -444,17 +444,18 @@ def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str
             f"{model!r} always thinks: DashScope refuses enable_thinking=False for it ('The value of the "
             "enable_thinking parameter is restricted to True'). Drop the option or use a hybrid model."
         )
-    if options.get("response_format") is not None and request_thinks(model, options):
+    if options.get("response_format") is not None:
         if enabled or mode == "only":
             raise _invalid(
                 f"Structured output (response_format) is not available while {model!r} thinks ('Json mode "
                 "response is not supported when enable_thinking is true'): set enable_thinking=False "
                 "or use a non-thinking model."
             )
-        enabled = False  # a model thinking by default (qwen3.5+): structured output needs it off, say so explicitly
+        if enabled is None and thinks_by_default(model):
+            enabled = False  # qwen3.5+ think unless told not to: structured output needs it off, say so explicitly
     if enabled is not None:
         parameters["enable_thinking"] = bool(enabled)
-    return request_thinks(model, {"enable_thinking": enabled})
+    return request_thinks(model, options)
 
 
 def convert_parameters(options: Mapping[str, Any], *, stream: bool, model: str = "") -> dict[str, Any]:

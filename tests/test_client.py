@@ -325,7 +325,9 @@ async def test_non_streamed_call_to_a_thinking_model_streams_under_the_hood(emu:
     assert response.finish_reason == "stop"
 
 
-@pytest.mark.parametrize(("model", "mode"), [("qwen-plus", "json_schema"), ("qwen-max", "json_object")])
+@pytest.mark.parametrize(
+    ("model", "mode"), [("qwen-plus", "json_schema"), ("qwen-max", "json_object"), ("qwen3.6-plus", "json_object")]
+)
 async def test_structured_output_value_through_agent(emu: DashScopeEmulator, model: str, mode: str) -> None:
     from pydantic import BaseModel
 
@@ -339,6 +341,9 @@ async def test_structured_output_value_through_agent(emu: DashScopeEmulator, mod
     assert result.value == Forecast(city="杭州", temp_c=21)
     (request,) = emu.requests
     assert request.parameters["response_format"]["type"] == mode  # the emulator checks "json" is in the prompt
+    assert not request.stream  # structured output does not think, so it needs no stream under the hood
+    if model == "qwen3.6-plus":  # thinks by default: turned off explicitly
+        assert request.parameters["enable_thinking"] is False
 
 
 # ------------------------------------------------------------------------------------------- multi-agent
