@@ -32,10 +32,12 @@ __all__ = [
     "MediaError",
     "MediaKind",
     "image_content",
+    "local_file",
     "media_kind",
     "media_type_of",
     "media_uri",
     "resolve_uri",
+    "sniff_media_type",
     "video_frames",
 ]
 
@@ -62,6 +64,11 @@ def _local_path(uri: str) -> Path | None:
     if "://" in uri or uri.startswith("data:"):
         return None
     return Path(uri).expanduser()
+
+
+def local_file(uri: str) -> Path | None:
+    """The local file a media URI names (a ``file://`` URI or a plain path), else None (http, data, oss...)."""
+    return _local_path(uri)
 
 
 def _guess_from_name(name: str) -> str | None:
@@ -124,7 +131,9 @@ def _read_local(path: Path, media_type: str | None, max_bytes: int) -> str:
     if size > max_bytes:
         raise MediaError(
             f"Media file {str(path)!r} is {size} bytes, over the {max_bytes}-byte inline limit: "
-            "shrink it, or host it at an http(s) URL."
+            "shrink it, host it at an http(s) URL, or let the Qwen client upload it to DashScope's temporary storage "
+            "(upload_local_files='large', China (Beijing) region only) with the file given as "
+            f"Content.from_uri({path.resolve().as_uri()!r})."
         )
     data = path.read_bytes()
     sniffed = _sniff(data)
@@ -152,6 +161,12 @@ _SIGNATURES: tuple[tuple[int, bytes, str], ...] = (
     (0, b"\xff\xf1", "audio/aac"),
     (0, b"\xff\xf9", "audio/aac"),
 )
+
+
+def sniff_media_type(data: bytes) -> str | None:
+    """The media type the bytes show (their first 512 bytes suffice), None when unrecognised: this decides
+    whether a local file is an image, video or audio file, whatever its name says."""
+    return _sniff(data)
 
 
 def _sniff(data: bytes) -> str | None:

@@ -91,7 +91,11 @@ def _rewrite(message: Message, name: str, results: Mapping[str, Content]) -> Mes
             if result is not None:
                 contents.extend(item for item in result.items or () if item.type in _KEPT_MEDIA)
         elif content.type in _KEPT_MEDIA:
-            contents.append(content)
+            if (content.uri or "").startswith("file:"):
+                # a path another agent (a model) wrote is never read from disk: only say it was there
+                contents.append(Content.from_text(f"[{name} attached a local file, not sent]"))
+            else:
+                contents.append(content)
         # text_reasoning, usage, error, approvals, hosted-tool records: dropped (module docstring)
     if not contents:
         return None

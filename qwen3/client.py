@@ -63,6 +63,7 @@ from qwen3.convert import (
     request_thinks,
 )
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
+from qwen3.uploads import UPLOAD_MODES, UploadedFiles, UploadLocalFiles, upload_region_error, with_uploaded_files
 
 if sys.version_info >= (3, 13):
     from typing import TypeVar
@@ -324,10 +325,13 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
         env_file_path: str | None = None,
         env_file_encoding: str | None = None,
         rewrite_other_agents: bool = True,
+        upload_local_files: UploadLocalFiles = "never",
         **kwargs: Any,
     ) -> None:
         if endpoint not in (None, "text", "multimodal"):
             raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {endpoint!r}.")
+        if upload_local_files not in UPLOAD_MODES:
+            raise ValueError(f"upload_local_files must be 'never', 'large' or 'always', not {upload_local_files!r}.")
         settings = load_settings(
             QwenSettings,
             env_prefix="DASHSCOPE_",
@@ -354,6 +358,8 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
                 f"base_url {resolved_url!r} is DashScope's OpenAI-compatible API; this client speaks the native "
                 "API: use e.g. " + repr(DEFAULT_BASE_URL) + " or " + repr(INTL_BASE_URL) + "."
             )
+        if upload_local_files != "never" and (region_error := upload_region_error(resolved_url)):
+            raise ValueError(region_error)
         self.model: str = str(settings[self._MODEL_SETTING])  # type: ignore[literal-required]
         self.base_url: str = resolved_url
         self.endpoint: Endpoint | None = endpoint
@@ -368,6 +374,8 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
         self._sdk_loop: asyncio.AbstractEventLoop | None = None
         self._learned_endpoints: dict[str, Endpoint] = {}
         self.rewrite_other_agents = rewrite_other_agents
+        self.upload_local_files: UploadLocalFiles = upload_local_files
+        self._uploaded = UploadedFiles()  # oss:// URLs reused while the file is unchanged (qwen3.uploads)
         super().__init__(**kwargs)
 
     @property
@@ -559,7 +567,6 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
         return self._get(messages, options)
 
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
-        messages = self._history(messages)
         opts = await self._validate_options(options)
         model = opts.get("model") or self.model
         if request_thinks(model, opts):
@@ -568,6 +575,7 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
             # stream gives the same answer for all: stream under the hood and aggregate.
             updates = [update async for update in self._stream(messages, opts)]
             return ChatResponse.from_updates(updates, output_format_type=opts.get("response_format"))
+        messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
         for attempt, endpoint in enumerate(endpoints):
             body = build_request(messages, opts, model=model, endpoint=endpoint, stream=False)
@@ -584,9 +592,9 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
     async def _stream(
         self, messages: Sequence[Message], options: Mapping[str, Any]
     ) -> AsyncIterator[ChatResponseUpdate]:
-        messages = self._history(messages)
         opts = await self._validate_options(options)
         model = opts.get("model") or self.model
+        messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
         for attempt, endpoint in enumerate(endpoints):
             body = build_request(messages, opts, model=model, endpoint=endpoint, stream=True)
@@ -608,6 +616,20 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
                 raise self._exception(failure, model, endpoint, messages) from None
             self._remember(model, endpoint, attempt)
             return
+
+    async def _with_uploads(self, messages: Sequence[Message], model: str) -> Sequence[Message]:
+        """Local files of user turns and tool results uploaded to ``oss://`` per ``upload_local_files``, before
+        other agents' turns are rewritten (so nothing assistant-authored is uploaded; ``qwen3.uploads``)."""
+        if self.upload_local_files == "never":
+            return messages
+        return await with_uploaded_files(
+            messages,
+            mode=self.upload_local_files,
+            model=model,
+            api_key=self._api_key.get_secret_value(),
+            base_url=self.base_url,
+            cache=self._uploaded,
+        )
 
     def _exception(
         self, failure: _Failure, model: str, endpoint: Endpoint, messages: Sequence[Message]
@@ -666,10 +688,20 @@ class QwenChatClient(
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.naming``, docs/multi-agent.md).
+        upload_local_files: local media files (``file://`` URIs in user messages and tool results) are sent inline
+            as base64 ``data:`` URIs, which DashScope takes up to 10 MB each. ``"never"`` (default): always inline,
+            larger files are refused before sending. ``"large"``: files over 10 MB are uploaded to DashScope's
+            temporary storage with this client's key and sent as ``oss://`` URLs (valid 48 h, bound to the model
+            and account; the request then carries ``X-DashScope-OssResourceResolve: enable``). ``"always"``: every
+            local file is uploaded. **China (Beijing) region only**: DashScope has no temporary upload elsewhere,
+            so an international, US or Hong Kong ``base_url`` with ``"large"``/``"always"`` raises ``ValueError``.
+            Files ``image_content(path)`` already read are inline data, not files: pass
+            ``Content.from_uri(Path(p).resolve().as_uri())`` to have them uploaded. See docs/media.md.
 
     Raises:
         SettingNotFoundError: no API key or no model, naming the variable to set.
-        ValueError: a bad ``endpoint``, or an OpenAI-compatible-mode ``base_url``.
+        ValueError: a bad ``endpoint`` or ``upload_local_files``, an OpenAI-compatible-mode ``base_url``, or
+            ``upload_local_files`` with a ``base_url`` outside the China (Beijing) region.
     """
 
 

@@ -151,12 +151,12 @@ CASES = [
     Case(
         "get-upload-policy-nosse",
         skip="GET /uploads?action=getPolicy of the oss:// temporary-file flow, not a chat exchange "
-        "(this client inlines local files as data URIs instead)",
+        "(the upload route is tested against the emulator in tests/test_uploads.py)",
     ),
     Case(
         "upload-temporary-file-nosse",
         skip="multipart upload to the OSS bucket of the oss:// temporary-file flow, not a chat exchange "
-        "(no response body recorded; this client inlines local files instead)",
+        "(no response body recorded; the upload route is tested in tests/test_uploads.py)",
     ),
     Case(
         "multimodal-generation-audio-caption-sse",

@@ -347,3 +347,17 @@ async def test_a_client_shared_by_two_agents_sends_history_unchanged() -> None:
     history = [Message("user", ["Draft."]), Message("assistant", ["Draft v1."], author_name="Reviewer")]
     await writer.run(history)
     assert shape(client.seen[0]) == shape(history)
+
+
+def test_local_files_in_another_agents_turn_are_never_read() -> None:
+    turn = Message(
+        "assistant",
+        ["see", Content.from_uri("file:///etc/passwd", media_type="image/png"), Content.from_uri("https://x/a.png")],
+        author_name="Other",
+    )
+    (rewritten,) = rewrite_other_agents([turn], "Me")
+    assert [(c.type, c.text or c.uri) for c in rewritten.contents] == [
+        ("text", "[Other]: see"),
+        ("text", "[Other attached a local file, not sent]"),
+        ("uri", "https://x/a.png"),
+    ]

@@ -54,6 +54,12 @@ counts unconsumed replies; ``emu.clear()`` resets both. ``emu.connections`` coun
 ``emu.open_connections`` those open now, ``emu.client_disconnects`` the answers a client stopped reading (closed
 the connection) before their end.
 
+Temporary uploads (protocol doc §1.9): ``GET {base}/uploads?action=getPolicy&model=…`` answers an upload policy
+whose ``upload_host`` is the emulator, and ``POST /`` takes the OSS form the ``dashscope`` SDK sends (fields
+checked against the policy, the API key checked like on the chat paths). ``emu.uploads`` lists the stored files
+(`RecordedUpload`: ``.key``, ``.url`` = ``oss://<key>``, ``.size``, ``.content_type``, ``.model``, ``.data``);
+``emu.fail_upload(403, "AccessDenied", "…")`` makes the next upload fail (``step="policy"``: the next policy).
+
 Validation (``validate=True``, the default) rejects what DashScope rejects, with its own code and message:
 wrong endpoint for the model, missing model or messages, non-string text content, malformed multimodal parts,
 orphan tool messages, non-JSON tool arguments, thinking streams without ``incremental_output``, JSON mode
@@ -67,6 +73,7 @@ only when you pass ``incremental_output=True`` (with ``False`` it asks for delta
 
 from ._emulator import DashScopeEmulator
 from ._types import Endpoint, RecordedRequest, Reply, ReplyFactory, ScriptItem, ToolCall
+from ._uploads import RecordedUpload
 from ._validation import ApiError, endpoint_for
 
 __all__ = [
@@ -74,6 +81,7 @@ __all__ = [
     "DashScopeEmulator",
     "Endpoint",
     "RecordedRequest",
+    "RecordedUpload",
     "Reply",
     "ReplyFactory",
     "ScriptItem",

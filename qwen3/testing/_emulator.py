@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, TypeAlias
+from urllib.parse import parse_qs, urlsplit
 
 from ._types import Endpoint, RecordedRequest, Reply, ReplyFactory, ScriptItem
+from ._uploads import OSS_PATH, UPLOADS_PATH, Answer, RecordedUpload, UploadStep, UploadStore
 from ._validation import ApiError, validate
 from ._wire import Renderer, dumps, error_body, malformed_event, sse_event
 
@@ -144,7 +146,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(self.server.emulator._answer(self.path.split("?", 1)[0], headers, raw))
 
     def do_GET(self) -> None:
-        self._send(self.server.emulator._answer(self.path.split("?", 1)[0], {}, None))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self._send(self.server.emulator._answer_get(self.path, headers))
 
     def _drop(self) -> None:
         """Close the socket now, mid-answer (fault injection)."""
@@ -210,6 +213,10 @@ class DashScopeEmulator:
 
     Replies are consumed one per accepted chat request, in FIFO order; requests rejected by the API-key check
     or by validation do not consume one. All requests to the two chat paths are recorded in ``requests``.
+
+    It also emulates DashScope's temporary-file upload (``GET {base}/uploads?action=getPolicy`` and the OSS form
+    POSTed to the policy's ``upload_host``, which is the emulator's root): stored files are in ``uploads``,
+    ``fail_upload`` makes the next upload or policy request fail (``_uploads.py``).
     """
 
     def __init__(
@@ -236,6 +243,7 @@ class DashScopeEmulator:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._wake: tuple[socket.socket, socket.socket] | None = None
+        self._uploads = UploadStore()
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def start(self) -> DashScopeEmulator:
@@ -357,11 +365,30 @@ class DashScopeEmulator:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def uploads(self) -> list[RecordedUpload]:
+        """Files accepted by the emulated temporary storage, in arrival order (``.key``, ``.url``, ``.size``,
+        ``.content_type``, ``.model``, ``.fields``, ``.data``)."""
+        return self._uploads.uploads
+
+    def fail_upload(
+        self,
+        status: int = 403,
+        code: str = "AccessDenied",
+        message: str = "You have no right to access this object because of bucket acl.",
+        *,
+        step: UploadStep = "upload",
+    ) -> None:
+        """Make the next file upload (``step="upload"``: an OSS XML error) or the next upload-policy request
+        (``step="policy"``: a DashScope JSON error) fail with this status, code and message. Calls queue up."""
+        self._uploads.fail(step, ApiError(status, code, message))
+
     def clear(self) -> None:
-        """Drop queued replies and recorded requests."""
+        """Drop queued replies, recorded requests, uploaded files and queued upload failures."""
         with self._lock:
             self._script.clear()
             self._requests.clear()
+        self._uploads.clear()
 
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _next_reply(self, request: RecordedRequest) -> Reply:
@@ -378,6 +405,10 @@ class DashScopeEmulator:
 
     def _answer(self, path: str, headers: dict[str, str], raw: bytes | None) -> _Answer:
         request_id = str(uuid.uuid4())
+        if path == OSS_PATH and raw is not None:  # the upload_host of our policies (_uploads.py)
+            host = headers.get("host", "")
+            stored = self._uploads.upload(headers.get("content-type", ""), raw, host, request_id)
+            return self._upload_answer(stored, {"x-oss-request-id": request_id})
         endpoint = PATHS.get(path)
         if endpoint is None or raw is None:
             return _json_answer(404, error_body("NotFound", f"No such API: {path}", request_id), request_id)
@@ -409,6 +440,22 @@ class DashScopeEmulator:
         answer = self._render(reply, request, request_id)
         answer.delay += reply.delay
         return answer
+
+    def _answer_get(self, target: str, headers: dict[str, str]) -> _Answer:
+        """``GET {base}/uploads?action=getPolicy&model=…`` (the upload policy, ``_uploads.py``); anything else 404."""
+        split = urlsplit(target)
+        if split.path != UPLOADS_PATH:
+            return self._answer(split.path, headers, None)
+        request_id = str(uuid.uuid4())
+        authorization = headers.get("authorization", "")
+        if self.api_key is not None and authorization != f"Bearer {self.api_key}":  # as on the chat paths
+            return _json_answer(401, error_body("InvalidApiKey", "Invalid API-key provided.", request_id), request_id)
+        answer = self._uploads.policy(parse_qs(split.query), authorization, headers.get("host", ""), request_id)
+        return self._upload_answer(answer, {"x-request-id": request_id})
+
+    @staticmethod
+    def _upload_answer(answer: Answer, extra: Mapping[str, str]) -> _Answer:
+        return _Answer(answer.status, {"content-type": answer.content_type, **extra}, body=answer.body)
 
     @staticmethod
     def _render(reply: Reply, request: RecordedRequest, request_id: str) -> _Answer:

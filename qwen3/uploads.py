@@ -1,0 +1,308 @@
+"""Local media files → DashScope's temporary storage (``oss://``), for files too large to send inline.
+
+DashScope takes at most 10 MB per inline (base64) item. For larger local files it offers a temporary upload
+(protocol §1.9; captures ``get-upload-policy-nosse``, ``upload-temporary-file-nosse``): ``GET
+{base}/uploads?action=getPolicy&model=…`` with the API key returns an OSS post policy, the file is POSTed as a
+multipart form to the policy's ``upload_host``, and the request then names it ``oss://<upload_dir>/<name>`` with
+the header ``X-DashScope-OssResourceResolve: enable`` (added by the client whenever a body names ``oss://``
+files). The URL is valid for 48 hours and bound to the model and the account. The route exists **only in the
+China (Beijing) region**.
+
+The upload itself is the ``dashscope`` SDK's own (``dashscope.utils.oss_utils.OssUtils.upload``, the uploader
+``dashscope.v2`` uses, pointed at the client's ``base_url`` as ``v2/resources/_oss.py`` does); it uses blocking
+``requests``, so it runs in a worker thread. This module only decides which files go and puts the URLs in place:
+
+- ``"never"``: nothing is uploaded (local files are inlined, and refused over 10 MB, by ``qwen3.convert``).
+- ``"large"``: local files over the inline limit are uploaded; smaller ones are still inlined.
+- ``"always"``: every local file is uploaded.
+
+Only files named by ``file://`` URIs (or plain paths) in **user messages and tool results** are uploaded, never a
+path in assistant-authored content; only image, video and audio files (the bytes decide, as for inlining). Each
+file goes once per request even when named twice; the caller's ``Message`` objects are never changed (changed
+messages are shallow copies). A client keeps the URLs it got (``UploadedFiles``) and reuses them while the file is
+unchanged and the URL well inside its 48 hours, so a tool loop resending the conversation does not upload again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from agent_framework import Content, Message
+from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
+from dashscope.utils.oss_utils import OssUtils
+
+from clients.media import FRAMES_KEY, MAX_INLINE_BYTES, local_file, sniff_media_type
+
+__all__ = [
+    "REUSE_SECONDS",
+    "UPLOAD_MODES",
+    "UploadLocalFiles",
+    "UploadedFiles",
+    "upload_region_error",
+    "with_uploaded_files",
+]
+
+UploadLocalFiles = Literal["never", "large", "always"]
+"""When a client uploads local media files to DashScope's temporary storage instead of inlining them."""
+UPLOAD_MODES: tuple[UploadLocalFiles, ...] = ("never", "large", "always")
+
+REUSE_SECONDS = 24 * 3600.0
+"""How long an uploaded file's ``oss://`` URL is reused for the same unchanged file (DashScope keeps it 48 h)."""
+
+_MEDIA_KINDS = ("image", "video", "audio")
+_SNIFF_BYTES = 512
+# Hosts of regions without the temporary upload (protocol §1.5 endpoint table, §1.9: Beijing only).
+_OTHER_REGION_HOSTS = {
+    "dashscope-intl.aliyuncs.com": "the international (Singapore) region",
+    "dashscope-us.aliyuncs.com": "the US (Virginia) region",
+    "cn-hongkong.dashscope.aliyuncs.com": "the Hong Kong region",
+}
+
+
+def upload_region_error(base_url: str) -> str | None:
+    """Why ``base_url`` cannot take temporary uploads, or None.
+
+    Decided by host: the international, US and Hong Kong hosts, and workspace hosts
+    (``{workspace}.{region}.maas.aliyuncs.com``) of any region but ``cn-beijing``, have no temporary upload.
+    Beijing and hosts this package does not know (a proxy, the emulator) are let through.
+    """
+    host = (urlparse(base_url).hostname or "").lower()
+    region = _OTHER_REGION_HOSTS.get(host)
+    labels = host.split(".")
+    if region is None and host.endswith(".maas.aliyuncs.com") and len(labels) >= 5 and labels[-4] != "cn-beijing":
+        region = f"the {labels[-4]} region"
+    if region is None:
+        return None
+    return (
+        f"upload_local_files needs DashScope's temporary file upload (oss://), which exists only in the China "
+        f"(Beijing) region; base_url {base_url!r} is {region}. Use upload_local_files='never' (local files are "
+        "then sent inline, up to 10 MB each) and host larger files at http(s) URLs."
+    )
+
+
+@dataclass(frozen=True)
+class _File:
+    """A local media file chosen for upload."""
+
+    path: Path  # resolved
+    size: int
+    mtime_ns: int
+    media_type: str  # what the bytes show
+
+    def cache_key(self, base_url: str, model: str) -> tuple[str, str, str, int, int]:
+        return (base_url, model, str(self.path), self.size, self.mtime_ns)
+
+
+class UploadedFiles:
+    """The ``oss://`` URLs a client got, by (base URL, model, file, size, modification time).
+
+    A URL is reused for ``reuse_seconds`` (default ``REUSE_SECONDS``, half its 48 h validity); a changed file
+    (size or modification time) is uploaded again.
+    """
+
+    def __init__(self, reuse_seconds: float = REUSE_SECONDS) -> None:
+        self.reuse_seconds = reuse_seconds
+        self._urls: dict[tuple[str, str, str, int, int], tuple[str, float]] = {}
+
+    def get(self, key: tuple[str, str, str, int, int]) -> str | None:
+        found = self._urls.get(key)
+        if found is None or time.monotonic() - found[1] > self.reuse_seconds:
+            return None
+        return found[0]
+
+    def put(self, key: tuple[str, str, str, int, int], url: str) -> None:
+        now = time.monotonic()
+        self._urls = {k: v for k, v in self._urls.items() if now - v[1] <= self.reuse_seconds}
+        self._urls[key] = (url, now)
+
+    def __len__(self) -> int:
+        return len(self._urls)
+
+
+def _media_items(messages: Sequence[Message]) -> Iterator[tuple[str, Content]]:
+    """``(where, content)`` for every media content of user messages and tool results (never assistant turns)."""
+    for position, message in enumerate(messages):
+        if message.role == "user":
+            for content in message.contents:
+                if content.type in ("data", "uri"):
+                    yield f"messages[{position}] (user)", content
+        elif message.role == "tool":
+            for content in message.contents:
+                if content.type != "function_result":
+                    continue
+                for item in content.items or ():
+                    if item.type in ("data", "uri"):
+                        yield f"messages[{position}] (tool result {content.call_id})", item
+
+
+def _uris(content: Content) -> list[str]:
+    frames = (content.additional_properties or {}).get(FRAMES_KEY)
+    uris = [str(frame) for frame in frames] if frames else []
+    return [content.uri, *uris] if content.uri else uris
+
+
+def _choose(messages: Sequence[Message], mode: UploadLocalFiles, inline_limit: int) -> dict[str, _File]:
+    """The local URIs to upload (``large``: over ``inline_limit``; ``always``: all), each checked to be media.
+
+    Files that cannot be read are left alone: the converter reports them as it always does.
+    """
+    chosen: dict[str, _File] = {}
+    for where, content in _media_items(messages):
+        for uri in _uris(content):
+            path = local_file(uri)
+            if path is None or uri in chosen:
+                continue
+            try:
+                stat = path.stat()
+                if not path.is_file() or (mode == "large" and stat.st_size <= inline_limit):
+                    continue
+                with path.open("rb") as file:
+                    head = file.read(_SNIFF_BYTES)
+            except OSError:
+                continue
+            sniffed = sniff_media_type(head)
+            if sniffed is None or sniffed.split("/", 1)[0] not in _MEDIA_KINDS:
+                raise ChatClientInvalidRequestException(
+                    f"{where}: {str(path)!r} is not an image, video or audio file "
+                    f"({sniffed or 'unrecognised content'}): only media files are uploaded."
+                )
+            chosen[uri] = _File(path.resolve(), stat.st_size, stat.st_mtime_ns, sniffed)
+    return chosen
+
+
+def _sdk_upload(
+    model: str, path: Path, api_key: str, certificate: dict[str, Any] | None, base_url: str
+) -> tuple[str, dict[str, Any]]:
+    """One file through the SDK's uploader (blocking): its ``oss://`` URL and the policy, reusable for more files."""
+    url, used = OssUtils.upload(
+        model=model,
+        file_path=str(path),
+        api_key=api_key,
+        upload_certificate=certificate,  # type: ignore[arg-type]  # None (fetch a policy) is what it defaults to
+        base_address=base_url,
+    )
+    return str(url), dict(used)
+
+
+async def _upload(
+    files: Sequence[_File],
+    *,
+    mode: UploadLocalFiles,
+    model: str,
+    api_key: str,
+    base_url: str,
+    cache: UploadedFiles,
+) -> dict[Path, str]:
+    """Upload each file not in ``cache``, one policy for all (the SDK's practice) except that a second file of the
+    same name gets a fresh policy: a policy's files share one directory and OSS refuses to overwrite."""
+    urls: dict[Path, str] = {}
+    certificate: dict[str, Any] | None = None
+    names: set[str] = set()
+    for file in files:
+        key = file.cache_key(base_url, model)
+        url = cache.get(key)
+        if url is None:
+            if file.path.name in names:
+                certificate, names = None, set()
+            try:
+                uploaded, certificate = await asyncio.to_thread(
+                    _sdk_upload, model, file.path, api_key, certificate, base_url
+                )
+            except Exception as exc:  # the SDK's UploadFileException, requests' errors, a malformed policy
+                detail = " ".join(str(exc).split())[:500] or type(exc).__name__
+                raise ChatClientException(
+                    f"Uploading {str(file.path)!r} ({file.size} bytes) to DashScope's temporary storage failed "
+                    f"(upload_local_files={mode!r}, base_url {base_url!r}): {detail}. The oss:// upload exists only "
+                    "in the China (Beijing) region, with a Beijing API key; elsewhere send files inline "
+                    "(upload_local_files='never', up to 10 MB each) or host them at http(s) URLs."
+                ) from exc
+            names.add(file.path.name)
+            cache.put(key, uploaded)
+            url = uploaded
+        urls[file.path] = url
+    return urls
+
+
+def _swapped(content: Content, urls: dict[str, tuple[str, _File]]) -> Content:
+    """``content`` with its uploaded local URIs (and frames) replaced by ``oss://`` URLs: a copy, or itself."""
+    props = content.additional_properties or {}
+    frames = props.get(FRAMES_KEY)
+    new_frames = [urls[f][0] if f in urls else f for f in frames] if frames else None
+    found = urls.get(content.uri or "")
+    if found is None and new_frames == frames:
+        return content
+    swapped = copy.copy(content)
+    if found is not None:
+        swapped.uri = found[0]
+        swapped.media_type = content.media_type or found[1].media_type
+    if new_frames != frames:
+        swapped.additional_properties = {**props, FRAMES_KEY: new_frames}
+    return swapped
+
+
+def _replaced(messages: Sequence[Message], urls: dict[str, tuple[str, _File]]) -> list[Message]:
+    out: list[Message] = []
+    for message in messages:
+        contents: list[Content] = []
+        for content in message.contents:
+            if message.role == "user" and content.type in ("data", "uri"):
+                contents.append(_swapped(content, urls))
+            elif message.role == "tool" and content.type == "function_result" and content.items:
+                items = [_swapped(item, urls) if item.type in ("data", "uri") else item for item in content.items]
+                if any(new is not old for new, old in zip(items, content.items, strict=True)):
+                    content = copy.copy(content)
+                    content.items = items
+                contents.append(content)
+            else:
+                contents.append(content)
+        if any(new is not old for new, old in zip(contents, message.contents, strict=True)):
+            message = copy.copy(message)
+            message.contents = contents
+        out.append(message)
+    return out
+
+
+async def with_uploaded_files(
+    messages: Sequence[Message],
+    *,
+    mode: UploadLocalFiles,
+    model: str,
+    api_key: str,
+    base_url: str,
+    cache: UploadedFiles | None = None,
+    inline_limit: int = MAX_INLINE_BYTES,
+) -> list[Message]:
+    """``messages`` with the local media files ``mode`` selects uploaded and named by ``oss://`` URLs.
+
+    Args:
+        messages: the conversation; not modified (messages that change are returned as shallow copies).
+        mode: ``"never"`` (returned as they are), ``"large"`` (files over ``inline_limit`` bytes), ``"always"``.
+        model: the model the request goes to (DashScope binds the URL to it).
+        api_key, base_url: the client's; the policy is fetched from ``{base_url}/uploads``.
+        cache: URLs already uploaded, reused for unchanged files (and filled with the new ones).
+        inline_limit: the largest file ``"large"`` still leaves inline (DashScope's 10 MB).
+
+    Raises:
+        ChatClientInvalidRequestException: a chosen file is not an image, video or audio file, or ``base_url`` is
+            outside the China (Beijing) region (checked before anything is uploaded).
+        ChatClientException: an upload failed (the message names the file and the SDK's reason).
+    """
+    if mode == "never":
+        return list(messages)
+    chosen = _choose(messages, mode, inline_limit)
+    if not chosen:
+        return list(messages)
+    problem = upload_region_error(base_url)
+    if problem is not None:
+        raise ChatClientInvalidRequestException(problem)
+    files = list({file.path: file for file in chosen.values()}.values())  # each file once, in order
+    cache = cache if cache is not None else UploadedFiles()
+    by_path = await _upload(files, mode=mode, model=model, api_key=api_key, base_url=base_url, cache=cache)
+    return _replaced(messages, {uri: (by_path[file.path], file) for uri, file in chosen.items()})
