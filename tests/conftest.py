@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+"""A real 1x1 PNG."""
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 WIRE = SHARED / "fixtures" / "dashscope-wire"
@@ -40,3 +46,16 @@ def nosse_captures() -> list[str]:
     if not WIRE.is_dir():
         return []
     return sorted(p.name for p in WIRE.glob("*-nosse.response.body.txt"))
+
+
+@pytest.fixture(autouse=True)
+def _no_dashscope_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's DashScope settings (a real key or region would change what they test)."""
+    for name in (
+        "DASHSCOPE_API_KEY",
+        "DASHSCOPE_BASE_URL",
+        "DASHSCOPE_HTTP_BASE_URL",
+        "DASHSCOPE_MODEL",
+        "DASHSCOPE_VL_MODEL",
+    ):
+        monkeypatch.delenv(name, raising=False)

@@ -20,11 +20,9 @@ from agent_framework.exceptions import (
 
 from qwen3 import QwenChatClient, QwenVLChatClient, image_content
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
+from tests.conftest import PNG
 
 KEY = "sk-test-secret-0123456789"
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
 TEXT_PATH = "/api/v1/services/aigc/text-generation/generation"
 MM_PATH = "/api/v1/services/aigc/multimodal-generation/generation"
 
@@ -33,13 +31,6 @@ MM_PATH = "/api/v1/services/aigc/multimodal-generation/generation"
 def emu() -> Iterator[DashScopeEmulator]:
     with DashScopeEmulator(api_key=KEY, models={"qwen-next-vision": "multimodal"}) as server:
         yield server
-
-
-@pytest.fixture(autouse=True)
-def _no_dashscope_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL", "DASHSCOPE_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("DASHSCOPE_VL_MODEL", raising=False)
 
 
 def qwen(emu: DashScopeEmulator, model: str = "qwen-plus", **kwargs: Any) -> QwenChatClient:

@@ -26,11 +26,8 @@ from qwen3.convert import (
     parse_stream_event,
     parse_usage,
 )
-from tests.conftest import nosse_captures, sse_captures, wire_json, wire_text
+from tests.conftest import PNG, nosse_captures, sse_captures, wire_json, wire_text
 
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
 PNG_URI = "data:image/png;base64," + base64.b64encode(PNG).decode()
 
 

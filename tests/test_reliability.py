@@ -47,12 +47,6 @@ def emu() -> Iterator[DashScopeEmulator]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def _no_dashscope_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL", "DASHSCOPE_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def qwen(base_url: str, **kwargs: Any) -> QwenChatClient:
     kwargs.setdefault("retry_policy", FAST)
     return QwenChatClient(model="qwen-plus", api_key=KEY, base_url=base_url, **kwargs)

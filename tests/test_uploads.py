@@ -23,12 +23,9 @@ from clients.media import FRAMES_KEY, MAX_INLINE_BYTES
 from qwen3 import QwenChatClient, QwenVLChatClient
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from qwen3.uploads import UploadedFiles, upload_region_error, with_uploaded_files
-from tests.conftest import wire_json, wire_text
+from tests.conftest import PNG, wire_json, wire_text
 
 KEY = "sk-test-secret-0123456789"
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
 OSS = re.compile(r"oss://dashscope-instant/[0-9a-f]{32}/\d{4}-\d{2}-\d{2}/[0-9a-f-]{36}/(?P<name>[^/]+)")
 
 
@@ -36,12 +33,6 @@ OSS = re.compile(r"oss://dashscope-instant/[0-9a-f]{32}/\d{4}-\d{2}-\d{2}/[0-9a-
 def emu() -> Iterator[DashScopeEmulator]:
     with DashScopeEmulator(api_key=KEY) as server:
         yield server
-
-
-@pytest.fixture(autouse=True)
-def _no_dashscope_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL", "DASHSCOPE_VL_MODEL"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def vl(emu: DashScopeEmulator, **kwargs: Any) -> QwenVLChatClient:
