@@ -573,7 +573,7 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
             # Thinking is refused in non-streamed calls by many models (qwq, qvq, open-source qwen3, qwen-plus in
             # thinking mode: "enable_thinking must be set to false for non-streaming calls", protocol §5), and a
             # stream gives the same answer for all: stream under the hood and aggregate.
-            updates = [update async for update in self._stream(messages, opts)]
+            updates = [update async for update in self._stream_validated(messages, opts)]
             return ChatResponse.from_updates(updates, output_format_type=opts.get("response_format"))
         messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
@@ -592,7 +592,12 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
     async def _stream(
         self, messages: Sequence[Message], options: Mapping[str, Any]
     ) -> AsyncIterator[ChatResponseUpdate]:
-        opts = await self._validate_options(options)
+        async for update in self._stream_validated(messages, await self._validate_options(options)):
+            yield update
+
+    async def _stream_validated(
+        self, messages: Sequence[Message], opts: Mapping[str, Any]
+    ) -> AsyncIterator[ChatResponseUpdate]:
         model = opts.get("model") or self.model
         messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
