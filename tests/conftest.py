@@ -1,9 +1,11 @@
-"""Shared test helpers: the recorded DashScope exchanges beside the repository (``../shared``), when present."""
+"""Shared test helpers: the recorded provider exchanges beside the repository (``../shared``), when present."""
 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +50,123 @@ def nosse_captures() -> list[str]:
     return sorted(p.name for p in WIRE.glob("*-nosse.response.body.txt"))
 
 
+def peer_wire(provider: str) -> Path:
+    """``../shared/fixtures/<provider>-wire`` (``openai``, ``anthropic``, ``gemini``)."""
+    return SHARED / "fixtures" / f"{provider}-wire"
+
+
+def cassettes(provider: str) -> list[str]:
+    """File names of a provider's recorded VCR cassettes (empty without ``../shared``)."""
+    folder = peer_wire(provider)
+    return sorted(p.name for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One recorded HTTP exchange of a VCR cassette, bodies decoded.
+
+    ``request_json`` / ``response_json``: the parsed JSON body (``request.body`` text, or pydantic-ai's
+    ``parsed_body``), None when the body is not JSON (SSE). ``response_text``: the body as text, gunzipped when it
+    was stored as ``!!binary`` gzip (mirascope). ``status``: the HTTP status; ``uri``: the request URI;
+    ``response_headers``: lower-cased names, first value.
+    """
+
+    uri: str
+    request_json: Any
+    status: int
+    response_headers: dict[str, str]
+    response_text: str
+    response_json: Any
+
+
+def _header_map(headers: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        out[str(name).lower()] = str(value[0] if isinstance(value, list) and value else value)
+    return out
+
+
+def cassette(provider: str, name: str) -> list[Interaction]:
+    """The interactions of one recorded cassette; skips (saying why) on a clone without ``../shared``."""
+    import yaml
+
+    folder = peer_wire(provider)
+    if not folder.is_dir():
+        pytest.skip(f"recorded exchanges not present: {folder} (../shared sits beside the repo only in CI and dev)")
+    path = folder / name
+    assert path.is_file(), f"missing cassette {path}"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    out = []
+    for item in data["interactions"]:
+        request, response = item["request"], item["response"]
+        if "parsed_body" in request:
+            request_json = request["parsed_body"]
+        else:
+            body = request.get("body")
+            try:
+                request_json = json.loads(body) if isinstance(body, (str, bytes)) and body else None
+            except ValueError:
+                request_json = None
+        raw = (response.get("body") or {}).get("string", "")
+        if isinstance(raw, bytes):
+            raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+            text = raw.decode("utf-8")
+        else:
+            text = raw or ""
+        if "parsed_body" in response:
+            response_json = response["parsed_body"]
+        else:
+            try:
+                response_json = json.loads(text) if text.strip() else None
+            except ValueError:
+                response_json = None
+        if response_json is not None and not text:
+            text = json.dumps(response_json)
+        out.append(
+            Interaction(
+                uri=str(request.get("uri", "")),
+                request_json=request_json,
+                status=int(response["status"]["code"]),
+                response_headers=_header_map(response.get("headers")),
+                response_text=text,
+                response_json=response_json,
+            )
+        )
+    return out
+
+
+_PROVIDER_ENV = (
+    "DASHSCOPE_API_KEY",
+    "DASHSCOPE_BASE_URL",
+    "DASHSCOPE_HTTP_BASE_URL",
+    "DASHSCOPE_MODEL",
+    "DASHSCOPE_VL_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+    "OPENAI_CHAT_MODEL",
+    "OPENAI_CHAT_COMPLETION_MODEL",
+    "OPENAI_ORG_ID",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_CHAT_MODEL",
+    "GEMINI_API_KEY",
+    "GEMINI_BASE_URL",
+    "GEMINI_MODEL",
+    "GOOGLE_API_KEY",
+    "GOOGLE_MODEL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "WORKFLOW_ANALYST",
+)
+
+
 @pytest.fixture(autouse=True)
-def _no_dashscope_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never see the developer's DashScope settings (a real key or region would change what they test)."""
-    for name in (
-        "DASHSCOPE_API_KEY",
-        "DASHSCOPE_BASE_URL",
-        "DASHSCOPE_HTTP_BASE_URL",
-        "DASHSCOPE_MODEL",
-        "DASHSCOPE_VL_MODEL",
-    ):
+def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's provider settings (a real key, region or model would change what they
+    test)."""
+    for name in _PROVIDER_ENV:
         monkeypatch.delenv(name, raising=False)
