@@ -71,8 +71,10 @@ snapshots (the real server's default for most models). ``dashscope.AsyncClient``
 only when you pass ``incremental_output=True`` (with ``False`` it asks for deltas and merges them itself).
 """
 
+from clients.testing import Reply, ReplyFactory, ScriptItem, ToolCall
+
 from ._emulator import DashScopeEmulator
-from ._types import Endpoint, RecordedRequest, Reply, ReplyFactory, ScriptItem, ToolCall
+from ._types import Endpoint, RecordedRequest
 from ._uploads import RecordedUpload
 from ._validation import ApiError, endpoint_for
 

@@ -1,13 +1,16 @@
-"""Public data types of the emulator: what a script says (`Reply`, `ToolCall`) and what a client sent
-(`RecordedRequest`)."""
+"""What a client sent the DashScope emulator (`RecordedRequest`, with the provider-neutral view of
+``clients.testing``). The script types (`Reply`, `ToolCall`) are shared by every emulator: ``clients.testing``."""
 
 from __future__ import annotations
 
-import json
-import secrets
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeAlias
+
+from clients.testing._script import Media, Reasoning, ToolCall, ToolResult, Turn
+from clients.testing._script import RecordedRequest as _RecordedRequest
 
 Endpoint: TypeAlias = Literal["text", "multimodal"]
 """Native endpoint: ``text`` = ``/services/aigc/text-generation/generation``, ``multimodal`` =
@@ -26,19 +29,18 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class RecordedRequest:
-    """One chat request as the emulator received it (rejected ones included).
+class RecordedRequest(_RecordedRequest):
+    """One chat request as the DashScope emulator received it (rejected ones included).
 
     ``headers`` has lower-cased names; ``body`` is the parsed JSON (``{}`` when it was not a JSON object);
     ``stream`` is true when the client sent ``X-DashScope-SSE: enable`` or ``Accept: text/event-stream``
-    (protocol doc §1.6: the SDK 1.x sends both, ``dashscope.AsyncClient`` only the first).
+    (protocol doc §1.6: the SDK 1.x sends both, ``dashscope.AsyncClient`` only the first); ``endpoint`` is the
+    native endpoint the path names.
     """
 
-    path: str
-    endpoint: Endpoint
-    headers: dict[str, str]
-    body: dict[str, Any]
-    stream: bool
+    provider: ClassVar[str] = "DashScope"
+
+    endpoint: Endpoint = "text"
 
     @property
     def model(self) -> str:
@@ -75,171 +77,93 @@ class RecordedRequest:
         prompt = inp.get("prompt") if isinstance(inp, dict) else None
         return prompt if isinstance(prompt, str) else ""
 
-
-@dataclass
-class ToolCall:
-    """A function call the emulated model makes.
-
-    ``arguments`` may be a JSON string or a dict (dumped with ``ensure_ascii=False``); ``id`` defaults to a
-    fresh ``call_<24 hex>`` (shape of the ids in captures F3/F4), fixed at construction so tests can read it.
-    """
-
-    name: str
-    arguments: str | Mapping[str, Any] = "{}"
-    id: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.id is None:
-            self.id = "call_" + secrets.token_hex(12)
+    # -- the provider-neutral view (clients.testing) ------------------------------------------------------
+    @property
+    def system(self) -> str:
+        """The ``role: system`` messages' text, joined with blank lines."""
+        return "\n\n".join(message_text(m) for m in self.messages if isinstance(m, dict) and m.get("role") == "system")
 
     @property
-    def arguments_json(self) -> str:
-        """``arguments`` as the JSON string that goes on the wire."""
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(dict(self.arguments), ensure_ascii=False)
+    def turns(self) -> list[Turn]:
+        """``input.messages`` in neutral terms (system messages included in place)."""
+        return [_turn(m) for m in self.messages if isinstance(m, dict)]
 
     @property
-    def call_id(self) -> str:
-        """The id (always set after construction)."""
-        return self.id or ""
-
-
-@dataclass
-class Reply:
-    """What the emulated model answers to one request. Every field is optional.
-
-    * ``text`` / ``reasoning`` (sent as ``reasoning_content``) / ``tool_calls``.
-    * ``finish_reason``: None means ``"tool_calls"`` when there are tool calls, else ``"stop"``; set it to
-      reproduce e.g. capture F3 (tool calls with ``"stop"``) or ``"length"``.
-    * ``chunks``: number of stream events the text, and separately the reasoning, is split into (exactly that
-      many, pieces may be empty); None = one event per ~4 characters. Stream order: reasoning events, text
-      events, tool-call fragment events; the last one carries ``finish_reason`` (capture F6/F7 style).
-    * ``tool_call_fragments``: each call's ``arguments`` is streamed in this many pieces. The first piece of an
-      index carries ``id``/``type``/``function.name``; later ones ``"id":""``, ``"type":"function"`` and no
-      name (captures F4/F7). ``interleave=True`` alternates the fragments of parallel calls and packs two
-      indices into every other event (capture F7), which breaks clients that glue fragments by position.
-    * ``usage``: sent verbatim (in every stream event); None = estimated, cumulative per stream event.
-    * ``error``: ``(http_status, code, message)``. Non-stream: that status with ``{"code","message",
-      "request_id"}`` (capture auth-error-nosse). Stream: HTTP 200 and one ``event:error`` with
-      ``:HTTP_STATUS/<status>`` (capture parameter-error-sse), after ``error_after_events`` normal events.
-    * ``delay``: seconds to wait before answering; ``headers``: extra response headers (e.g. Retry-After).
-    * ``gateway_error``: a stream request gets ``error`` as a plain HTTP status with a JSON body (as DashScope's
-      gateway answers a bad key, and as a proxy may answer throttling) instead of an in-stream ``event:error``.
-
-    Faults (``N`` counts the stream events sent before the fault; past the last event = after it):
-
-    * ``disconnect_after_events=N``: a stream sends N events, then the socket is closed without the rest or the
-      final chunk (the client sees a broken chunked body); a non-stream request is closed without an answer.
-    * ``stall_after_events=N, stall=seconds``: a stream pauses that long after N events, then goes on (for
-      idle timeouts); a non-stream answer waits ``stall`` seconds more.
-    * ``malformed_after_events=N``: a stream sends N events, then an event whose ``data:`` line is cut-off
-      JSON, then the rest; a non-stream answer is HTTP 200 with a cut-off JSON body.
-    """
-
-    text: str = ""
-    reasoning: str = ""
-    tool_calls: Sequence[ToolCall] = ()
-    finish_reason: str | None = None
-    chunks: int | None = None
-    tool_call_fragments: int = 3
-    interleave: bool = False
-    usage: dict[str, Any] | None = None
-    error: tuple[int, str, str] | None = None
-    error_after_events: int | None = None
-    delay: float = 0.0
-    headers: dict[str, str] = field(default_factory=dict)
-    gateway_error: bool = False
-    disconnect_after_events: int | None = None
-    stall_after_events: int | None = None
-    stall: float = 0.0
-    malformed_after_events: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("disconnect_after_events", "stall_after_events", "malformed_after_events"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must be >= 0")
-        if (self.stall_after_events is None) != (self.stall <= 0):
-            raise ValueError("stall_after_events=N and stall=seconds (> 0) go together")
-        if self.chunks is not None and self.chunks < 1:
-            raise ValueError("chunks must be >= 1")
-        if self.tool_call_fragments < 1:
-            raise ValueError("tool_call_fragments must be >= 1")
-        if self.error_after_events is not None and (self.error is None or self.error_after_events < 0):
-            raise ValueError("error_after_events needs error=(status, code, message) and must be >= 0")
+    def tool_names(self) -> list[str]:
+        """``parameters.tools[].function.name``."""
+        tools = self.parameters.get("tools")
+        names = []
+        for tool in tools if isinstance(tools, list) else []:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                names.append(function["name"])
+        return names
 
     @property
-    def resolved_finish_reason(self) -> str:
-        """``finish_reason`` with the default applied."""
-        if self.finish_reason is not None:
-            return self.finish_reason
-        return "tool_calls" if self.tool_calls else "stop"
+    def response_schema(self) -> dict[str, Any] | None:
+        """``parameters.response_format.json_schema.schema`` (``json_object`` mode carries no schema: None)."""
+        response_format = self.parameters.get("response_format")
+        if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+            return None
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        return schema if isinstance(schema, dict) else None
 
-    @classmethod
-    def error_reply(
-        cls,
-        status: int,
-        code: str,
-        message: str,
-        *,
-        after_events: int | None = None,
-        text: str = "",
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
-        """An API error, e.g. ``Reply.error_reply(500, "InternalError", "boom")``. With ``after_events=N`` a
-        stream first gets N result events carrying ``text`` (mid-stream error), then the error event."""
-        return cls(
-            text=text,
-            chunks=after_events if text and after_events else None,
-            error=(status, code, message),
-            error_after_events=after_events,
-            headers=dict(headers or {}),
+    @property
+    def thinking(self) -> bool:
+        """``parameters.enable_thinking`` is true."""
+        return self.parameters.get("enable_thinking") is True
+
+
+def _media(kind: Literal["image", "audio", "video"], value: Any) -> Media:
+    """A DashScope media value: a ``data:<type>;base64,…`` URI (decoded) or a URL (``http(s)``, ``oss://``)."""
+    text = value if isinstance(value, str) else str(value)
+    if text.startswith("data:") and "," in text:
+        header, payload = text[5:].split(",", 1)
+        try:
+            data = base64.b64decode(payload, validate=False)
+        except (binascii.Error, ValueError):
+            data = None
+        return Media(kind, data=data, media_type=header.split(";", 1)[0] or None)
+    return Media(kind, url=text)
+
+
+def _turn(message: Mapping[str, Any]) -> Turn:
+    role = message.get("role")
+    content = message.get("content")
+    media: list[Media] = []
+    if isinstance(content, list):
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            for kind in ("image", "audio", "video"):
+                value = part.get(kind)
+                if isinstance(value, list):  # a video given as frames
+                    media.extend(_media("image", frame) for frame in value)
+                elif value is not None:
+                    media.append(_media(kind, value))  # type: ignore[arg-type]
+    text = message_text(message)
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        name = message.get("name")
+        result = ToolResult(
+            call_id if isinstance(call_id, str) else None, name if isinstance(name, str) else None, text, media
         )
-
-    @classmethod
-    def rate_limited(cls, retry_after: float | None = 1, *, gateway: bool = False) -> Reply:
-        """429 ``Throttling.RateQuota`` (protocol doc §6.2) with an optional ``Retry-After`` header (seconds);
-        ``gateway=True``: streams get it as HTTP 429 too (see ``gateway_error``)."""
-        headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
-        return cls(
-            error=(429, "Throttling.RateQuota", "Requests rate limit exceeded, please try again later."),
-            headers=headers,
-            gateway_error=gateway,
-        )
-
-    @classmethod
-    def calling(
-        cls,
-        *calls: ToolCall,
-        text: str = "",
-        reasoning: str = "",
-        interleave: bool = False,
-        fragments: int = 3,
-        finish_reason: str | None = None,
-    ) -> Reply:
-        """A reply that calls tools: ``Reply.calling(ToolCall("get_weather", {"city": "Hangzhou"}))``."""
-        return cls(
-            text=text,
-            reasoning=reasoning,
-            tool_calls=calls,
-            interleave=interleave,
-            tool_call_fragments=fragments,
-            finish_reason=finish_reason,
-        )
-
-    @classmethod
-    def echo(cls, request: RecordedRequest) -> Reply:
-        """The built-in default: a short text saying it is emulated and echoing the last user text. Usable as a
-        script item or ``default_reply`` (it takes the request)."""
-        said = request.last_user_text
-        if len(said) > 200:
-            said = said[:200] + "…"
-        return cls(text=f"[DashScope emulator, model {request.model or '?'}] You said: {said}")
-
-
-ReplyFactory: TypeAlias = Callable[[RecordedRequest], Reply]
-"""A script item computed from the request it answers."""
-
-ScriptItem: TypeAlias = "Reply | str | ReplyFactory"
-"""What `DashScopeEmulator.script` accepts; a plain ``str`` is ``Reply(text=that)``."""
+        return Turn("tool", tool_results=[result])
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            calls.append(
+                ToolCall(str(function.get("name", "")), function.get("arguments") or "{}", call.get("id") or "")
+            )
+    reasoning = message.get("reasoning_content")
+    name = message.get("name")
+    return Turn(
+        role if role in ("system", "user", "assistant") else "user",
+        text=text,
+        media=media,
+        tool_calls=calls,
+        reasoning=[Reasoning(reasoning)] if isinstance(reasoning, str) and reasoning else [],
+        name=name if isinstance(name, str) else None,
+    )

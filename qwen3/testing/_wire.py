@@ -12,7 +12,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._types import RecordedRequest, Reply, message_text
+from clients.testing import Reply
+from clients.testing._script import auto_parts as _auto_parts
+from clients.testing._script import split_text as _split
+from clients.testing._script import token_weight as _units
+
+from ._types import RecordedRequest, message_text
 
 IMAGE_TOKENS_PER_IMAGE = 256
 """Estimated ``image_tokens`` per image part (a made-up constant; the real count depends on pixels)."""
@@ -38,31 +43,6 @@ def malformed_event(event_id: int) -> bytes:
 def error_body(code: str, message: str, request_id: str) -> dict[str, str]:
     """Native error body ``{"code","message","request_id"}`` (captures F8/F9)."""
     return {"code": code, "message": message, "request_id": request_id}
-
-
-def _units(text: str) -> float:
-    """Rough token weight: 4 ASCII characters or 1 other character per token (CJK is ~1 token/char)."""
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    return ascii_chars / 4 + (len(text) - ascii_chars)
-
-
-def _split(text: str, parts: int) -> list[str]:
-    """``text`` cut into exactly ``parts`` pieces of near-equal length (some empty when text is short)."""
-    if parts == 0:
-        return []
-    size, extra = divmod(len(text), parts)
-    out, start = [], 0
-    for i in range(parts):
-        end = start + size + (1 if i < extra else 0)
-        out.append(text[start:end])
-        start = end
-    return out
-
-
-def _auto_parts(text: str, chunks: int | None) -> int:
-    if not text:
-        return 0
-    return chunks if chunks is not None else max(1, math.ceil(len(text) / 4))
 
 
 def request_usage_base(request: RecordedRequest) -> tuple[int, int]:
