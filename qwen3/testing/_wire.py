@@ -102,6 +102,8 @@ class Renderer:
             and not reply.reasoning
         )
         self.input_tokens, self.image_tokens = request_usage_base(request)
+        if reply.input_tokens is not None:
+            self.input_tokens = reply.input_tokens
 
     # -- pieces -------------------------------------------------------------------------------------------
     def _content(self, text: str) -> str | list[dict[str, str]]:
@@ -115,8 +117,13 @@ class Renderer:
             return dict(self.reply.usage)
         output_tokens = math.ceil(progress.weight)
         usage: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": output_tokens}
-        if self.reply.reasoning:
-            usage["output_tokens_details"] = {"reasoning_tokens": math.ceil(progress.reasoning_weight)}
+        if self.reply.reasoning or self.reply.reasoning_tokens is not None:
+            reasoning_tokens = self.reply.reasoning_tokens
+            if reasoning_tokens is None:
+                reasoning_tokens = math.ceil(progress.reasoning_weight)
+            usage["output_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+        if self.reply.cached_tokens:  # cache hits (protocol doc: prompt_tokens_details)
+            usage["prompt_tokens_details"] = {"cached_tokens": self.reply.cached_tokens}
         if self.multimodal:  # capture F6: no total_tokens, image_tokens when the request had images
             if self.image_tokens:
                 usage["image_tokens"] = self.image_tokens
