@@ -135,11 +135,23 @@ def is_transient(error: ProviderError, *, permanent_codes: frozenset[str] = PERM
     return error.status == 429 or error.status >= 500
 
 
+def _transient_transport_types() -> tuple[type[BaseException], ...]:
+    types: tuple[type[BaseException], ...] = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout)
+    try:  # httpx2: the transport of openai>=3 (same exception tree as httpx)
+        import httpx2
+    except ImportError:  # pragma: no cover - httpx2 comes with openai, a dependency
+        return types
+    return (*types, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ConnectTimeout)
+
+
+_TRANSIENT_TRANSPORT = _transient_transport_types()
+
+
 def is_transient_transport_error(exc: BaseException) -> bool:
-    """True for an httpx failure worth another attempt: connection refused / reset / dropped
+    """True for an httpx (or httpx2) failure worth another attempt: connection refused / reset / dropped
     (``NetworkError``, ``RemoteProtocolError``) and a connect timeout. Read, write and pool timeouts are not:
     the request may be running on the server, and waiting the whole timeout again rarely helps."""
-    return isinstance(exc, (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout))
+    return isinstance(exc, _TRANSIENT_TRANSPORT)
 
 
 def retry_after_seconds(headers: Mapping[str, str], *, now: Callable[[], float] = time.time) -> float | None:

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["ThinkKind", "ThinkPiece", "ThinkSplitter", "split_think"]
+__all__ = ["LeadingThinkSplitter", "ThinkKind", "ThinkPiece", "ThinkSplitter", "split_leading_think", "split_think"]
 
 ThinkKind = Literal["reasoning", "text"]
 ThinkPiece = tuple[ThinkKind, str]
@@ -317,3 +317,58 @@ class ThinkSplitter:
                 self._reasoning(out, ready)
                 self._buf = buf[len(ready) :]
                 return
+
+
+def split_leading_think(text: str) -> tuple[str, str]:
+    """``split_think`` for a whole answer, applied only when it opens with ``<think>`` (after blanks); any other
+    text comes back as ``("", text)`` untouched, a literal ``<think>`` later in it included.
+
+    For servers whose model may inline its reasoning (OpenAI-compatible servers running open-weight models) but
+    whose answers may also quote the tag: only an answer that starts with a block is split.
+    """
+    if not text.lstrip().startswith(OPEN):
+        return "", text
+    return split_think(text, detect_missing_open=False)
+
+
+class LeadingThinkSplitter:
+    """Streaming ``split_leading_think``: text is routed through a ``ThinkSplitter`` only when the stream opens
+    with ``<think>``; otherwise it passes straight through.
+
+    Until the opening text shows whether it is ``<think>`` (it may arrive cut, ``"<thi"`` + ``"nk>"``) that short
+    prefix, and leading blanks, are held back; once decided, plain answers are released chunk by chunk as they
+    come. Concatenated pieces of all ``feed`` calls and the final ``flush`` equal ``split_leading_think(whole)``.
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._splitter: ThinkSplitter | None = None
+        self._decided = False
+        self._pending = ""
+
+    def feed(self, delta: str) -> list[ThinkPiece]:
+        """Take the next chunk of answer text; return the pieces that can be told apart already."""
+        if self._splitter is not None:
+            return self._splitter.feed(delta)
+        if self._decided:
+            return [("text", delta)] if delta else []
+        self._pending += delta
+        head = self._pending.lstrip()
+        if not head or (len(head) < len(OPEN) and OPEN.startswith(head)):
+            return []  # blank so far, or possibly the start of <think>: wait for more
+        self._decided = True
+        pending, self._pending = self._pending, ""
+        if head.startswith(OPEN):
+            self._splitter = ThinkSplitter(detect_missing_open=False)
+            return self._splitter.feed(pending)
+        return [("text", pending)]
+
+    def flush(self) -> list[ThinkPiece]:
+        """End of the stream: release what is held (an open block stays reasoning) and reset."""
+        splitter, pending = self._splitter, self._pending
+        self._reset()
+        if splitter is not None:
+            return splitter.flush()
+        return [("text", pending)] if pending else []

@@ -32,8 +32,9 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from clients.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
-from clients.think import ThinkPiece, ThinkSplitter, split_think
+from clients.think import LeadingThinkSplitter, ThinkPiece, split_think
 from clients.tool_calls import StreamedToolCalls, json_object_arguments
+from clients.tool_media import hoist_tool_media
 from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_by_default
 
 __all__ = [
@@ -246,12 +247,12 @@ def _assistant_message(message: Message, endpoint: Endpoint, replay_reasoning: b
     return wire
 
 
-def _tool_messages(message: Message, endpoint: Endpoint, media: list[tuple[str, Content]]) -> list[dict[str, Any]]:
+def _tool_messages(message: Message, endpoint: Endpoint) -> list[dict[str, Any]]:
     """One ``role: "tool"`` message per function result (capture ``*-with-tools-sse.request``).
 
     Content is a string on the text endpoint and ``[{"text"}]`` on the multimodal endpoint (captures
     ``single-generation-message-with-tools-sse`` and ``multimodal-generation-message-with-tools-sse``).
-    Media items of a result are collected into ``media`` for a user turn after the tool turns.
+    Media items of a result go in a user turn after the tool turns (``clients.tool_media``).
     """
     out: list[dict[str, Any]] = []
     for content in message.contents:
@@ -260,9 +261,6 @@ def _tool_messages(message: Message, endpoint: Endpoint, media: list[tuple[str, 
         text = content.result if isinstance(content.result, str) else None
         if not text and content.exception is not None:
             text = f"Error: {content.exception}"
-        for item in content.items or ():
-            if item.type in ("data", "uri") and _kind(item) is not None:
-                media.append((content.call_id or "", item))
         out.append(
             {
                 "role": "tool",
@@ -271,14 +269,6 @@ def _tool_messages(message: Message, endpoint: Endpoint, media: list[tuple[str, 
             }
         )
     return out
-
-
-def _tool_media_message(media: list[tuple[str, Content]], endpoint: Endpoint) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    for call_id, item in media:
-        parts.append({"text": f"[Media returned by tool call {call_id}]"})
-        parts.append(_media_part(item, endpoint, f"tool result {call_id}"))
-    return {"role": "user", "content": parts}
 
 
 def convert_messages(
@@ -309,11 +299,7 @@ def convert_messages(
     """
     system_texts: list[str] = [instructions] if instructions else []
     out: list[dict[str, Any]] = []
-    pending_media: list[tuple[str, Content]] = []
-    for position, message in enumerate(messages):
-        if message.role != "tool" and pending_media:
-            out.append(_tool_media_message(pending_media, endpoint))
-            pending_media = []
+    for position, message in enumerate(hoist_tool_media(messages, keep=lambda item: _kind(item) is not None)):
         role = message.role
         if role == "system":
             for content in message.contents:
@@ -329,11 +315,9 @@ def convert_messages(
             if wire is not None:
                 out.append(wire)
         elif role == "tool":
-            out.extend(_tool_messages(message, endpoint, pending_media))
+            out.extend(_tool_messages(message, endpoint))
         else:
             raise _invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
-    if pending_media:
-        out.append(_tool_media_message(pending_media, endpoint))
     if system_texts:
         out.insert(0, {"role": "system", "content": _text_content(["\n\n".join(system_texts)], endpoint)})
     return out
@@ -708,42 +692,20 @@ class StreamState:
     answer text opens with ``<think>`` (decided at the first non-blank text)."""
 
     tool_calls: StreamedToolCalls = field(default_factory=StreamedToolCalls)
-    think: ThinkSplitter | None = None
-    decided: bool = False
-    pending: str = ""
+    think: LeadingThinkSplitter = field(default_factory=LeadingThinkSplitter)
 
     def split(self, contents: list[Content], finished: bool) -> list[Content]:
-        """Route streamed text through the ``<think>`` splitter when the answer opens with ``<think>``.
-
-        Until the opening text shows whether it is ``<think>`` (it may arrive cut, ``"<thi"`` + ``"nk>"``), that
-        little prefix is held back; after that, plain answers pass straight through.
-        """
+        """Route streamed text through the ``<think>`` splitter when the answer opens with ``<think>``
+        (``clients.think.LeadingThinkSplitter``: a short undecided prefix is held back; after that, plain answers
+        pass straight through)."""
         out: list[Content] = []
         for content in contents:
             if content.type != "text":
                 out.append(content)
-            elif self.think is not None:
-                out.extend(_think_contents(self.think.feed(content.text or "")))
-            elif self.decided:
-                out.append(content)
             else:
-                self.pending += content.text or ""
-                head = self.pending.lstrip()
-                if not head or "<think>".startswith(head):
-                    continue  # blank so far, or possibly the start of <think>: wait for more
-                self.decided = True
-                if head.startswith("<think>"):
-                    self.think = ThinkSplitter(detect_missing_open=False)
-                    out.extend(_think_contents(self.think.feed(self.pending)))
-                else:
-                    out.append(Content.from_text(self.pending, merge_mode="append"))
-                self.pending = ""
+                out.extend(_think_contents(self.think.feed(content.text or "")))
         if finished:
-            if self.think is not None:
-                out.extend(_think_contents(self.think.flush()))
-            elif self.pending:
-                out.append(Content.from_text(self.pending, merge_mode="append"))
-                self.pending = ""
+            out.extend(_think_contents(self.think.flush()))
         return out
 
 

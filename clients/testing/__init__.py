@@ -13,6 +13,9 @@ Shared here: `LoopbackServer` (the HTTP machinery and the script queue), `Reply`
 neutral view types, and ``server.failing(kind)`` for the provider's own error for a neutral fault kind.
 """
 
+from ._anthropic import AnthropicEmulator, AnthropicRecordedRequest
+from ._gemini import GeminiEmulator, GeminiRecordedRequest
+from ._openai import OpenAIEmulator, OpenAIRecordedRequest
 from ._script import (
     FaultKind,
     Media,
@@ -29,9 +32,15 @@ from ._server import Answer, LoopbackServer, ScriptError
 
 __all__ = [
     "Answer",
+    "AnthropicEmulator",
+    "AnthropicRecordedRequest",
     "FaultKind",
+    "GeminiEmulator",
+    "GeminiRecordedRequest",
     "LoopbackServer",
     "Media",
+    "OpenAIEmulator",
+    "OpenAIRecordedRequest",
     "Reasoning",
     "RecordedRequest",
     "Reply",

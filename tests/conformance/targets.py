@@ -1,0 +1,333 @@
+"""The clients the conformance scenarios run against: one `Target` per client.
+
+A target says how to build its client against a started loopback emulator (the provider's own SDK does the HTTP,
+pointed at ``server.base_url``), which emulator speaks its provider's wire format, which models to name, and the
+provider-appropriate expectations where providers genuinely differ (`Target` capability fields). The three
+official MAF clients share their provider's capabilities with ours: a capability describes the provider, not the
+client, so a scenario expects the same of both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import importlib.metadata
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from clients.testing import AnthropicEmulator, GeminiEmulator, LoopbackServer, OpenAIEmulator
+from qwen3.testing import DashScopeEmulator
+
+__all__ = ["KEY", "OFFICIAL", "OURS", "TARGETS", "ClientRole", "Target", "collect_clients"]
+
+KEY = "sk-conformance-0123456789abcdef"
+"""The API key every emulator expects (a wrong one gets the provider's auth error)."""
+
+ClientRole = Literal["text", "vision", "thinking"]
+"""What a scenario needs the client for: plain text, images, or reasoning (picks the model, and for Qwen the
+class: ``QwenVLChatClient`` for images)."""
+
+Closer = Callable[[], Awaitable[None]]
+Maker = Callable[["Target", LoopbackServer, str, str, ClientRole], tuple[Any, Closer | None]]
+"""``(target, server, model, api_key, role) -> (client, closer)``; the closer releases the client's connections."""
+
+_made: contextvars.ContextVar[list[Closer] | None] = contextvars.ContextVar("conformance_clients", default=None)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One client under test.
+
+    Attributes:
+        name: the column title in docs/conformance.md, e.g. ``"Qwen (ours)"``.
+        ours: one of this repository's clients (must pass every scenario) or MAF's official one.
+        classes: the client class(es), as a user imports them.
+        package: the distribution whose version the report prints.
+        module: the module the client lives in; a target whose module does not import is skipped with the reason.
+        emulator: the loopback emulator class speaking the provider's wire format.
+        model / vision_model / thinking_model: the model named for each `ClientRole`.
+        thinking_options: the chat options that turn reasoning on (per provider: ``enable_thinking``,
+            ``reasoning_effort``, ``thinking``, ``thinking_config``).
+        system_in_place: the provider keeps a mid-conversation system message where it is (OpenAI reads system
+            messages anywhere); otherwise all system text goes where the provider takes it (DashScope: one leading
+            system message; Anthropic: top-level ``system``; Gemini: ``systemInstruction``).
+        tool_result_media: where an image a tool returned goes: ``"native"`` inside the tool result (Anthropic
+            ``tool_result`` content, Gemini ``functionResponse`` / parts after it), or ``"user_turn"``: a user turn
+            right after the tool results (OpenAI and DashScope take only text in ``tool`` messages).
+        reasoning_replay: what the next request carries of the model's reasoning: ``"signed"`` (Anthropic thinking
+            blocks, Gemini thought signatures: the signature byte for byte), ``"unsigned"`` (OpenAI-compatible
+            ``reasoning_content`` inside a tool loop, as DeepSeek requires), ``"none"`` (DashScope documents no
+            replay). Never as plain assistant text.
+        call_ids: the provider issues tool-call ids and wants them back on the calls and results (OpenAI, Anthropic,
+            DashScope); Gemini before 3 issues none and pairs results with calls by name and order.
+        filter_as_error: the provider answers blocked content with an error (HTTP 400 or a blocked prompt), so a
+            client raises ``ChatClientContentFilterException``; otherwise (Anthropic) a refusal is a 200 answer with
+            finish reason ``content_filter``.
+    """
+
+    name: str
+    ours: bool
+    classes: str
+    package: str
+    module: str
+    emulator: type[LoopbackServer]
+    model: str
+    vision_model: str
+    thinking_model: str
+    thinking_options: Mapping[str, Any]
+    system_in_place: bool
+    tool_result_media: Literal["native", "user_turn"]
+    reasoning_replay: Literal["none", "unsigned", "signed"]
+    call_ids: bool
+    filter_as_error: bool
+    make: Maker = field(repr=False)
+
+    def unavailable(self) -> str | None:
+        """Why this target cannot run here (its module does not import), or None."""
+        try:
+            importlib.import_module(self.module)
+        except Exception as exc:
+            return f"{self.module} does not import: {type(exc).__name__}: {exc}"
+        return None
+
+    def version(self) -> str:
+        """The installed version of `package`."""
+        try:
+            return importlib.metadata.version(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    def server(self) -> LoopbackServer:
+        """A new (not started) emulator for this target, expecting `KEY`."""
+        return self.emulator(api_key=KEY)
+
+    def client(self, server: LoopbackServer, role: ClientRole = "text", *, api_key: str = KEY) -> Any:
+        """This target's client, pointed at the started ``server``. Inside `collect_clients` it is closed at the
+        end of the block."""
+        model = {"text": self.model, "vision": self.vision_model, "thinking": self.thinking_model}[role]
+        client, closer = self.make(self, server, model, api_key, role)
+        made = _made.get()
+        if made is not None and closer is not None:
+            made.append(closer)
+        return client
+
+
+class collect_clients:
+    """``async with collect_clients(): …``: clients built by `Target.client` inside are closed on exit."""
+
+    def __init__(self) -> None:
+        self._closers: list[Closer] = []
+        self._token: contextvars.Token[list[Closer] | None] | None = None
+
+    async def __aenter__(self) -> collect_clients:
+        self._token = _made.set(self._closers)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _made.reset(self._token)
+        for closer in self._closers:
+            with contextlib.suppress(Exception):  # closing a client the emulator already dropped is harmless
+                await closer()
+
+
+# ------------------------------------------------------------------------------------------------- makers
+
+
+def _closing(client: Any) -> Closer:
+    async def close() -> None:
+        await client.close()
+
+    return close
+
+
+def _qwen(target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole) -> tuple[Any, Closer]:
+    from qwen3 import QwenChatClient, QwenVLChatClient
+
+    cls = QwenVLChatClient if role == "vision" else QwenChatClient
+    client = cls(model=model, api_key=api_key, base_url=server.base_url)
+    return client, _closing(client)
+
+
+def _ours(class_path: str) -> Maker:
+    module_name, class_name = class_path.rsplit(".", 1)
+
+    def make(target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole) -> tuple[Any, Closer]:
+        cls = getattr(importlib.import_module(module_name), class_name)
+        client = cls(model=model, api_key=api_key, base_url=server.base_url)
+        return client, _closing(client)
+
+    return make
+
+
+def _maf_openai(
+    target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole
+) -> tuple[Any, Closer]:
+    from agent_framework_openai import OpenAIChatCompletionClient
+
+    client = OpenAIChatCompletionClient(model=model, api_key=api_key, base_url=server.base_url)
+
+    async def close() -> None:
+        await client.client.close()
+
+    return client, close
+
+
+def _maf_anthropic(
+    target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole
+) -> tuple[Any, Closer]:
+    from agent_framework_anthropic import AnthropicClient
+
+    client = AnthropicClient(model=model, api_key=api_key, base_url=server.base_url)
+
+    async def close() -> None:
+        await client.anthropic_client.close()
+
+    return client, close
+
+
+def _maf_gemini(
+    target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole
+) -> tuple[Any, Closer]:
+    from agent_framework_gemini import GeminiChatClient
+    from google import genai
+    from google.genai import types
+
+    # MAF's GeminiChatClient has no base_url: a google-genai client pointed at the emulator is the documented way
+    sdk = genai.Client(api_key=api_key, http_options=types.HttpOptions(base_url=server.base_url))
+    client = GeminiChatClient(model=model, client=sdk)
+
+    async def close() -> None:
+        await sdk.aio.aclose()
+        sdk.close()
+
+    return client, close
+
+
+# ------------------------------------------------------------------------------------------------ targets
+
+_QWEN = {
+    "emulator": DashScopeEmulator,
+    "model": "qwen-plus",
+    "vision_model": "qwen3-vl-plus",
+    "thinking_model": "qwen-plus",
+    "thinking_options": {"enable_thinking": True},
+    "system_in_place": False,
+    "tool_result_media": "user_turn",
+    "reasoning_replay": "none",
+    "call_ids": True,
+    "filter_as_error": True,
+}
+_OPENAI = {
+    "emulator": OpenAIEmulator,
+    "model": "gpt-4o-mini",
+    "vision_model": "gpt-4o-mini",
+    "thinking_model": "gpt-5-mini",
+    "thinking_options": {"reasoning_effort": "low"},
+    "system_in_place": True,
+    "tool_result_media": "user_turn",
+    "reasoning_replay": "unsigned",
+    "call_ids": True,
+    "filter_as_error": True,
+}
+_ANTHROPIC = {
+    "emulator": AnthropicEmulator,
+    "model": "claude-sonnet-4-6",
+    "vision_model": "claude-sonnet-4-6",
+    "thinking_model": "claude-sonnet-4-6",
+    # max_tokens above the budget: the API refuses budget_tokens >= max_tokens, and MAF's client defaults to 1024
+    "thinking_options": {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 4096},
+    "system_in_place": False,
+    "tool_result_media": "native",
+    "reasoning_replay": "signed",
+    "call_ids": True,
+    "filter_as_error": False,
+}
+_GEMINI = {
+    "emulator": GeminiEmulator,
+    "model": "gemini-2.5-flash",
+    "vision_model": "gemini-2.5-flash",
+    "thinking_model": "gemini-2.5-flash",
+    "thinking_options": {"thinking_config": {"include_thoughts": True, "thinking_budget": 1024}},
+    "system_in_place": False,
+    "tool_result_media": "native",
+    "reasoning_replay": "signed",
+    "call_ids": False,
+    "filter_as_error": True,
+}
+
+OURS: list[Target] = [
+    Target(
+        name="Qwen (ours)",
+        ours=True,
+        classes="qwen3.QwenChatClient / QwenVLChatClient",
+        package="agent-framework-qwen3",
+        module="qwen3.client",
+        make=_qwen,
+        **_QWEN,  # type: ignore[arg-type]
+    ),
+    Target(
+        name="OpenAI (ours)",
+        ours=True,
+        classes="clients.OpenAIChatClient",
+        package="agent-framework-qwen3",
+        module="clients.openai_client",
+        make=_ours("clients.openai_client.OpenAIChatClient"),
+        **_OPENAI,  # type: ignore[arg-type]
+    ),
+    Target(
+        name="Anthropic (ours)",
+        ours=True,
+        classes="clients.AnthropicChatClient",
+        package="agent-framework-qwen3",
+        module="clients.anthropic_client",
+        make=_ours("clients.anthropic_client.AnthropicChatClient"),
+        **_ANTHROPIC,  # type: ignore[arg-type]
+    ),
+    Target(
+        name="Gemini (ours)",
+        ours=True,
+        classes="clients.GeminiChatClient",
+        package="agent-framework-qwen3",
+        module="clients.gemini_client",
+        make=_ours("clients.gemini_client.GeminiChatClient"),
+        **_GEMINI,  # type: ignore[arg-type]
+    ),
+]
+"""Our four clients: every scenario must pass (tests/conformance/test_conformance.py)."""
+
+OFFICIAL: list[Target] = [
+    Target(
+        name="OpenAI (MAF)",
+        ours=False,
+        classes="agent_framework_openai.OpenAIChatCompletionClient",
+        package="agent-framework-openai",
+        module="agent_framework_openai",
+        make=_maf_openai,
+        **_OPENAI,  # type: ignore[arg-type]
+    ),
+    Target(
+        name="Anthropic (MAF)",
+        ours=False,
+        classes="agent_framework_anthropic.AnthropicClient",
+        package="agent-framework-anthropic",
+        module="agent_framework_anthropic",
+        make=_maf_anthropic,
+        **_ANTHROPIC,  # type: ignore[arg-type]
+    ),
+    Target(
+        name="Gemini (MAF)",
+        ours=False,
+        classes="agent_framework_gemini.GeminiChatClient",
+        package="agent-framework-gemini",
+        module="agent_framework_gemini",
+        make=_maf_gemini,
+        **_GEMINI,  # type: ignore[arg-type]
+    ),
+]
+"""MAF's official clients, pointed at the same emulators (report only)."""
+
+TARGETS: list[Target] = OURS + OFFICIAL
+"""The columns of docs/conformance.md, in order."""
