@@ -22,7 +22,7 @@ The chart data and image come from ``examples/kline_analysis.py`` (GOOG sample b
 Choosing the analyst (highest precedence first; a choice is a provider and optionally a model, else the provider's
 default model, see ``PROVIDERS``):
 
-1. ``--analyst PROVIDER[:MODEL]``          e.g. ``--analyst anthropic:claude-sonnet-4-5``
+1. ``--analyst PROVIDER[:MODEL]``          e.g. ``--analyst anthropic:claude-sonnet-4-6``
 2. ``WORKFLOW_ANALYST=PROVIDER[:MODEL]``   e.g. ``export WORKFLOW_ANALYST=gemini``
 3. the config file's ``[analyst]`` table   (``--config PATH``, default ``examples/workflow.toml``)
 4. the built-in default, ``qwen:qwen-plus``
@@ -163,7 +163,7 @@ PROVIDERS: dict[str, Provider] = {
             "anthropic",
             "Anthropic",
             ("clients", "AnthropicChatClient"),
-            "claude-sonnet-4-5",
+            "claude-sonnet-4-6",
             ("ANTHROPIC_API_KEY",),
             ("clients.testing", "AnthropicEmulator"),
         ),

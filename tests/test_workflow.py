@@ -234,7 +234,7 @@ def test_provider_alone_takes_its_default_model(ws: ModuleType, tmp_path: Path) 
     # the model stays with the level that named it: the env's provider does not inherit the file's model
     config = write_config(tmp_path / "w2.toml", '[analyst]\nprovider = "openai"\nmodel = "gpt-4.1"\n')
     chosen = ws.resolve_settings(config=config, environ={"WORKFLOW_ANALYST": "anthropic"})
-    assert (chosen.analyst.provider, chosen.analyst.model) == ("anthropic", "claude-sonnet-4-5")
+    assert (chosen.analyst.provider, chosen.analyst.model) == ("anthropic", "claude-sonnet-4-6")
     # a model name may itself hold colons
     assert ws.parse_choice("qwen:qwen3-max:latest", source="t").model == "qwen3-max:latest"
 

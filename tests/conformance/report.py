@@ -89,9 +89,7 @@ async def outcome(target: Target, item: Scenario) -> Outcome:
         return Outcome("skip", unavailable)
     try:
         await execute(target, item)
-    except BaseException as exc:  # noqa: BLE001 - every failure is a reason in the table
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
+    except Exception as exc:  # every failure is a reason in the table
         return Outcome("fail", _reason(exc))
     return Outcome("pass")
 

@@ -582,18 +582,32 @@ async def usage_totals(target: Target, server: LoopbackServer) -> None:
 
 @scenario("Finish reasons")
 async def finish_reasons(target: Target, server: LoopbackServer) -> None:
-    """``length`` and ``content_filter`` finishes map to MAF's ``length`` / ``content_filter``, streamed and
-    not."""
+    """``length``, ``content_filter`` and tool-call finishes map to MAF's ``length`` / ``content_filter`` /
+    ``tool_calls``, streamed and not (tool calls with MAF's tool loop switched off, so the response is the model's
+    own)."""
     client = target.client(server)
+    client.function_invocation_configuration["enabled"] = False
+    tools = [weather_tool([])]
     for stream in (False, True):
-        for reason in ("length", "content_filter"):
+        for reason in ("length", "content_filter", "tool_calls"):
             server.clear()
-            server.script(Reply(text="Once upon a time", finish_reason=reason))
-            response = await respond(client, [Message("user", ["Tell a story."])], stream=stream)
+            if reason == "tool_calls":
+                server.script(Reply.calling(ToolCall("get_weather", {"city": "Rome"}, id="call_conformance_finish")))
+            else:
+                server.script(Reply(text="Once upon a time", finish_reason=reason))
+            response = await respond(
+                client, [Message("user", ["Tell a story."])], stream=stream, options={"tools": tools}
+            )
             expect(
                 response.finish_reason == reason,
                 f"{mode(stream)}: a {reason!r} finish came out as {response.finish_reason!r}",
             )
+            if reason == "tool_calls":
+                calls = [c for m in response.messages for c in m.contents if c.type == "function_call"]
+                expect(
+                    [(c.name, c.parse_arguments()) for c in calls] == [("get_weather", {"city": "Rome"})],
+                    f"{mode(stream)}: the response holds calls {short([(c.name, c.arguments) for c in calls])}",
+                )
 
 
 # ------------------------------------------------------------------------------------------------- errors

@@ -4,12 +4,16 @@ docs/conformance.md."""
 from __future__ import annotations
 
 import importlib.metadata
+from dataclasses import replace
+from typing import Any
 
 import pytest
+from agent_framework import ChatContext, ChatResponse, Message, chat_middleware
 
+from clients.testing import LoopbackServer
 from tests.conformance.report import COMMAND, DOC, PACKAGES, read_scorecard
 from tests.conformance.scenarios import SCENARIOS, Scenario, execute
-from tests.conformance.targets import OURS, TARGETS, Target
+from tests.conformance.targets import OURS, TARGETS, ClientRole, Target
 
 
 @pytest.mark.parametrize("item", SCENARIOS, ids=[s.name for s in SCENARIOS])
@@ -36,3 +40,70 @@ def test_doc_matches_the_code() -> None:
         if len(cells) == len(TARGETS) + 1 and cells[0] in rows:
             ours = [cell for cell, target in zip(cells[1:], TARGETS, strict=True) if target.ours]
             assert all(cell == "✅" for cell in ours), f"{hint} (a scenario shows our client failing: {cells[0]})"
+
+
+# ------------------------------------------------------------------ the checks can fail: deliberately broken clients
+
+
+def _broken(target: Target, middleware: Any) -> Target:
+    """``target`` whose clients run ``middleware`` (MAF chat middleware) in front of the real client."""
+
+    def make(t: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole) -> tuple[Any, Any]:
+        client, closer = target.make(t, server, model, api_key, role)
+        client.chat_middleware.append(middleware)
+        return client, closer
+
+    return replace(target, make=make)
+
+
+@chat_middleware
+async def _no_response_format(context: ChatContext, call_next: Any) -> None:
+    context.options = {k: v for k, v in (context.options or {}).items() if k != "response_format"}
+    await call_next()
+
+
+@chat_middleware
+async def _instructions_as_user_text(context: ChatContext, call_next: Any) -> None:
+    options = dict(context.options or {})
+    context.messages = [Message("user", [options.pop("instructions")]), *context.messages]
+    context.options = options
+    await call_next()
+
+
+@chat_middleware
+async def _no_finish_reason(context: ChatContext, call_next: Any) -> None:
+    await call_next()
+    if isinstance(context.result, ChatResponse):
+        context.result.finish_reason = None
+
+
+@chat_middleware
+async def _parts_split(context: ChatContext, call_next: Any) -> None:
+    context.messages = [Message(m.role, [c]) for m in context.messages for c in m.contents]
+    await call_next()
+
+
+@chat_middleware
+async def _system_dropped(context: ChatContext, call_next: Any) -> None:
+    context.messages = [m for m in context.messages if m.role != "system"]
+    await call_next()
+
+
+@pytest.mark.parametrize(
+    ("name", "middleware", "reason"),
+    [
+        ("structured_output", _no_response_format, "non-streamed: .value is None"),
+        ("instructions", _instructions_as_user_text, "the instructions are not in the system text"),
+        ("plain_text", _no_finish_reason, "finish_reason None, expected 'stop'"),
+        ("image_by_data", _parts_split, "one user message with text and image became 2 user turns"),
+        ("several_system_messages", _system_dropped, "system text 2 of 3 never reached the server"),
+    ],
+)
+@pytest.mark.parametrize("target", OURS[:2], ids=["qwen", "openai"])
+async def test_a_broken_client_fails_the_scenario(target: Target, name: str, middleware: Any, reason: str) -> None:
+    """The scenarios' checks do fail: the same client with a middleware that breaks one behaviour fails that
+    scenario, with the expected reason."""
+    item = next(s for s in SCENARIOS if s.name == name)
+    with pytest.raises(AssertionError) as failure:
+        await execute(_broken(target, middleware), item)
+    assert str(failure.value).startswith(reason)
