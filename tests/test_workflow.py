@@ -157,6 +157,30 @@ async def test_group_chat_stops_after_the_configured_turns(ws: ModuleType, input
     assert len(report.requests["Analyst"]) == 2 * (rounds // 2)  # a tool call and an answer per Analyst turn
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_analyst_speaking_again_keeps_its_own_turns(ws: ModuleType, inputs: Any, provider: str) -> None:
+    """Four turns: the Analyst's second turn replays its own first turn (tool call, result, answer) as its own, and
+    both ChartReader turns as named user turns, on every provider."""
+    require(ws, provider)
+    report = await ws.run_workflow("group", inputs, settings(ws, provider), rounds=4, offline=True, echo=False)
+    assert [turn.agent for turn in report.turns] == ["ChartReader", "Analyst", "ChartReader", "Analyst"]
+    assert report.tool_calls == ["get_technical_indicators"] * 2
+    first_answer = report.turns[1].text
+    again = report.requests["Analyst"][2]  # the second turn's first request
+    named = user_turns_from(again, "ChartReader")
+    assert [t.text.removeprefix("[ChartReader]: ").strip() for t in named] == [
+        report.turns[0].text.strip(),
+        report.turns[2].text.strip(),
+    ]
+    own = [t for t in again.turns if t.role == "assistant"]
+    assert [call.name for t in own for call in t.tool_calls] == ["get_technical_indicators"]
+    assert first_answer.strip() in [t.text.strip() for t in own]
+    assert len([r for t in again.turns for r in t.tool_results]) == 1
+    assert again.turns[-1].role == "user"
+    assert again.turns[-1].text.startswith("[ChartReader]: [EMULATED CHART REVIEW")
+    assert not [m for t in again.turns for m in t.media]
+
+
 async def test_analyst_model_reaches_the_server(ws: ModuleType, inputs: Any) -> None:
     chosen = ws.resolve_settings(analyst_flag="qwen:qwen-turbo", reader_flag="qwen-vl-max", config=None, environ={})
     report = await ws.run_workflow("sequential", inputs, chosen, offline=True, echo=False)
