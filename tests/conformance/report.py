@@ -19,13 +19,14 @@ import logging
 import os
 import re
 import sys
+import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conformance.scenarios import SCENARIOS, Scenario, execute
-from tests.conformance.targets import TARGETS, Target
+from tests.conformance.targets import TARGETS, Target, one_ca_bundle
 
 __all__ = ["COMMAND", "DOC", "PACKAGES", "Outcome", "Scorecard", "read_scorecard", "render", "run_all"]
 
@@ -44,6 +45,11 @@ PACKAGES = (
 """The packages whose versions the scorecard depends on (besides this repository's code)."""
 _ENV_PREFIXES = ("DASHSCOPE_", "OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_")
 _CELL_REASON = 60
+_REPLAY = {
+    "signed": "signed, signature byte for byte",
+    "unsigned": "reasoning_content in tool loops",
+    "none": "not sent",
+}
 
 
 @dataclass(frozen=True)
@@ -149,10 +155,28 @@ def render(card: Scorecard, targets: Sequence[Target] = TARGETS, scenarios: Sequ
         "|---|---|---|---|---|",
     ]
     for target in targets:
-        models = " / ".join(dict.fromkeys((target.model, target.vision_model, target.thinking_model)))
+        models = " / ".join((target.model, target.vision_model, target.thinking_model))
         lines.append(
             f"| {target.name} | `{target.classes}` | {target.package} {target.version()} | "
             f"`{target.emulator.__name__}` | {models} |"
+        )
+    lines += [
+        "",
+        "Where providers genuinely differ, each scenario expects what the provider wants (the `Target` capability "
+        "fields), of our client and MAF's alike:",
+        "",
+        "| Emulator | System messages | Image from a tool | Reasoning on the next request | Tool-call ids | "
+        "Blocked content |",
+        "|---|---|---|---|---|---|",
+    ]
+    for target in {t.emulator: t for t in targets}.values():  # one row per provider (capabilities are its own)
+        lines.append(
+            f"| `{target.emulator.__name__}` | "
+            f"{'kept in place' if target.system_in_place else 'all up front'} | "
+            f"{'in the tool result' if target.tool_result_media == 'native' else 'user turn after the results'} | "
+            f"{_REPLAY[target.reasoning_replay]} | "
+            f"{'the server issues them, sent back' if target.call_ids else 'none issued, paired by name and order'} | "
+            f"{'an error' if target.filter_as_error else 'finish reason content_filter'} |"
         )
     lines += [
         "",
@@ -204,12 +228,15 @@ def read_scorecard(text: str) -> tuple[list[str], list[str], dict[str, list[str]
     return header[1:], [t for t in titles if t != "**Passed**"], versions
 
 
-def _quiet() -> None:
-    """No provider settings from the environment (they would change what is sent), no library warnings on the
-    console (the table is the output)."""
+def _quiet(scratch: Path) -> None:
+    """No provider settings from the environment (they would change what is sent), a one-certificate CA bundle
+    (`one_ca_bundle`: the loopback runs never use TLS), no library warnings on the console (the table is the
+    output)."""
     for name in list(os.environ):
         if name.startswith(_ENV_PREFIXES):
             del os.environ[name]
+    os.environ.pop("SSL_CERT_DIR", None)
+    os.environ["SSL_CERT_FILE"] = one_ca_bundle(scratch)
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
 
@@ -219,8 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 if docs/conformance.md is stale")
     parser.add_argument("--output", type=Path, default=DOC, help="where to write (default docs/conformance.md)")
     args = parser.parse_args(argv)
-    _quiet()
-    card = asyncio.run(run_all())
+    with tempfile.TemporaryDirectory() as scratch:
+        _quiet(Path(scratch))
+        card = asyncio.run(run_all())
     text = render(card)
     ours_failing = [
         f"{t.name} · {s.title}: {card[(s.name, t.name)].reason}"

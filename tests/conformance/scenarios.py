@@ -30,18 +30,14 @@ from agent_framework.exceptions import (
 )
 from pydantic import BaseModel
 
-from clients.testing import LoopbackServer, Media, RecordedRequest, Reply, ToolCall, ToolResult, Turn
+from clients.testing import FaultKind, LoopbackServer, Media, RecordedRequest, Reply, ToolCall, ToolResult, Turn
 from tests.conformance.targets import Target, collect_clients
+from tests.conftest import PNG  # a real 1x1 PNG: its bytes must reach the server unchanged
 
 __all__ = ["SCENARIOS", "Scenario", "execute"]
 
 Run = Callable[[Target, LoopbackServer], Awaitable[None]]
 
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201e7f9d6e60000000049454e44ae426082"
-)
-"""A real 1x1 PNG (its bytes must reach the server unchanged)."""
 IMAGE_URL = "https://upload.wikimedia.org/wikipedia/commons/4/47/PNG_transparency_demonstration_1.png"
 SIGNATURE = "Y29uZm9ybWFuY2Ugc2lnbmF0dXJlIDAx"
 """A scripted reasoning signature: base64 of ``b"conformance signature 01"``, whose standard and URL-safe
@@ -641,13 +637,13 @@ def _carries(exc: Exception, status: int, code: str, message: str, stream: bool)
     expect(said in str(exc), f"{mode(stream)}: the exception does not carry what the provider said ({said!r})")
 
 
-async def _error_kind(target: Target, server: LoopbackServer, kind: str, expected: type[Exception]) -> None:
+async def _error_kind(target: Target, server: LoopbackServer, kind: FaultKind, expected: type[Exception]) -> None:
     client = target.client(server)
     status, code, message = type(server).ERRORS[kind]
     for stream in (False, True):
         server.clear()
         # 4 answers: enough for a client that retries transient failures 3 times; Retry-After keeps it quick
-        server.script(*[server.failing(kind, retry_after=0.01)] * 4)  # type: ignore[arg-type]
+        server.script(*[server.failing(kind, retry_after=0.01)] * 4)
         exc = await _failure(client, stream)
         _classified(exc, expected, stream, exact=expected is ChatClientException)
         _carries(exc, status, code, message, stream)
