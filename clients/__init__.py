@@ -7,6 +7,8 @@
 - ``clients.think``: inline ``<think>…</think>`` reasoning split out of model text, whole or streamed.
 - ``clients.naming``: other agents' turns in multi-agent conversations sent as named user turns.
 - ``clients.retry``: which provider failures are transient, and the backoff policy that retries them.
+- ``clients.transport``: the client scaffolding every provider shares (retries, timeouts, streams, SDK per loop).
+- ``clients.conversion``: the pieces every pure converter shares (tools, system text, schemas, tool calls).
 
 The peer chat clients, each a pure converter module plus a thin client module on the provider's SDK:
 

@@ -32,20 +32,22 @@ from pathlib import Path
 from typing import Any, Generic, Literal
 from urllib.parse import unquote_to_bytes
 
-from agent_framework import (
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    Content,
-    FunctionTool,
-    Message,
-    UsageDetails,
-)
-from agent_framework.exceptions import ChatClientInvalidRequestException
+from agent_framework import ChatOptions, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from anthropic import transform_schema
 from pydantic import BaseModel
-from typing_extensions import TypeVar
 
+from clients.conversion import (
+    MAF_OPTIONS,
+    NOT_SENT,
+    ResponseModelT,
+    add_system_text,
+    as_list,
+    function_spec,
+    invalid,
+    refuse_unsupported,
+    response_schema,
+    result_text,
+)
 from clients.errors import ProviderError
 from clients.media import MediaError, local_file, media_type_of, resolve_uri
 from clients.tool_calls import StreamedToolCalls, json_object_arguments
@@ -69,8 +71,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("clients.anthropic")
-
-ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
 
 DEFAULT_MAX_TOKENS = 8192
 """``max_tokens`` when the caller sets none (the API requires it, *messages*). 8192 is within every current Claude
@@ -123,41 +123,28 @@ class AnthropicChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT],
     Claude 4.6 only). False (default): `CONTINUE_TEXT` is appended as a user turn."""
 
 
-_HANDLED = frozenset(
-    {
-        "model",
-        "instructions",
-        "max_tokens",
-        "temperature",
-        "top_p",
-        "top_k",
-        "stop",
-        "tools",
-        "tool_choice",
-        "allow_multiple_tool_calls",
-        "response_format",
-        "thinking",
-        "thinking_budget",
-        "effort",
-        "prefill",
-        "user",
-        "metadata",
-    }
-)
+_HANDLED = MAF_OPTIONS | {
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop",
+    "thinking",
+    "thinking_budget",
+    "effort",
+    "prefill",
+    "user",
+    "metadata",
+}
 _UNSUPPORTED = {
     "seed": "Anthropic has no seed: sampling cannot be made reproducible.",
     "frequency_penalty": "Anthropic has no frequency_penalty.",
     "presence_penalty": "Anthropic has no presence_penalty.",
     "logit_bias": "Anthropic has no logit_bias.",
     "conversation_id": "The Messages API is stateless: pass the history as messages (MAF sessions do this for you).",
+    "store": "the Messages API keeps no conversation state.",
 }
-_TRANSPORT_KEYS = frozenset({"stream"})  # set by the client itself
-# Contents that are MAF bookkeeping, never sent to a model (maf-contract.md §4: approval contents are skipped).
-_NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_response", "error"})
-
-
-def _invalid(message: str) -> ChatClientInvalidRequestException:
-    return ChatClientInvalidRequestException(message)
+_NOT_COPIED = frozenset({"stream", "n"})  # stream: set by the client itself; n: 1 here
 
 
 # ---------------------------------------------------------------------------------------------- media
@@ -204,7 +191,7 @@ def _media_block(content: Content, where: str) -> dict[str, Any]:
         if media_type in _IMAGE_TYPES:
             size = _decoded_size(payload)
             if size > MAX_IMAGE_BYTES:
-                raise _invalid(
+                raise invalid(
                     f"{where}: the image is {size} bytes, over Anthropic's {MAX_IMAGE_BYTES}-byte limit per image "
                     "(https://docs.claude.com/en/docs/build-with-claude/vision): shrink it or send it as an https URL."
                 )
@@ -215,8 +202,8 @@ def _media_block(content: Content, where: str) -> dict[str, Any]:
             text = base64.b64decode(payload).decode("utf-8", "replace")
             return {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
     else:
-        raise _invalid(f"{where}: unsupported media URI {uri[:60]!r}: use https://, data: or a local file.")
-    raise _invalid(
+        raise invalid(f"{where}: unsupported media URI {uri[:60]!r}: use https://, data: or a local file.")
+    raise invalid(
         f"{where}: Anthropic Messages takes images (jpeg, png, gif, webp) and documents (PDF, plain text), not "
         f"{media_type or 'this media'!r} (https://docs.claude.com/en/docs/build-with-claude/vision). "
         "Convert the file, or extract its text yourself."
@@ -230,22 +217,22 @@ def _read_local(path: Path, media_type: str | None, where: str) -> tuple[str, st
         with open(path, "rb") as handle:
             head = handle.read(5)
     except OSError as exc:
-        raise _invalid(f"{where}: cannot read media file {str(path)!r}: {exc.strerror or exc}") from exc
+        raise invalid(f"{where}: cannot read media file {str(path)!r}: {exc.strerror or exc}") from exc
     size = path.stat().st_size
     if head != b"%PDF-" and size > MAX_IMAGE_BYTES:
-        raise _invalid(
+        raise invalid(
             f"{where}: {str(path)!r} is {size} bytes, over Anthropic's {MAX_IMAGE_BYTES}-byte limit per image "
             "(https://docs.claude.com/en/docs/build-with-claude/vision): shrink it or send it as an https URL."
         )
     if head == b"%PDF-":
         data = path.read_bytes()
         if len(data) > MAX_REQUEST_BYTES:
-            raise _invalid(f"{where}: {str(path)!r} is {len(data)} bytes, over the 32 MB request limit.")
+            raise invalid(f"{where}: {str(path)!r} is {len(data)} bytes, over the 32 MB request limit.")
         return f"data:application/pdf;base64,{base64.b64encode(data).decode('ascii')}", "application/pdf"
     try:
         uri = resolve_uri(str(path), media_type, max_bytes=MAX_IMAGE_BYTES)
     except MediaError as exc:
-        raise _invalid(f"{where}: {exc}") from exc
+        raise invalid(f"{where}: {exc}") from exc
     declared, _ = _data_uri_parts(uri)
     return uri, declared
 
@@ -261,15 +248,6 @@ def _tool_use(content: Content) -> dict[str, Any]:
     return {"type": "tool_use", "id": content.call_id, "name": content.name, "input": arguments}
 
 
-def _result_text(content: Content) -> str:
-    value = content.result
-    if isinstance(value, str) and value:
-        return value
-    if value not in (None, ""):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return f"Error: {content.exception}" if content.exception is not None else ""
-
-
 def _tool_result(content: Content, where: str) -> dict[str, Any]:
     """A ``function_result`` → ``tool_result`` (capture ``pydantic-ai__test_anthropic_tool_with_thinking``).
 
@@ -279,7 +257,7 @@ def _tool_result(content: Content, where: str) -> dict[str, Any]:
     """
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": content.call_id}
     items = list(content.items or ())
-    text = _result_text(content)
+    text = result_text(content)
     if any(item.type in ("data", "uri") for item in items):
         parts: list[dict[str, Any]] = []  # the items in their order: text beside the image it describes
         for item in items:
@@ -327,10 +305,10 @@ def _user_blocks(message: Message, where: str) -> list[dict[str, Any]]:
             blocks.append(_media_block(content, where))
         elif content.type == "function_result":
             blocks.append(_tool_result(content, where))
-        elif content.type in _NOT_SENT or content.type == "text_reasoning":
+        elif content.type in NOT_SENT or content.type == "text_reasoning":
             continue
         else:
-            raise _invalid(f"{where}: content of type {content.type!r} cannot be sent to Anthropic.")
+            raise invalid(f"{where}: content of type {content.type!r} cannot be sent to Anthropic.")
     return blocks
 
 
@@ -382,10 +360,10 @@ def _assistant_blocks(message: Message, where: str) -> list[dict[str, Any]]:
             # Assistant turns carry text, thinking and tool_use only; a path in assistant-authored content is never
             # read from disk (a model must not make us upload local files).
             logger.warning("%s: media in an assistant message is not sent to Anthropic (not allowed there).", where)
-        elif content.type in _NOT_SENT:
+        elif content.type in NOT_SENT:
             continue
         else:
-            raise _invalid(f"{where}: content of type {content.type!r} cannot be sent to Anthropic.")
+            raise invalid(f"{where}: content of type {content.type!r} cannot be sent to Anthropic.")
     return blocks
 
 
@@ -394,8 +372,8 @@ def _tool_blocks(message: Message, where: str) -> list[dict[str, Any]]:
     for content in message.contents:
         if content.type == "function_result":
             blocks.append(_tool_result(content, where))
-        elif content.type not in _NOT_SENT:
-            raise _invalid(f"{where}: a tool message holds function results only, not {content.type!r}.")
+        elif content.type not in NOT_SENT:
+            raise invalid(f"{where}: a tool message holds function results only, not {content.type!r}.")
     return blocks
 
 
@@ -438,7 +416,7 @@ def _check_tool_pairs(wire: list[dict[str, Any]]) -> None:
         }
         missing = [call_id for call_id in call_ids if call_id not in answered]
         if missing:
-            raise _invalid(
+            raise invalid(
                 f"Tool call(s) {', '.join(map(str, missing))} have no result right after them: Anthropic needs a "
                 "function_result for every function_call of an assistant turn in the next message. Add the results "
                 "(a tool message) or remove the calls."
@@ -476,16 +454,11 @@ def convert_messages(
     for position, message in enumerate(messages):
         where = f"messages[{position}] ({message.role})"
         if message.role == "system":
-            for content in message.contents:
-                if content.type != "text":
-                    raise _invalid(f"{where}: only text is allowed in a system message, got {content.type!r}.")
-            text = "\n".join(c.text for c in message.contents if c.text)
-            if text and text not in system_texts:
-                system_texts.append(text)
+            add_system_text(system_texts, message, where)
         elif message.role == "user":
             blocks = _user_blocks(message, where)
             if not blocks:
-                raise _invalid(f"{where} has no text or media; Anthropic rejects empty messages.")
+                raise invalid(f"{where} has no text or media; Anthropic rejects empty messages.")
             turns.append(("user", "user", blocks))
         elif message.role == "assistant":
             blocks = _assistant_blocks(message, where)
@@ -496,12 +469,12 @@ def convert_messages(
             if blocks:
                 turns.append(("user", "tool", blocks))
         else:
-            raise _invalid(f"{where}: role {message.role!r} is not one of system, user, assistant, tool.")
+            raise invalid(f"{where}: role {message.role!r} is not one of system, user, assistant, tool.")
     wire = _merge(turns)
     if not wire:
-        raise _invalid("No user message to send: Anthropic needs at least one user message.")
+        raise invalid("No user message to send: Anthropic needs at least one user message.")
     if wire[0]["role"] != "user":
-        raise _invalid(
+        raise invalid(
             "The conversation starts with an assistant turn, and Anthropic requires the first message to be a user "
             "message ('messages: first message must use the \"user\" role'). Put a user message first, or move an "
             "assistant greeting into the instructions."
@@ -522,14 +495,11 @@ def convert_messages(
 
 
 def _function_tool(tool: Any) -> dict[str, Any]:
-    if isinstance(tool, FunctionTool):
-        spec = tool.to_json_schema_spec()["function"]
-    elif isinstance(tool, Mapping) and tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
-        spec = tool["function"]  # the OpenAI-style dict MAF documents
-    elif isinstance(tool, Mapping) and ("input_schema" in tool or "type" in tool):
-        return dict(tool)  # Anthropic's own tool dict (client tool, or a server tool such as web_search)
-    else:
-        raise _invalid(
+    spec = function_spec(tool)  # a FunctionTool, or the OpenAI-style dict MAF documents
+    if spec is None:
+        if isinstance(tool, Mapping) and ("input_schema" in tool or "type" in tool):
+            return dict(tool)  # Anthropic's own tool dict (client tool, or a server tool such as web_search)
+        raise invalid(
             f"Tool {tool!r} is not a function tool: pass a @tool function, a FunctionTool, or a tool dict "
             "({'name', 'description', 'input_schema'} or Anthropic's server tool {'type': 'web_search_…', …})."
         )
@@ -542,11 +512,7 @@ def _function_tool(tool: Any) -> dict[str, Any]:
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
     """MAF tools → ``[{"name", "description", "input_schema"}]`` (capture ``mirascope__test_call_with_tools__*``)."""
-    if tools is None:
-        return []
-    if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
-        tools = [tools]
-    return [_function_tool(tool) for tool in tools]
+    return [_function_tool(tool) for tool in as_list(tools)]
 
 
 def _tool_choice(
@@ -570,7 +536,7 @@ def _tool_choice(
         name = mode.get("required_function_name")
         wire = {"type": "tool", "name": name} if name else {"type": "any"}
     else:
-        raise _invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
+        raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
     if options.get("allow_multiple_tool_calls") is False:
         wire = {"type": "auto"} if wire is None else wire
         if wire["type"] != "none":
@@ -582,13 +548,13 @@ def _thinking(options: Mapping[str, Any]) -> dict[str, Any] | None:
     thinking = options.get("thinking")
     budget = options.get("thinking_budget")
     if thinking is not None and budget is not None:
-        raise _invalid("Set either thinking={...} or thinking_budget=N, not both.")
+        raise invalid("Set either thinking={...} or thinking_budget=N, not both.")
     if budget is not None:
         thinking = {"type": "enabled", "budget_tokens": budget}
     if thinking is None:
         return None
     if not isinstance(thinking, Mapping) or not isinstance(thinking.get("type"), str):
-        raise _invalid(
+        raise invalid(
             f"thinking must be Anthropic's object, e.g. {{'type': 'enabled', 'budget_tokens': 4096}}, "
             f"{{'type': 'adaptive'}} or {{'type': 'disabled'}}; got {thinking!r}."
         )
@@ -596,7 +562,7 @@ def _thinking(options: Mapping[str, Any]) -> dict[str, Any] | None:
     if thinking["type"] == "enabled":
         budget = thinking.get("budget_tokens")
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1024:
-            raise _invalid(
+            raise invalid(
                 f"thinking budget_tokens must be an int >= 1024 (Anthropic's minimum), not {budget!r} "
                 "(https://docs.claude.com/en/docs/build-with-claude/extended-thinking)."
             )
@@ -616,19 +582,15 @@ def _response_schema(value: Any) -> dict[str, Any]:
     every object, unsupported constraints moved into descriptions: what *structured outputs* accept; capture
     ``mirascope__test_structured_output__strict``). A mapping is the caller's schema, sent as given; an OpenAI-style
     ``{"type": "json_schema", "json_schema": {"schema": …}}`` or ``{"type": "json_schema", "schema": …}`` wrapper
-    is unwrapped.
+    is unwrapped (``clients.conversion.response_schema``); one without a schema (``{"type": "json_object"}``)
+    raises: Anthropic has no schema-less JSON mode.
     """
     if isinstance(value, type) and issubclass(value, BaseModel):
         return transform_schema(value)
-    if isinstance(value, Mapping):
-        if value.get("type") == "json_schema":
-            inner = value.get("json_schema")
-            schema = inner.get("schema") if isinstance(inner, Mapping) else value.get("schema")
-            if not isinstance(schema, Mapping):
-                raise _invalid(f"response_format {value!r} has no JSON schema under 'schema'.")
-            return dict(schema)
-        return dict(value)
-    raise _invalid(f"response_format must be a Pydantic model class or a JSON schema mapping, got {value!r}.")
+    schema = response_schema(value)
+    if schema is None:
+        raise invalid(f"response_format {value!r} has no JSON schema: Anthropic's structured outputs need one.")
+    return schema
 
 
 def _sampling(body: dict[str, Any], options: Mapping[str, Any], thinks: bool) -> None:
@@ -637,16 +599,16 @@ def _sampling(body: dict[str, Any], options: Mapping[str, Any], thinks: bool) ->
     temperature, top_p, top_k = options.get("temperature"), options.get("top_p"), options.get("top_k")
     if thinks:
         if temperature is not None and temperature != 1:
-            raise _invalid(
+            raise invalid(
                 f"temperature={temperature!r} cannot be used while Claude thinks: Anthropic allows only 1 with "
                 "thinking enabled or adaptive. Drop temperature or turn thinking off."
             )
         if top_k is not None:
-            raise _invalid(
+            raise invalid(
                 "top_k cannot be used while Claude thinks (Anthropic refuses it): drop it or turn thinking off."
             )
         if top_p is not None and not 0.95 <= top_p <= 1:
-            raise _invalid(f"top_p={top_p!r} cannot be used while Claude thinks: Anthropic allows 0.95 to 1 there.")
+            raise invalid(f"top_p={top_p!r} cannot be used while Claude thinks: Anthropic allows 0.95 to 1 there.")
     for key, value in (("temperature", temperature), ("top_p", top_p), ("top_k", top_k)):
         if value is not None:
             body[key] = value
@@ -656,7 +618,7 @@ def _metadata(options: Mapping[str, Any]) -> dict[str, Any] | None:
     metadata = dict(options.get("metadata") or {})
     extra = sorted(set(metadata) - {"user_id"})
     if extra:
-        raise _invalid(
+        raise invalid(
             f"Anthropic's metadata takes only 'user_id', not {extra}: keep other values on the Message or in "
             "middleware."
         )
@@ -684,13 +646,7 @@ def build_request(
             1024 or not below ``max_tokens``, sampling options or a forced tool while thinking), and what
             `convert_messages` refuses.
     """
-    for key, value in options.items():
-        if value is not None and key in _UNSUPPORTED:
-            raise _invalid(f"Option {key!r} is not supported: {_UNSUPPORTED[key]}")
-    if options.get("store"):
-        raise _invalid("Option 'store' is not supported: the Messages API keeps no conversation state.")
-    if options.get("n") not in (None, 1):
-        raise _invalid("Option 'n' > 1 is not supported: one MAF response holds one answer.")
+    refuse_unsupported(options, _UNSUPPORTED)
     thinking = _thinking(options)
     thinks = thinking is not None and thinking["type"] in ("enabled", "adaptive")
     budget = thinking.get("budget_tokens") if thinking is not None and thinking["type"] == "enabled" else None
@@ -698,7 +654,7 @@ def build_request(
     if max_tokens is None:
         max_tokens = DEFAULT_MAX_TOKENS + (budget or 0)
     if budget is not None and budget >= max_tokens:
-        raise _invalid(
+        raise invalid(
             f"max_tokens ({max_tokens}) must be greater than the thinking budget ({budget}): thinking tokens count "
             "against max_tokens (https://docs.claude.com/en/docs/build-with-claude/extended-thinking)."
         )
@@ -714,7 +670,7 @@ def build_request(
     if tools:
         choice, tools = _tool_choice(options, tools)
         if thinks and choice is not None and choice["type"] in ("any", "tool"):
-            raise _invalid(
+            raise invalid(
                 "A forced tool choice (tool_choice='required') cannot be used while Claude thinks: Anthropic accepts "
                 "only 'auto' or 'none' with thinking. Use tool_choice='auto' or turn thinking off."
             )
@@ -729,9 +685,7 @@ def build_request(
     if metadata:
         body["metadata"] = metadata
     for key, value in options.items():  # Anthropic fields this package does not know (yet): as given
-        if value is None or key in _HANDLED or key in _UNSUPPORTED or key in _TRANSPORT_KEYS:
-            continue
-        if key in ("store", "n"):
+        if value is None or key in _HANDLED or key in _UNSUPPORTED or key in _NOT_COPIED:
             continue
         body[key] = value
     output_config = dict(body.get("output_config") or {})

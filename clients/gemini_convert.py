@@ -27,19 +27,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypedDict
 
-from agent_framework import (
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    Content,
-    FunctionTool,
-    Message,
-    UsageDetails,
-)
-from agent_framework.exceptions import ChatClientContentFilterException, ChatClientInvalidRequestException
-from pydantic import BaseModel
-from typing_extensions import TypeVar
+from agent_framework import ChatOptions, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
+from agent_framework.exceptions import ChatClientContentFilterException
 
+from clients.conversion import (
+    MAF_OPTIONS,
+    NOT_SENT,
+    ResponseModelT,
+    add_system_text,
+    as_list,
+    function_spec,
+    invalid,
+    refuse_unsupported,
+    response_schema,
+    result_text,
+)
 from clients.errors import ProviderError, to_chat_client_exception
 from clients.media import MediaError, media_type_of, resolve_uri
 
@@ -68,8 +70,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("clients.gemini")
-
-ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
 
 GEMINI_NAMESPACE = "gemini"
 """Key of this client's entries in a ``Content.additional_properties`` (MAF's namespacing convention)."""
@@ -152,31 +152,14 @@ _GENERATION = {
 }
 # Options that go at the top level of the request, not in generationConfig.
 _TOP_LEVEL = {"safety_settings": "safetySettings", "cached_content": "cachedContent"}
-_HANDLED = frozenset(
-    {
-        "model",
-        "instructions",
-        "tools",
-        "tool_choice",
-        "allow_multiple_tool_calls",
-        "response_format",
-        "response_schema",
-        "thinking_config",
-        "stop",
-        "stream",
-        "store",
-        "n",
-        "candidate_count",
-    }
-)
+_HANDLED = MAF_OPTIONS | {"response_schema", "thinking_config", "stop", "stream", "n", "candidate_count"}
 _UNSUPPORTED = {
     "logit_bias": "Gemini has no logit_bias.",
     "user": "Gemini has no per-request user field.",
     "metadata": "Gemini has no request metadata (labels exist on Vertex AI only); keep it on the Message.",
     "conversation_id": "Gemini's generateContent is stateless: pass the history as messages (MAF sessions do).",
+    "store": "Gemini's generateContent keeps no conversation state.",
 }
-# MAF bookkeeping contents, never sent to a model (maf-contract.md §4: approval contents are skipped).
-_NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_response", "error"})
 _FINISH_REASONS = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
@@ -192,10 +175,6 @@ _FINISH_REASONS = {
 _DOCUMENT_TYPES = frozenset({"application/pdf", "application/json"})
 _REMOTE = ("http://", "https://", "gs://")
 _FILES_API = "https://generativelanguage.googleapis.com/v1beta/"
-
-
-def _invalid(message: str) -> ChatClientInvalidRequestException:
-    return ChatClientInvalidRequestException(message)
 
 
 # ------------------------------------------------------------------------------------------------ wire helpers
@@ -282,7 +261,7 @@ def _media_part(content: Content, where: str, *, assistant: bool = False) -> dic
         return {"fileData": part}
     uri = content.uri or ""
     if not uri:
-        raise _invalid(f"{where}: a {content.type!r} content has no uri.")
+        raise invalid(f"{where}: a {content.type!r} content has no uri.")
     if uri.startswith(_REMOTE):
         media_type = media_type_of(content)
         _check_media_type(media_type, where, remote=True)
@@ -295,14 +274,14 @@ def _media_part(content: Content, where: str, *, assistant: bool = False) -> dic
             logger.warning("%s: a local file in an assistant message is not read or sent: %s", where, uri[:80])
             return None
         if "://" in uri and not uri.startswith("file://"):
-            raise _invalid(
+            raise invalid(
                 f"{where}: unsupported media URI {uri[:80]!r}; Gemini takes http(s)://, gs://, Files API URIs, "
                 "data: URIs and local files."
             )
         try:
             uri = resolve_uri(uri, content.media_type, max_bytes=INLINE_MAX_BYTES)
         except MediaError as exc:
-            raise _invalid(f"{where}: {exc}") from exc
+            raise invalid(f"{where}: {exc}") from exc
     header, _, payload = uri[5:].partition(",")
     media_type = content.media_type or header.split(";", 1)[0] or media_type_of(Content.from_uri(uri))
     _check_media_type(media_type, where, remote=False)
@@ -312,7 +291,7 @@ def _media_part(content: Content, where: str, *, assistant: bool = False) -> dic
         try:  # another alphabet or missing padding: the same bytes, written in standard base64
             payload = base64.b64encode(base64_bytes(payload)).decode("ascii")
         except ValueError as exc:
-            raise _invalid(f"{where}: the data URI's payload is not base64.") from exc
+            raise invalid(f"{where}: the data URI's payload is not base64.") from exc
     return {"inlineData": {"mimeType": media_type, "data": payload}}
 
 
@@ -320,11 +299,11 @@ def _check_media_type(media_type: str | None, where: str, *, remote: bool) -> No
     if media_type is None:
         if remote:
             return  # the API reads the type from the file (Files API) or the server; nothing to check here
-        raise _invalid(f"{where}: cannot tell the media type; pass media_type= (e.g. 'image/png').")
+        raise invalid(f"{where}: cannot tell the media type; pass media_type= (e.g. 'image/png').")
     top = media_type.split("/", 1)[0]
     if top in ("image", "audio", "video", "text") or media_type in _DOCUMENT_TYPES:
         return
-    raise _invalid(
+    raise invalid(
         f"{where}: Gemini takes images, audio, video, PDF and text documents; got media type {media_type!r}. "
         "Extract the text yourself or convert the file."
     )
@@ -343,14 +322,14 @@ def _user_parts(message: Message, where: str) -> list[dict[str, Any]] | None:
             media = _media_part(content, where)
             if media is not None:
                 parts.append(media)
-        elif content.type in _NOT_SENT or content.type == "text_reasoning":
+        elif content.type in NOT_SENT or content.type == "text_reasoning":
             continue
         else:
-            raise _invalid(f"{where}: content of type {content.type!r} cannot be sent to Gemini in a user message.")
+            raise invalid(f"{where}: content of type {content.type!r} cannot be sent to Gemini in a user message.")
     if not parts and texts_seen:
         return [{"text": ""}]  # an empty prompt is accepted (capture pydantic-ai__test_google_instructions_only…)
     if not parts and not message.contents:
-        raise _invalid(f"{where} has no contents; Gemini rejects a content without parts.")
+        raise invalid(f"{where} has no contents; Gemini rejects a content without parts.")
     return parts or None
 
 
@@ -398,7 +377,7 @@ def _model_parts(message: Message, where: str, gemini3: bool) -> list[tuple[dict
             part = {"functionCall": call}
         elif content.type in ("data", "uri", "hosted_file"):
             part = _media_part(content, where, assistant=True)
-        elif content.type in _NOT_SENT or content.type == "function_result":
+        elif content.type in NOT_SENT or content.type == "function_result":
             continue
         else:
             logger.warning("%s: content of type %r in an assistant message is not sent to Gemini", where, content.type)
@@ -451,7 +430,7 @@ class _Turns:
         missing = [f"{name} ({call_id})" for call_id, name in self.pending if call_id not in self.answered]
         if missing:
             where = f"messages[{position}]" if position >= 0 else "the end of the conversation"
-            raise _invalid(
+            raise invalid(
                 f"The assistant's function calls {', '.join(missing)} have no function_result before {where}: "
                 "Gemini answers 400 ('Please ensure that the number of function response parts is equal to the "
                 "number of function call parts of the function call turn.'). Add the results (MAF's tool loop "
@@ -467,10 +446,8 @@ class _Turns:
         where = f"messages[{position}] (tool)"
         for content in message.contents:
             if content.type != "function_result":
-                if content.type not in _NOT_SENT:
-                    raise _invalid(
-                        f"{where}: only function_result contents go in a tool message, not {content.type!r}."
-                    )
+                if content.type not in NOT_SENT:
+                    raise invalid(f"{where}: only function_result contents go in a tool message, not {content.type!r}.")
                 continue
             call_id = content.call_id or ""
             name = dict(self.pending).get(call_id)
@@ -479,13 +456,13 @@ class _Turns:
                 reason = (
                     "was already answered or is not in the assistant turn right before" if earlier else "is unknown"
                 )
-                raise _invalid(
+                raise invalid(
                     f"{where}: function_result for call_id {call_id!r} {reason}; Gemini needs each result right "
                     "after the assistant turn that made the call ('Please ensure that function response turn comes "
                     "immediately after a function call turn.')."
                 )
             if call_id in self.answered:
-                raise _invalid(f"{where}: a second function_result for call_id {call_id!r}.")
+                raise invalid(f"{where}: a second function_result for call_id {call_id!r}.")
             part, media = _function_response(content, name, call_id, self.gemini3, where)
             self.answered[call_id] = part
             if media:
@@ -508,13 +485,8 @@ def _function_response(
     responses in the same user turn (Jacksunwei/adkx-python docs/decisions/0002-multi-modal-function-response.md),
     each after a text label naming the call.
     """
-    text = content.result if isinstance(content.result, str) else ""
-    if content.result is not None and not isinstance(content.result, str):
-        text = json.dumps(content.result, ensure_ascii=False, default=str)
     failed = content.exception is not None
-    if failed and not text:
-        text = f"Error: {content.exception}"
-    response = {"error" if failed else "output": _result_value(text)}
+    response = {"error" if failed else "output": _result_value(result_text(content))}
     body: dict[str, Any] = {"name": name, "response": response}
     if gemini3:
         body = {"id": call_id, **body}
@@ -569,12 +541,7 @@ def convert_messages(
         role = message.role
         where = f"messages[{position}] ({role})"
         if role == "system":
-            for content in message.contents:
-                if content.type != "text":
-                    raise _invalid(f"{where}: only text is allowed, got {content.type!r}.")
-            text = "\n".join(c.text for c in message.contents if c.text)
-            if text and text not in system_texts:
-                system_texts.append(text)
+            add_system_text(system_texts, message, where)
         elif role == "user":
             parts = _user_parts(message, where)
             if parts is None:
@@ -594,7 +561,7 @@ def convert_messages(
         elif role == "tool":
             turns.add_results(message, position)
         else:
-            raise _invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
+            raise invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
     turns.close_results(-1)
     if gemini3:
         _sign_calls(turns.contents)
@@ -627,14 +594,14 @@ def _sign_calls(contents: list[dict[str, Any]]) -> None:
 def _function_declaration(tool: Any) -> dict[str, Any] | None:
     """A MAF ``FunctionTool`` or an OpenAI-style ``{"type": "function", "function": {...}}`` dict → a
     ``functionDeclaration`` with a plain JSON Schema (``parametersJsonSchema``, capture pydantic-ai…)."""
-    if isinstance(tool, FunctionTool):
-        return {"name": tool.name, "description": tool.description or "", "parametersJsonSchema": tool.parameters()}
-    if isinstance(tool, Mapping) and tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
-        function = tool["function"]
-        declaration: dict[str, Any] = {"name": function.get("name", ""), "description": function.get("description", "")}
-        declaration["parametersJsonSchema"] = function.get("parameters") or {"type": "object", "properties": {}}
-        return declaration
-    return None
+    spec = function_spec(tool)
+    if spec is None:
+        return None
+    return {
+        "name": spec.get("name", ""),
+        "description": spec.get("description") or "",
+        "parametersJsonSchema": spec.get("parameters") or {"type": "object", "properties": {}},
+    }
 
 
 def _tools(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -643,12 +610,9 @@ def _tools(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     Gemini's own tools pass through: a dict in the REST shape (``{"googleSearch": {}}``, ``{"codeExecution":
     {}}``, ``{"functionDeclarations": [...]}``) or a google-genai ``types.Tool`` (dumped with its REST names).
     """
-    if value is None:
-        return [], []
-    tools = [value] if not isinstance(value, Sequence) or isinstance(value, (str, bytes)) else list(value)
     declarations: list[dict[str, Any]] = []
     others: list[dict[str, Any]] = []
-    for tool in tools:
+    for tool in as_list(value):
         declaration = _function_declaration(tool)
         if declaration is not None:
             declarations.append(declaration)
@@ -657,7 +621,7 @@ def _tools(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         elif callable(dump := getattr(tool, "model_dump", None)):
             others.append(dump(mode="json", by_alias=True, exclude_none=True))
         else:
-            raise _invalid(
+            raise invalid(
                 f"Tool {tool!r} is not one Gemini takes: use a @tool function / FunctionTool, an OpenAI-style "
                 "function dict, a Gemini tool dict such as {'googleSearch': {}}, or a google-genai types.Tool."
             )
@@ -684,28 +648,13 @@ def _tool_config(choice: Any, declarations: list[dict[str, Any]]) -> tuple[dict[
         if names:
             config["allowedFunctionNames"] = list(names)
         return {"functionCallingConfig": config}, declarations
-    raise _invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
-
-
-def _json_schema(value: Any) -> dict[str, Any] | None:
-    """The JSON Schema of a ``response_format``: a Pydantic model's, an OpenAI-style ``{"type": "json_schema",
-    "json_schema": {"schema": …}}``'s, or a schema mapping itself; None for ``{"type": "json_object"}``."""
-    if isinstance(value, type) and issubclass(value, BaseModel):
-        return value.model_json_schema()
-    if isinstance(value, Mapping):
-        if value.get("type") == "json_schema" and isinstance(value.get("json_schema"), Mapping):
-            schema = value["json_schema"].get("schema")
-            return dict(schema) if isinstance(schema, Mapping) else None
-        if value.get("type") == "json_object":
-            return None
-        return dict(value)
-    raise _invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
+    raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
 
 
 def _thinking_config(value: Mapping[str, Any]) -> dict[str, Any]:
     """``thinking_config`` → ``thinkingConfig`` (camelCase; ``thinking_level`` upper-cased)."""
     if value.get("thinking_budget") is not None and value.get("thinking_level") is not None:
-        raise _invalid(
+        raise invalid(
             "thinking_config: set thinking_level (Gemini 3) or thinking_budget (Gemini 2.5), not both; Google "
             "refuses the two together (https://ai.google.dev/gemini-api/docs/thinking)."
         )
@@ -735,13 +684,12 @@ def convert_options(options: Mapping[str, Any]) -> dict[str, Any]:
         ChatClientInvalidRequestException: an option Gemini does not have, ``allow_multiple_tool_calls=False``,
             more than one candidate, a bad ``tool_choice`` or ``response_format``, both thinking knobs.
     """
+    refuse_unsupported(options, _UNSUPPORTED)
     body: dict[str, Any] = {}
     generation: dict[str, Any] = {}
     for key, value in options.items():
-        if value is None or key in _HANDLED:
+        if value is None or key in _HANDLED or key in _UNSUPPORTED:
             continue
-        if key in _UNSUPPORTED:
-            raise _invalid(f"Option {key!r} is not supported: {_UNSUPPORTED[key]}")
         if key in _GENERATION:
             generation[_GENERATION[key]] = value
         elif key in _TOP_LEVEL:
@@ -751,13 +699,10 @@ def convert_options(options: Mapping[str, Any]) -> dict[str, Any]:
     if options.get("stop") is not None:
         stop = options["stop"]
         generation["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
-    if options.get("store"):
-        raise _invalid("Option 'store' is not supported: Gemini's generateContent keeps no conversation state.")
-    for key in ("n", "candidate_count"):
-        if options.get(key) not in (None, 1):
-            raise _invalid(f"Option {key!r} > 1 is not supported: one MAF response holds one answer.")
+    if options.get("candidate_count") not in (None, 1):
+        raise invalid("Option 'candidate_count' > 1 is not supported: one MAF response holds one answer.")
     if options.get("allow_multiple_tool_calls") is False:
-        raise _invalid(
+        raise invalid(
             "allow_multiple_tool_calls=False is not supported: Gemini has no switch for parallel function calls."
         )
     declarations, others = _tools(options.get("tools"))
@@ -774,7 +719,7 @@ def convert_options(options: Mapping[str, Any]) -> dict[str, Any]:
         response_format = options["response_format"]
         if not (isinstance(response_format, Mapping) and response_format.get("type") == "text"):
             generation["responseMimeType"] = "application/json"
-            schema = _json_schema(response_format)
+            schema = response_schema(response_format)
             if schema is not None:
                 generation["responseJsonSchema"] = schema
     if options.get("thinking_config"):
@@ -807,7 +752,7 @@ def build_request(
     body = convert_options(options)
     system, contents = convert_messages(messages, model=model, instructions=options.get("instructions"))
     if not contents:
-        raise _invalid("No messages to send: Gemini needs at least one user message (or instructions).")
+        raise invalid("No messages to send: Gemini needs at least one user message (or instructions).")
     request: dict[str, Any] = {"contents": contents}
     if system:
         request["systemInstruction"] = {"parts": [{"text": system}]}

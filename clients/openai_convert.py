@@ -25,20 +25,29 @@ from agent_framework import (
     ChatResponse,
     ChatResponseUpdate,
     Content,
-    FunctionTool,
     Message,
     UsageDetails,
     prepend_instructions_to_messages,
 )
-from agent_framework.exceptions import ChatClientInvalidRequestException
 from openai.lib import type_to_response_format_param
 from pydantic import BaseModel
-from typing_extensions import TypeVar
 
+from clients.conversion import (
+    MAF_OPTIONS,
+    NOT_SENT,
+    ResponseModelT,
+    function_tools,
+    invalid,
+    refuse_unsupported,
+    result_text,
+    think_contents,
+    tool_call_fragments,
+    wire_tool_calls,
+)
 from clients.errors import ProviderError
 from clients.media import MediaError, media_kind, media_type_of, media_uri
-from clients.think import LeadingThinkSplitter, ThinkPiece, split_leading_think
-from clients.tool_calls import StreamedToolCalls, json_object_arguments
+from clients.think import LeadingThinkSplitter, split_leading_think
+from clients.tool_calls import StreamedToolCalls
 from clients.tool_media import hoist_tool_media, tool_media
 
 __all__ = [
@@ -62,8 +71,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("clients.openai")
-
-ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What OpenAI accepts in a message's ``name``: "Invalid 'messages[5].name': string does not match pattern. Expected
@@ -151,40 +158,26 @@ _SAME_NAME = (
     "prompt_cache_key",
     "safety_identifier",
 )
-_HANDLED = frozenset(
-    {
-        "model",
-        "instructions",
-        "tools",
-        "tool_choice",
-        "allow_multiple_tool_calls",
-        "response_format",
-        "max_tokens",
-        "max_tokens_field",
-        "replay_reasoning",
-        "split_think",
-        "image_detail",
-        "extra_body",
-        "n",
-        "stream",
-        "stream_options",
-        "messages",
-    }
-)
+_HANDLED = MAF_OPTIONS | {
+    "max_tokens",
+    "max_tokens_field",
+    "replay_reasoning",
+    "split_think",
+    "image_detail",
+    "extra_body",
+    "n",
+    "stream",
+    "stream_options",
+    "messages",
+}
 _UNSUPPORTED = {
     "conversation_id": "Chat Completions keeps no conversation: pass the history as messages (MAF sessions do it).",
     "modalities": "audio output is not supported by this client; use OpenAI's audio API or the SDK directly.",
     "audio": "audio output is not supported by this client; use OpenAI's audio API or the SDK directly.",
 }
-# MAF bookkeeping contents, never sent to a model (maf-contract.md §4: approval contents are skipped).
-_NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_response", "error"})
 _MEDIA = frozenset({"data", "uri", "hosted_file"})
 _REFUSAL_PROPERTIES: dict[str, Any] = {"core": {"model_output_kind": "refusal"}, "model_output_kind": "refusal"}
 """MAF's refusal marker on text (the official OpenAI client's ``_refusal_additional_properties``)."""
-
-
-def _invalid(message: str) -> ChatClientInvalidRequestException:
-    return ChatClientInvalidRequestException(message)
 
 
 def _is_refusal(content: Content) -> bool:
@@ -209,20 +202,20 @@ def _audio_part(content: Content, where: str) -> dict[str, Any]:
     """``input_audio`` takes base64 ``wav`` or ``mp3`` data only (SDK ``ChatCompletionContentPartInputAudioParam``)."""
     uri = content.uri or ""
     if uri.startswith(("http://", "https://")):
-        raise _invalid(
+        raise invalid(
             f"{where}: OpenAI takes audio as inline data only (input_audio), not a URL ({uri[:80]!r}): download it "
             "and pass Content.from_data(audio_bytes, 'audio/wav') (or 'audio/mpeg')."
         )
     try:
         data_uri = media_uri(content, max_bytes=MAX_INLINE_BYTES)
     except MediaError as exc:
-        raise _invalid(f"{where}: {exc}") from exc
+        raise invalid(f"{where}: {exc}") from exc
     header, _, payload = data_uri.partition(",")
     media_type = (content.media_type or header[5:].split(";", 1)[0]).lower()
     subtype = media_type.split("/", 1)[-1]
     audio_format = {"wav": "wav", "x-wav": "wav", "wave": "wav", "vnd.wave": "wav", "mpeg": "mp3", "mp3": "mp3"}
     if subtype not in audio_format:
-        raise _invalid(
+        raise invalid(
             f"{where}: OpenAI Chat Completions takes wav or mp3 audio only, not {media_type!r}: convert it first."
         )
     return {"type": "input_audio", "input_audio": {"data": payload, "format": audio_format[subtype]}}
@@ -236,13 +229,13 @@ def _media_part(content: Content, where: str, image_detail: str | None) -> dict[
     try:
         kind = media_kind(content)
     except MediaError as exc:
-        raise _invalid(f"{where}: {exc}") from exc
+        raise invalid(f"{where}: {exc}") from exc
     media_type = media_type_of(content)
     if kind == "image":
         try:
             url = media_uri(content, max_bytes=MAX_INLINE_BYTES)
         except MediaError as exc:
-            raise _invalid(f"{where}: {exc}") from exc
+            raise invalid(f"{where}: {exc}") from exc
         image: dict[str, Any] = {"url": url}
         props = content.additional_properties or {}
         detail = props.get("detail") or props.get("image_detail") or image_detail
@@ -254,14 +247,14 @@ def _media_part(content: Content, where: str, image_detail: str | None) -> dict[
     if media_type == "application/pdf":
         uri = content.uri or ""
         if not uri.startswith("data:"):
-            raise _invalid(
+            raise invalid(
                 f"{where}: OpenAI Chat Completions takes a PDF as inline data or an uploaded file id, not "
                 f"{uri[:80]!r}: pass Content.from_data(pdf_bytes, 'application/pdf') or upload it with the Files API "
                 "and pass Content.from_hosted_file(file_id)."
             )
         filename = content.name or (content.additional_properties or {}).get("filename") or "document.pdf"
         return {"type": "file", "file": {"filename": filename, "file_data": uri}}
-    raise _invalid(
+    raise invalid(
         f"{where}: OpenAI Chat Completions takes images, wav/mp3 audio and PDF files; got "
         f"{media_type or 'an unknown media type'!r}. Convert it (e.g. extract the text) before sending."
     )
@@ -277,8 +270,8 @@ def _user_message(message: Message, where: str, image_detail: str | None) -> dic
                 parts.append({"type": "text", "text": content.text})
         elif content.type in _MEDIA:
             parts.append(_media_part(content, where, image_detail))
-        elif content.type not in _NOT_SENT and content.type != "text_reasoning":
-            raise _invalid(f"{where}: content of type {content.type!r} cannot be sent to OpenAI in a user message.")
+        elif content.type not in NOT_SENT and content.type != "text_reasoning":
+            raise invalid(f"{where}: content of type {content.type!r} cannot be sent to OpenAI in a user message.")
     if not parts:
         logger.warning("%s has no text or media and is not sent.", where)
         return None
@@ -292,8 +285,8 @@ def _system_message(message: Message, where: str) -> dict[str, Any] | None:
         if content.type == "text":
             if content.text:
                 texts.append(content.text)
-        elif content.type not in _NOT_SENT:
-            raise _invalid(f"{where}: a {message.role} message takes text only, got {content.type!r}.")
+        elif content.type not in NOT_SENT:
+            raise invalid(f"{where}: a {message.role} message takes text only, got {content.type!r}.")
     if not texts:
         return None
     value: str | list[dict[str, Any]] = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
@@ -324,15 +317,7 @@ def _assistant_message(message: Message, where: str, replay: bool | None, in_too
     "Thinking"); ``None`` for a turn with nothing OpenAI accepts."""
     texts = [c.text for c in message.contents if c.type == "text" and c.text and not _is_refusal(c)]
     refusals = [c.text for c in message.contents if c.type == "text" and c.text and _is_refusal(c)]
-    tool_calls = [
-        {
-            "id": c.call_id,
-            "type": "function",
-            "function": {"name": c.name, "arguments": json_object_arguments(c.arguments)},
-        }
-        for c in message.contents
-        if c.type == "function_call" and not c.informational_only and not c.hosted
-    ]
+    tool_calls = wire_tool_calls(message)
     if any(c.type in _MEDIA for c in message.contents):
         # assistant turns carry text and tool calls only; a path in assistant-authored content is never read
         logger.warning(
@@ -363,12 +348,10 @@ def _tool_messages(message: Message) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for content in message.contents:
         if content.type != "function_result":
-            if content.type not in _NOT_SENT:
-                raise _invalid(f"A tool message carries function results only, got {content.type!r}.")
+            if content.type not in NOT_SENT:
+                raise invalid(f"A tool message carries function results only, got {content.type!r}.")
             continue
-        text = content.result if isinstance(content.result, str) else None
-        if not text and content.exception is not None:
-            text = f"Error: {content.exception}"
+        text = result_text(content)
         if not text and tool_media(content):
             text = "(the media this tool returned follow in the next user message)"
         out.append({"role": "tool", "tool_call_id": content.call_id, "content": text or "(no output)"})
@@ -417,32 +400,13 @@ def convert_messages(
             out.extend(_tool_messages(message))
             continue
         else:
-            raise _invalid(f"{where}: role {role!r} is not one of system, developer, user, assistant, tool.")
+            raise invalid(f"{where}: role {role!r} is not one of system, developer, user, assistant, tool.")
         if wire is not None:
             out.append(wire)
     return out
 
 
 # -------------------------------------------------------------------------------------------- parameters
-
-
-def _tools(tools: Any) -> list[dict[str, Any]]:
-    if tools is None:
-        return []
-    if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
-        tools = [tools]
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        if isinstance(tool, FunctionTool):
-            out.append(tool.to_json_schema_spec())
-        elif isinstance(tool, Mapping) and isinstance(tool.get("type"), str):
-            out.append(dict(tool))  # OpenAI's own tool dicts ("function", "custom") go as given
-        else:
-            raise _invalid(
-                f"Tool {tool!r} is not a function tool; OpenAI Chat Completions takes function tools "
-                "(a @tool function, FunctionTool, or a {'type': 'function', 'function': {...}} dict)."
-            )
-    return out
 
 
 def _tool_name(tool: Mapping[str, Any]) -> str:
@@ -458,13 +422,13 @@ def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> Any:
     mode = {"mode": choice} if isinstance(choice, str) else dict(choice)
     kind = mode.get("mode")
     if kind not in ("auto", "none", "required"):
-        raise _invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
+        raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
     allowed = mode.get("allowed_tools")
     name = mode.get("required_function_name")
     known = {_tool_name(t) for t in tools}
     for wanted in [name] if name else list(allowed or ()):
         if wanted not in known:
-            raise _invalid(f"tool_choice names {wanted!r}, which is not among the tools sent: {sorted(known)}.")
+            raise invalid(f"tool_choice names {wanted!r}, which is not among the tools sent: {sorted(known)}.")
     if kind == "required" and name:
         return {"type": "function", "function": {"name": name}}
     if allowed is not None and kind != "none":
@@ -491,7 +455,7 @@ def _response_format(value: Any) -> dict[str, Any]:
         schema = dict(value)
         name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "response"))[:64]
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
-    raise _invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
+    raise invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
 
 
 def reasoning_effort_thinks(options: Mapping[str, Any]) -> bool:
@@ -517,24 +481,22 @@ def convert_options(options: Mapping[str, Any], *, stream: bool) -> dict[str, An
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
+    refuse_unsupported(options, _UNSUPPORTED)
     for key, value in options.items():
-        if value is None or key in _HANDLED or key in _SAME_NAME:
+        if value is None or key in _HANDLED or key in _SAME_NAME or key in _UNSUPPORTED:
             continue
-        if key in _UNSUPPORTED:
-            raise _invalid(f"Option {key!r} is not supported: {_UNSUPPORTED[key]}")
         body[key] = value  # a parameter this package does not know (yet), or a compatible server's own
     for key in _SAME_NAME:
         if options.get(key) is not None:
             body[key] = options[key]
-    n = options.get("n")
-    if n is not None and n != 1:
-        raise _invalid("Option 'n' > 1 is not supported: one MAF response holds one answer.")
     if options.get("max_tokens") is not None:
         field_name = options.get("max_tokens_field") or "max_completion_tokens"
         if field_name not in ("max_completion_tokens", "max_tokens"):
-            raise _invalid(f"max_tokens_field must be 'max_completion_tokens' or 'max_tokens', not {field_name!r}.")
+            raise invalid(f"max_tokens_field must be 'max_completion_tokens' or 'max_tokens', not {field_name!r}.")
         body[field_name] = options["max_tokens"]
-    tools = _tools(options.get("tools"))
+    tools = function_tools(  # OpenAI's own tool dicts ("function", "custom") go as given
+        options.get("tools"), service="OpenAI Chat Completions", keep=lambda tool: isinstance(tool.get("type"), str)
+    )
     if tools:
         body["tools"] = tools
         choice = _tool_choice(options.get("tool_choice"), tools)
@@ -570,7 +532,7 @@ def build_request(
         image_detail=options.get("image_detail"),
     )
     if not wire:
-        raise _invalid("No messages to send: OpenAI needs at least one message with text or media.")
+        raise invalid("No messages to send: OpenAI needs at least one message with text or media.")
     return {"model": model, "messages": wire, **params}
 
 
@@ -666,16 +628,6 @@ def _annotations(message: Mapping[str, Any]) -> list[Annotation] | None:
             ]
         out.append(annotation)
     return out or None
-
-
-def _think_contents(pieces: list[ThinkPiece]) -> list[Content]:
-    return [
-        Content.from_text_reasoning(text=piece, merge_mode="append")
-        if kind == "reasoning"
-        else Content.from_text(piece, merge_mode="append")
-        for kind, piece in pieces
-        if piece
-    ]
 
 
 def _function_call(call: Mapping[str, Any]) -> Content:
@@ -778,7 +730,7 @@ def parse_stream_event(
     if isinstance(event, str):
         if event.strip() == "[DONE]":
             state.done = True
-            pieces = _think_contents(state.think.flush()) if state.split_think else []
+            pieces = think_contents(state.think.flush()) if state.split_think else []
             return ChatResponseUpdate(role="assistant", contents=pieces, model=model) if pieces else None
         raise ValueError(f"not a stream event: {event[:200]!r}")
     contents: list[Content] = []
@@ -791,7 +743,7 @@ def parse_stream_event(
     if isinstance(text, str) and text:
         state.answered = True
         if state.split_think:
-            contents.extend(_think_contents(state.think.feed(text)))
+            contents.extend(think_contents(state.think.feed(text)))
         else:
             contents.append(Content.from_text(text, merge_mode="append"))
     refusal = delta.get("refusal")
@@ -800,16 +752,11 @@ def parse_stream_event(
         contents.append(
             Content.from_text(refusal, merge_mode="append", additional_properties=dict(_REFUSAL_PROPERTIES))
         )
-    for position, call in enumerate(delta.get("tool_calls") or ()):
-        function = call.get("function") or {}
-        index = call.get("index", position)
-        contents.append(
-            state.tool_calls.fragment(index, call.get("id"), function.get("name"), function.get("arguments"))
-        )
+    contents.extend(tool_call_fragments(state.tool_calls, delta.get("tool_calls") or ()))
     if choice.get("finish_reason"):
         state.finished = True
         if state.split_think:
-            contents.extend(_think_contents(state.think.flush()))
+            contents.extend(think_contents(state.think.flush()))
         reason = finish_reason(
             choice["finish_reason"],
             has_tool_calls=bool(state.tool_calls.calls),

@@ -10,24 +10,20 @@ Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict
 
 import dashscope
 import httpx
 from agent_framework import (
-    BaseChatClient,
     ChatMiddlewareLayer,
     ChatResponse,
     ChatResponseUpdate,
     FunctionInvocationLayer,
     Message,
-    ResponseStream,
     SecretString,
     load_settings,
 )
@@ -38,19 +34,11 @@ from agent_framework.exceptions import (
 )
 from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
+from typing_extensions import TypeVar
 
 from clients.errors import ProviderError, to_chat_client_exception
-from clients.naming import AgentNameMixin
-from clients.naming import rewrite_other_agents as _rewrite_other_agents
-from clients.retry import (
-    RetryAdvice,
-    RetryPolicy,
-    call_with_retries,
-    is_transient,
-    is_transient_transport_error,
-    retry_after_seconds,
-    server_says_retry,
-)
+from clients.retry import RetryPolicy
+from clients.transport import EventStream, Failure, ProviderChatClient, json_object
 from qwen3.convert import (
     QwenChatOptions,
     SSEDecoder,
@@ -65,11 +53,6 @@ from qwen3.convert import (
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
 from qwen3.uploads import UPLOAD_MODES, UploadedFiles, UploadLocalFiles, upload_region_error, with_uploaded_files
 
-if sys.version_info >= (3, 13):
-    from typing import TypeVar
-else:
-    from typing_extensions import TypeVar
-
 __all__ = [
     "DEFAULT_BASE_URL",
     "INTL_BASE_URL",
@@ -83,7 +66,6 @@ DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
 """Native API base, international (Singapore) region; keys work only in their own region."""
 
-_T = TypeVar("_T")
 QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions", covariant=True)  # type: ignore[valid-type]
 
 _AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key"})
@@ -121,15 +103,6 @@ class QwenSettings(TypedDict, total=False):
     vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
 
 
-class _Failure(Exception):
-    """A DashScope error on its way to classification (kept apart so routing can look at it first)."""
-
-    def __init__(self, error: ProviderError, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.headers: Mapping[str, str] = headers if headers is not None else {}  # Retry-After, x-should-retry
-
-
 def _provider_error(status: int | None, code: str | None, message: str, request_id: str | None) -> ProviderError:
     if status is None or status == 200:  # an in-stream error's 200 says nothing: infer from the code
         status = next((s for prefix, s in _STATUS_BY_CODE_PREFIX if (code or "").startswith(prefix)), None)
@@ -159,7 +132,7 @@ def _error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> Pr
 
 
 async def _sse_payloads(response: httpx.Response) -> AsyncGenerator[dict[str, Any], None]:
-    """The ``data`` of each result event of a DashScope stream; an error event raises ``_Failure``.
+    """The ``data`` of each result event of a DashScope stream; an error event raises `Failure`.
 
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
     inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
@@ -176,124 +149,8 @@ async def _sse_payloads(response: httpx.Response) -> AsyncGenerator[dict[str, An
         if event.event == "error" or data.get("code"):
             message = str(data.get("message") or "")
             error = _provider_error(event.status, data.get("code"), message, data.get("request_id"))
-            raise _Failure(error, response.headers)
+            raise Failure(error, response.headers)
         yield data
-
-
-def _seconds(name: str, value: float | None, default: float) -> float:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
-    return float(value)
-
-
-def _advice(exc: Exception) -> RetryAdvice:
-    """Whether a failed attempt is worth another (``clients.retry``), and the server's ``Retry-After``."""
-    if isinstance(exc, _Failure):
-        transient = is_transient(exc.error) and server_says_retry(exc.headers) is not False
-        return RetryAdvice(transient, retry_after_seconds(exc.headers))
-    cause = exc.__cause__ if isinstance(exc, DashScopeError) and exc.status_code is None else exc
-    return RetryAdvice(cause is not None and is_transient_transport_error(cause))
-
-
-def _noted(failure: _Failure, note: str) -> _Failure:
-    """The same failure with ``note`` appended to the provider's message."""
-    if not note:
-        return failure
-    return _Failure(replace(failure.error, message=failure.error.message + note), failure.headers)
-
-
-class _Attempts:
-    """Counts the attempts `call_with_retries` made, for the final error message."""
-
-    def __init__(self) -> None:
-        self.made = 1
-
-    def count(self, failed: int, delay: float, exc: Exception) -> None:
-        self.made = failed + 1
-
-    def note(self) -> str:
-        return f"; gave up after {self.made} attempts" if self.made > 1 else ""
-
-
-class _EventStream:
-    """The result payloads of one open DashScope stream.
-
-    ``read_first()`` reads up to the first event, so that failures before any output can be retried; after
-    that, failures are raised with what had been delivered (``delivered()`` is told of every update that went
-    out) and are never retried. ``aclose()`` closes the connection.
-    """
-
-    def __init__(self, response: httpx.Response, client: RawQwenChatClient[Any]) -> None:
-        self.response = response
-        self._client = client
-        self._payloads = _sse_payloads(response)
-        self._first: dict[str, Any] | None = None
-        self._ended = False
-        self.events = 0
-        self.characters = 0
-        self.finished = False
-
-    async def read_first(self) -> None:
-        try:
-            self._first = await self._payloads.__anext__()
-        except StopAsyncIteration:
-            self._ended = True
-
-    def __aiter__(self) -> _EventStream:
-        return self
-
-    async def __anext__(self) -> dict[str, Any]:
-        if self._first is not None:
-            data, self._first = self._first, None
-            return data
-        if self._ended:
-            raise StopAsyncIteration
-        try:
-            return await self._payloads.__anext__()
-        except _Failure as failure:
-            raise _noted(failure, f"; the stream broke {self.so_far()}, the answer is incomplete") from None
-        except ChatClientInvalidResponseException as exc:
-            raise ChatClientInvalidResponseException(
-                f"{exc.args[0]} ({self.so_far()}; the answer is incomplete)"
-            ) from exc.__cause__
-        except httpx.TransportError as exc:
-            raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
-
-    def delivered(self, update: ChatResponseUpdate) -> None:
-        """Count an update that went out to MAF."""
-        self.events += 1
-        self.characters += sum(len(c.text or "") for c in update.contents if c.type in ("text", "text_reasoning"))
-        self.finished = self.finished or update.finish_reason is not None
-
-    def so_far(self) -> str:
-        plural = "" if self.events == 1 else "s"
-        return f"after {self.events} event{plural} ({self.characters} characters of text/reasoning) had been delivered"
-
-    def check_complete(self) -> None:
-        """Raise when the stream ended without its finishing event (protocol §1.7: no ``[DONE]``, the last event
-        carries a finish_reason other than ``"null"``), so that a cut answer never looks complete."""
-        if not self.finished:
-            where = self.so_far() if self.events else "before any event"
-            raise ChatClientException(
-                f"The DashScope stream from {self._client.base_url} ended without its finishing event {where}: "
-                "the answer was cut off."
-            )
-
-    async def aclose(self) -> None:
-        try:
-            await self._payloads.aclose()
-        finally:
-            await self.response.aclose()
-
-
-async def _within(awaitable: Awaitable[_T], seconds: float) -> _T:
-    """``awaitable`` bounded to ``seconds`` in all (``asyncio.timeout`` where it exists: no extra task)."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            return await awaitable
-    return await asyncio.wait_for(awaitable, seconds)
 
 
 def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
@@ -301,11 +158,13 @@ def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
     return {"X-DashScope-OssResourceResolve": "enable"} if needs_oss_resolve(body) else {}
 
 
-class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[QwenOptionsT]):
+class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT]):
     """DashScope native chat, without MAF's function, middleware and telemetry layers (use ``QwenChatClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
-    DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
+    _PROVIDER: ClassVar[str] = "DashScope"
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (300.0, 10.0, 120.0)  # timeout: the SDK's default
+    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (DashScopeError,)  # without a status: no answer came
     _MODEL_SETTING: ClassVar[str] = "model"
     _EXAMPLE_MODEL: ClassVar[str] = "qwen-plus"
     _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None
@@ -332,22 +191,36 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
             raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {endpoint!r}.")
         if upload_local_files not in UPLOAD_MODES:
             raise ValueError(f"upload_local_files must be 'never', 'large' or 'always', not {upload_local_files!r}.")
-        settings = load_settings(
-            QwenSettings,
-            env_prefix="DASHSCOPE_",
-            env_file_path=env_file_path,
-            env_file_encoding=env_file_encoding,
+        self.endpoint: Endpoint | None = endpoint
+        self._learned_endpoints: dict[str, Endpoint] = {}
+        self.upload_local_files: UploadLocalFiles = upload_local_files
+        self._uploaded = UploadedFiles()  # oss:// URLs reused while the file is unchanged (qwen3.uploads)
+        super().__init__(
+            model=model,
             api_key=api_key,
             base_url=base_url,
-            **{self._MODEL_SETTING: model},
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            stream_idle_timeout=stream_idle_timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            env_file_path=env_file_path,
+            env_file_encoding=env_file_encoding,
+            rewrite_other_agents=rewrite_other_agents,
+            **kwargs,
         )
+
+    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
+        given = {self._MODEL_SETTING if key == "model" else key: value for key, value in given.items()}
+        settings = load_settings(QwenSettings, env_prefix="DASHSCOPE_", **given)
         model_var = f"DASHSCOPE_{self._MODEL_SETTING.upper()}"
         if not settings.get(self._MODEL_SETTING):
             raise SettingNotFoundError(
                 f"No Qwen model given: pass model= (e.g. {self._EXAMPLE_MODEL!r}) "
                 f"or set the {model_var} environment variable."
             )
-        if not settings.get("api_key"):
+        key = settings.get("api_key")
+        if not key:
             raise SettingNotFoundError(
                 "No DashScope API key: pass api_key= or set the DASHSCOPE_API_KEY environment variable "
                 "(keys are per region: an international key also needs base_url=" + repr(INTL_BASE_URL) + ")."
@@ -358,37 +231,12 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
                 f"base_url {resolved_url!r} is DashScope's OpenAI-compatible API; this client speaks the native "
                 "API: use e.g. " + repr(DEFAULT_BASE_URL) + " or " + repr(INTL_BASE_URL) + "."
             )
-        if upload_local_files != "never" and (region_error := upload_region_error(resolved_url)):
+        if self.upload_local_files != "never" and (region_error := upload_region_error(resolved_url)):
             raise ValueError(region_error)
-        self.model: str = str(settings[self._MODEL_SETTING])  # type: ignore[literal-required]
-        self.base_url: str = resolved_url
-        self.endpoint: Endpoint | None = endpoint
-        # transport (docs/errors-and-retries.md): seconds; None = the default
-        self.timeout: float = _seconds("timeout", timeout, 300.0)  # the SDK's default
-        self.connect_timeout: float = _seconds("connect_timeout", connect_timeout, 10.0)
-        self.stream_idle_timeout: float = _seconds("stream_idle_timeout", stream_idle_timeout, 120.0)
-        policy = retry_policy if retry_policy is not None else RetryPolicy()
-        self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
-        self._api_key: SecretString = SecretString(settings["api_key"])  # type: ignore[arg-type]
-        self._sdk: dashscope.AsyncClient | None = None
-        self._sdk_loop: asyncio.AbstractEventLoop | None = None
-        self._learned_endpoints: dict[str, Endpoint] = {}
-        self.rewrite_other_agents = rewrite_other_agents
-        self.upload_local_files: UploadLocalFiles = upload_local_files
-        self._uploaded = UploadedFiles()  # oss:// URLs reused while the file is unchanged (qwen3.uploads)
-        super().__init__(**kwargs)
-
-    @property
-    def max_retries(self) -> int:
-        """Retries after a transient failure (``retry_policy.max_retries``; docs/errors-and-retries.md)."""
-        return self.retry_policy.max_retries
+        return str(settings[self._MODEL_SETTING]), key, resolved_url  # type: ignore[literal-required]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, endpoint={self.endpoint!r})"
-
-    def service_url(self) -> str:
-        """The native API base URL (reported to OpenTelemetry as ``server.address``)."""
-        return self.base_url
 
     # ------------------------------------------------------------------------------------------ routing
 
@@ -417,10 +265,6 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
         body = build_request(messages, options, model=model, endpoint=endpoint, stream=False)
         return body["input"]["messages"]  # type: ignore[no-any-return]
 
-    def _history(self, messages: Sequence[Message]) -> list[Message]:
-        """Other agents' turns as ``[Name]: `` user turns (multi-agent conversations, ``clients.naming``)."""
-        return _rewrite_other_agents(messages, self.own_agent_name, enabled=self.rewrite_other_agents)
-
     def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
         """A DashScope JSON response body → ``ChatResponse`` (see ``qwen3.convert.parse_response``)."""
         options = options or {}
@@ -437,134 +281,56 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
     # -------------------------------------------------------------------------------------------- transport
 
     def _client(self) -> dashscope.AsyncClient:
-        """The SDK client of the running event loop (httpx pools are bound to the loop that made them)."""
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is not loop:
-            self._sdk = dashscope.AsyncClient(
-                api_key=self._api_key.get_secret_value(),
-                base_url=self.base_url,
-                timeout=self.timeout,
-                max_retries=0,  # our retry_policy replaces the SDK's (docs/errors-and-retries.md)
+        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them,
+        docs/errors-and-retries.md)."""
+        return self._per_loop(
+            lambda: dashscope.AsyncClient(
+                api_key=self._api_key.get_secret_value(), base_url=self.base_url, timeout=self.timeout, max_retries=0
             )
-            self._sdk_loop = loop
-        return self._sdk
+        )
 
-    async def close(self) -> None:
-        """Close pooled connections (also done by ``async with client:``)."""
-        if self._sdk is not None:
-            await self._sdk.aclose()
-            self._sdk = None
+    async def _close_sdk(self, sdk: dashscope.AsyncClient) -> None:
+        await sdk.aclose()
 
-    async def __aenter__(self) -> RawQwenChatClient[QwenOptionsT]:
-        return self
+    async def _send_to(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
+        """One non-streamed attempt; ``connect_timeout`` seconds to connect."""
+        response = await self._client().transport.request(
+            "POST",
+            ENDPOINT_PATHS[endpoint],
+            json=body,
+            headers=_oss_headers(body),
+            timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
+        )
+        if response.status_code != 200:
+            raise Failure(_error_from_body(response.status_code, response.content, response.headers), response.headers)
+        data = json_object("DashScope", response.content)
+        if data.get("code"):  # a business error in a 200 body (protocol §6.1)
+            raise Failure(_error_from_body(200, response.content, response.headers), response.headers)
+        return data
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    async def _post(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
-        """Send a non-streamed request, retrying transient failures per ``retry_policy``.
-
-        Each attempt may take ``timeout`` seconds in all, ``connect_timeout`` of them to connect.
-        """
-        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-
-        async def attempt() -> dict[str, Any]:
-            request = self._client().transport.request(
-                "POST", ENDPOINT_PATHS[endpoint], json=body, headers=_oss_headers(body), timeout=timeout
-            )
-            response = await _within(request, self.timeout)
-            if response.status_code != 200:
-                error = _error_from_body(response.status_code, response.content, response.headers)
-                raise _Failure(error, response.headers)
-            try:
-                data = response.json()
-            except ValueError as exc:
-                raise ChatClientInvalidResponseException(
-                    f"DashScope sent a non-JSON body: {response.text[:200]!r}"
-                ) from exc
-            if not isinstance(data, dict):
-                raise ChatClientInvalidResponseException(f"DashScope sent a non-object body: {response.text[:200]!r}")
-            if data.get("code"):  # a business error in a 200 body (protocol §6.1)
-                raise _Failure(_error_from_body(200, response.content, response.headers), response.headers)
-            return data
-
-        attempts = _Attempts()
+    async def _open_events_at(self, endpoint: Endpoint, body: dict[str, Any]) -> EventStream:
+        """One attempt to open a stream and read its first event; each event may take ``stream_idle_timeout``
+        seconds."""
         try:
-            return await call_with_retries(attempt, self.retry_policy, _advice, on_retry=attempts.count)
-        except _Failure as failure:
-            raise _noted(failure, attempts.note()) from None
-        except (DashScopeError, httpx.TransportError, asyncio.TimeoutError) as exc:
-            raise ChatClientException(self._transport_message(exc, stream=False) + attempts.note()) from exc
-
-    @asynccontextmanager
-    async def _open_stream(self, endpoint: Endpoint, body: dict[str, Any]) -> AsyncIterator[_EventStream]:
-        """Open a stream and read up to its first event, retrying transient failures until then, never after
-        (MAF has already delivered what arrived). Each event may take ``stream_idle_timeout`` seconds."""
-        headers = {"X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
-        timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
-
-        async def attempt() -> _EventStream:
-            try:
-                response = await self._client().transport.open_stream(
-                    "POST", ENDPOINT_PATHS[endpoint], json=body, headers=headers, timeout=timeout
-                )
-            except DashScopeError as exc:
-                if exc.status_code is None:  # no answer: classified and described from its httpx cause
-                    raise
-                error = _provider_error(exc.status_code, exc.code, exc.message, exc.request_id)
-                raise _Failure(error, exc.headers) from exc
-            events = _EventStream(response, self)
-            try:
-                await events.read_first()
-            except BaseException:
-                await events.aclose()
+            response = await self._client().transport.open_stream(
+                "POST",
+                ENDPOINT_PATHS[endpoint],
+                json=body,
+                headers={"X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)},
+                timeout=httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout),
+            )
+        except DashScopeError as exc:
+            if exc.status_code is None:  # no answer: classified and described from its httpx cause
                 raise
-            return events
+            error = _provider_error(exc.status_code, exc.code, exc.message, exc.request_id)
+            raise Failure(error, exc.headers) from exc
+        return await EventStream(self, _sse_payloads(response), response.aclose).start()
 
-        attempts = _Attempts()
-        try:
-            events = await call_with_retries(attempt, self.retry_policy, _advice, on_retry=attempts.count)
-        except _Failure as failure:
-            raise _noted(failure, attempts.note()) from None
-        except (DashScopeError, httpx.TransportError) as exc:
-            raise ChatClientException(self._transport_message(exc, stream=True) + attempts.note()) from exc
-        try:
-            yield events
-        finally:
-            await events.aclose()
-
-    def _transport_message(self, exc: BaseException, *, stream: bool, so_far: str = "") -> str:
-        """What went wrong when no DashScope answer arrived: which timeout fired and its value, or the
-        connection failure; ``so_far`` says what a broken stream had delivered."""
-        cause = exc.__cause__ if isinstance(exc, DashScopeError) and exc.__cause__ is not None else exc
-        where = f"DashScope at {self.base_url}"
-        incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
-        if isinstance(cause, httpx.ConnectTimeout):
-            return f"Cannot reach {where}: no connection within connect_timeout={self.connect_timeout:g} s"
-        if isinstance(cause, asyncio.TimeoutError) or (isinstance(cause, httpx.TimeoutException) and not stream):
-            return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
-        if isinstance(cause, httpx.TimeoutException):
-            return f"{where} sent no stream event for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
-        detail = exc.message if isinstance(exc, DashScopeError) else str(cause) or type(cause).__name__
-        if so_far:
-            return f"The stream from {where} broke{incomplete}: {detail}"
-        return f"Cannot reach {where}: {detail}"
+    def _failure_detail(self, exc: BaseException, cause: BaseException) -> str:
+        """The SDK's own text for the transport failure it wraps (``connection error: …``)."""
+        return exc.message if isinstance(exc, DashScopeError) else super()._failure_detail(exc, cause)
 
     # ------------------------------------------------------------------------------------------- MAF entry
-
-    def _inner_get_response(
-        self,
-        *,
-        messages: Sequence[Message],
-        stream: bool,
-        options: Mapping[str, Any],
-        **kwargs: Any,
-    ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
-        if stream:
-            return self._build_response_stream(
-                self._stream(messages, options), response_format=options.get("response_format")
-            )
-        return self._get(messages, options)
 
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
         opts = await self._validate_options(options)
@@ -580,8 +346,8 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
         for attempt, endpoint in enumerate(endpoints):
             body = build_request(messages, opts, model=model, endpoint=endpoint, stream=False)
             try:
-                data = await self._post(endpoint, body)
-            except _Failure as failure:
+                data = await self._post(partial(self._send_to, endpoint, body))
+            except Failure as failure:
                 if attempt + 1 < len(endpoints) and is_url_error(failure.error.code, failure.error.message):
                     continue
                 raise self._exception(failure, model, endpoint, messages) from None
@@ -607,14 +373,14 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
             produced = False
             try:
                 # transient failures before the first event are retried inside _open_stream; later ones raise
-                async with self._open_stream(endpoint, body) as events:
+                async with self._open_stream(partial(self._open_events_at, endpoint, body)) as events:
                     async for data in events:
                         produced = True
                         update = parse_stream_event(data, state, model=model)
                         events.delivered(update)
                         yield update
-                    events.check_complete()  # no finishing event: cut off, raise after what arrived
-            except _Failure as failure:
+                    events.check_complete(state.finished)  # no finishing event: cut off, raise after what arrived
+            except Failure as failure:
                 retry = not produced and attempt + 1 < len(endpoints)
                 if retry and is_url_error(failure.error.code, failure.error.message):
                     continue
@@ -637,7 +403,7 @@ class RawQwenChatClient(AgentNameMixin, BaseChatClient[QwenOptionsT], Generic[Qw
         )
 
     def _exception(
-        self, failure: _Failure, model: str, endpoint: Endpoint, messages: Sequence[Message]
+        self, failure: Failure, model: str, endpoint: Endpoint, messages: Sequence[Message]
     ) -> ChatClientException:
         error = failure.error
         if is_url_error(error.code, error.message) and endpoint == "multimodal" and conversation_has_media(messages):

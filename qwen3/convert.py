@@ -18,22 +18,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
-from agent_framework import (
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    Content,
-    FunctionTool,
-    Message,
-    UsageDetails,
-)
-from agent_framework.exceptions import ChatClientInvalidRequestException
+from agent_framework import ChatOptions, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from pydantic import BaseModel
-from typing_extensions import TypeVar
 
+from clients.conversion import (
+    MAF_OPTIONS,
+    NOT_SENT,
+    ResponseModelT,
+    add_system_text,
+    function_tools,
+    invalid,
+    refuse_unsupported,
+    result_text,
+    think_contents,
+    tool_call_fragments,
+    wire_tool_calls,
+)
 from clients.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
-from clients.think import LeadingThinkSplitter, ThinkPiece, split_think
-from clients.tool_calls import StreamedToolCalls, json_object_arguments
+from clients.think import LeadingThinkSplitter, split_think
+from clients.tool_calls import StreamedToolCalls
 from clients.tool_media import hoist_tool_media
 from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_by_default
 
@@ -55,8 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("qwen3")
-
-ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
 
 
 class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
@@ -114,31 +115,15 @@ _SAME_NAME = (
     "logprobs",
     "top_logprobs",
 )
-_HANDLED = frozenset(
-    {
-        "model",
-        "instructions",
-        "tools",
-        "tool_choice",
-        "allow_multiple_tool_calls",
-        "response_format",
-        "replay_reasoning",
-        "enable_thinking",
-    }
-)
+_HANDLED = MAF_OPTIONS | {"replay_reasoning", "enable_thinking"}
 _UNSUPPORTED = {
     "frequency_penalty": "DashScope has no frequency_penalty; use presence_penalty or repetition_penalty.",
     "logit_bias": "DashScope has no logit_bias.",
     "user": "DashScope has no per-request user field.",
     "metadata": "DashScope has no request metadata; keep it on the Message or in middleware.",
     "conversation_id": "DashScope is stateless: pass the history as messages (MAF sessions do this for you).",
+    "store": "DashScope keeps no conversation state.",
 }
-# Contents that are MAF bookkeeping, never sent to a model (maf-contract.md §4: approval contents are skipped).
-_NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_response", "error"})
-
-
-def _invalid(message: str) -> ChatClientInvalidRequestException:
-    return ChatClientInvalidRequestException(message)
 
 
 # ---------------------------------------------------------------------------------------------- messages
@@ -162,7 +147,7 @@ def _kind(content: Content) -> str | None:
     try:
         return media_kind(content)
     except MediaError as exc:
-        raise _invalid(str(exc)) from exc
+        raise invalid(str(exc)) from exc
 
 
 _PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate")
@@ -173,12 +158,12 @@ _PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "cache_control
 def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, Any]:
     kind = _kind(content)
     if kind is None:
-        raise _invalid(
+        raise invalid(
             f"{where}: DashScope chat takes image, video, audio or text; got media type "
             f"{media_type_of(content) or 'unknown'!r}. Extract the text yourself or convert the file."
         )
     if endpoint == "text":
-        raise _invalid(
+        raise invalid(
             f"{where}: the text-generation endpoint cannot take {kind} input. Use a vision model "
             "(QwenVLChatClient, e.g. qwen3-vl-plus) or endpoint='multimodal' / endpoint=None."
         )
@@ -186,7 +171,7 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
     try:
         value: str | list[str] = [resolve_uri(frame) for frame in frames] if frames else media_uri(content)
     except MediaError as exc:
-        raise _invalid(f"{where}: {exc}") from exc
+        raise invalid(f"{where}: {exc}") from exc
     part: dict[str, Any] = {kind: value}
     props = content.additional_properties or {}
     for key in _PART_HINTS:
@@ -213,24 +198,16 @@ def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[s
                 parts.append({"text": content.text})
         elif content.type in ("data", "uri"):
             parts.append(_media_part(content, endpoint, where))
-        elif content.type not in _NOT_SENT and content.type != "text_reasoning":
-            raise _invalid(f"{where}: content of type {content.type!r} cannot be sent to DashScope.")
+        elif content.type not in NOT_SENT and content.type != "text_reasoning":
+            raise invalid(f"{where}: content of type {content.type!r} cannot be sent to DashScope.")
     if not parts:
-        raise _invalid(f"{where} has no text or media; DashScope rejects empty content.")
+        raise invalid(f"{where} has no text or media; DashScope rejects empty content.")
     return {"role": "user", "content": "\n".join(texts) if endpoint == "text" else parts}
 
 
 def _assistant_message(message: Message, endpoint: Endpoint, replay_reasoning: bool) -> dict[str, Any] | None:
     texts = [c.text for c in message.contents if c.type == "text" and c.text]
-    tool_calls = [
-        {
-            "id": c.call_id,
-            "type": "function",
-            "function": {"name": c.name, "arguments": json_object_arguments(c.arguments)},
-        }
-        for c in message.contents
-        if c.type == "function_call" and not c.informational_only and not c.hosted
-    ]
+    tool_calls = wire_tool_calls(message)
     if any(c.type in ("data", "uri") for c in message.contents):
         # DashScope assistant turns carry text and tool calls only; and a path in assistant-authored content is
         # never read from disk (a model must not make us upload local files).
@@ -258,13 +235,10 @@ def _tool_messages(message: Message, endpoint: Endpoint) -> list[dict[str, Any]]
     for content in message.contents:
         if content.type != "function_result":
             continue
-        text = content.result if isinstance(content.result, str) else None
-        if not text and content.exception is not None:
-            text = f"Error: {content.exception}"
         out.append(
             {
                 "role": "tool",
-                "content": _text_content([text or "(no output)"], endpoint),
+                "content": _text_content([result_text(content) or "(no output)"], endpoint),
                 "tool_call_id": content.call_id,
             }
         )
@@ -302,12 +276,7 @@ def convert_messages(
     for position, message in enumerate(hoist_tool_media(messages, keep=lambda item: _kind(item) is not None)):
         role = message.role
         if role == "system":
-            for content in message.contents:
-                if content.type != "text":
-                    raise _invalid(f"messages[{position}] (system): only text is allowed, got {content.type!r}.")
-            text = "\n".join(c.text for c in message.contents if c.text)
-            if text and text not in system_texts:
-                system_texts.append(text)
+            add_system_text(system_texts, message, f"messages[{position}] (system)")
         elif role == "user":
             out.append(_user_message(message, endpoint, position))
         elif role == "assistant":
@@ -317,32 +286,13 @@ def convert_messages(
         elif role == "tool":
             out.extend(_tool_messages(message, endpoint))
         else:
-            raise _invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
+            raise invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
     if system_texts:
         out.insert(0, {"role": "system", "content": _text_content(["\n\n".join(system_texts)], endpoint)})
     return out
 
 
 # -------------------------------------------------------------------------------------------- parameters
-
-
-def _tools(tools: Any) -> list[dict[str, Any]]:
-    if tools is None:
-        return []
-    if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
-        tools = [tools]
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        if isinstance(tool, FunctionTool):
-            out.append(tool.to_json_schema_spec())
-        elif isinstance(tool, Mapping) and tool.get("type") == "function":
-            out.append(dict(tool))
-        else:
-            raise _invalid(
-                f"Tool {tool!r} is not a function tool; DashScope chat takes function tools only "
-                "(a @tool function, FunctionTool, or a {'type': 'function', 'function': {...}} dict)."
-            )
-    return out
 
 
 def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
@@ -360,12 +310,12 @@ def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[di
         if name is None and len(tools) == 1:
             name = tools[0]["function"]["name"]
         if name is None:
-            raise _invalid(
+            raise invalid(
                 "tool_choice='required' needs required_function_name with DashScope, which can force one "
                 "named function but not 'any tool' (protocol §2.2)."
             )
         return {"type": "function", "function": {"name": name}}, tools
-    raise _invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
+    raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
 
 
 def request_thinks(model: str, options: Mapping[str, Any]) -> bool:
@@ -386,7 +336,7 @@ def _schema_of(value: Any) -> tuple[str, dict[str, Any]] | None:
         if value.get("type") in ("text", "json_object", "json_schema"):
             return None
         return str(value.get("title") or "response"), dict(value)
-    raise _invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
+    raise invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
 
 
 def _response_format(value: Any, model: str) -> dict[str, Any]:
@@ -424,13 +374,13 @@ def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str
     mode = thinking_mode(model)
     enabled = options.get("enable_thinking")
     if mode == "only" and enabled is False:
-        raise _invalid(
+        raise invalid(
             f"{model!r} always thinks: DashScope refuses enable_thinking=False for it ('The value of the "
             "enable_thinking parameter is restricted to True'). Drop the option or use a hybrid model."
         )
     if options.get("response_format") is not None:
         if enabled or mode == "only":
-            raise _invalid(
+            raise invalid(
                 f"Structured output (response_format) is not available while {model!r} thinks ('Json mode "
                 "response is not supported when enable_thinking is true'): set enable_thinking=False "
                 "or use a non-thinking model."
@@ -462,27 +412,18 @@ def convert_parameters(options: Mapping[str, Any], *, stream: bool, model: str =
     parameters: dict[str, Any] = {"result_format": "message"}
     if stream:
         parameters["incremental_output"] = True
+    refuse_unsupported(options, _UNSUPPORTED)
     thinks = _thinking(parameters, options, model)
     for key, value in options.items():
-        if value is None or key in _HANDLED or key in _SAME_NAME:
+        if value is None or key in _HANDLED or key in _SAME_NAME or key in _UNSUPPORTED:
             continue
-        if key in _UNSUPPORTED:
-            raise _invalid(f"Option {key!r} is not supported: {_UNSUPPORTED[key]}")
-        if key == "store":
-            if value:
-                raise _invalid("Option 'store' is not supported: DashScope keeps no conversation state.")
-            continue
-        if key == "n":
-            if value != 1:
-                raise _invalid("Option 'n' > 1 is not supported: one MAF response holds one answer.")
-            continue
-        if key in ("stream", "incremental_output", "result_format"):
-            continue  # transport-level, set by this client (protocol §1.8)
+        if key in ("n", "stream", "incremental_output", "result_format"):
+            continue  # n is 1 here; the others are transport-level, set by this client (protocol §1.8)
         parameters[key] = value  # a DashScope parameter this package does not know yet: pass it on
     for key in _SAME_NAME:
         if options.get(key) is not None:
             parameters[key] = options[key]
-    tools = _tools(options.get("tools"))
+    tools = function_tools(options.get("tools"), service="DashScope chat")
     if tools:
         choice, tools = _tool_choice(options.get("tool_choice"), tools)
         if thinks and isinstance(choice, dict):
@@ -529,7 +470,7 @@ def build_request(
     With structured output on a model without JSON Schema mode, the schema joins the system text.
     """
     if not messages:
-        raise _invalid("No messages to send: DashScope needs at least one user message.")
+        raise invalid("No messages to send: DashScope needs at least one user message.")
     parameters = convert_parameters(options, stream=stream, model=model)
     instructions = options.get("instructions")
     schema_text = structured_output_instruction(options.get("response_format"), model)
@@ -646,11 +587,7 @@ def parse_response(
         contents.append(Content.from_text_reasoning(text=message["reasoning_content"]))
     contents.extend(_split_inline_think(_output_contents(message.get("content"))))
     tool_calls = message.get("tool_calls") or []
-    calls = StreamedToolCalls()
-    for position, call in enumerate(tool_calls):
-        function = call.get("function") or {}
-        index = call.get("index", position)
-        contents.append(calls.fragment(index, call.get("id"), function.get("name"), function.get("arguments")))
+    contents.extend(tool_call_fragments(StreamedToolCalls(), tool_calls))
     for content in contents:
         content.merge_mode = None
     request_id = body.get("request_id")
@@ -688,11 +625,13 @@ def _split_inline_think(contents: list[Content]) -> list[Content]:
 
 @dataclass
 class StreamState:
-    """What one stream's events share: tool-call identities by ``index``, and a ``<think>`` splitter when the
-    answer text opens with ``<think>`` (decided at the first non-blank text)."""
+    """What one stream's events share: tool-call identities by ``index``, a ``<think>`` splitter when the answer
+    text opens with ``<think>`` (decided at the first non-blank text), and whether the finishing event came."""
 
     tool_calls: StreamedToolCalls = field(default_factory=StreamedToolCalls)
     think: LeadingThinkSplitter = field(default_factory=LeadingThinkSplitter)
+    finished: bool = False
+    """An event carried a ``finish_reason`` (there is no ``[DONE]``: the last event carries it, protocol §1.7)."""
 
     def split(self, contents: list[Content], finished: bool) -> list[Content]:
         """Route streamed text through the ``<think>`` splitter when the answer opens with ``<think>``
@@ -703,20 +642,10 @@ class StreamState:
             if content.type != "text":
                 out.append(content)
             else:
-                out.extend(_think_contents(self.think.feed(content.text or "")))
+                out.extend(think_contents(self.think.feed(content.text or "")))
         if finished:
-            out.extend(_think_contents(self.think.flush()))
+            out.extend(think_contents(self.think.flush()))
         return out
-
-
-def _think_contents(pieces: list[ThinkPiece]) -> list[Content]:
-    return [
-        Content.from_text_reasoning(text=piece, merge_mode="append")
-        if kind == "reasoning"
-        else Content.from_text(piece, merge_mode="append")
-        for kind, piece in pieces
-        if piece
-    ]
 
 
 def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: str | None = None) -> ChatResponseUpdate:
@@ -737,15 +666,10 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
         contents.append(Content.from_text_reasoning(text=reasoning, merge_mode="append"))
     finishing = choice.get("finish_reason") not in (None, "", "null")
     contents.extend(state.split(_output_contents(message.get("content"), "append"), finishing))
-    for position, call in enumerate(message.get("tool_calls") or ()):
-        function = call.get("function") or {}
-        contents.append(
-            state.tool_calls.fragment(
-                call.get("index", position), call.get("id"), function.get("name"), function.get("arguments")
-            )
-        )
+    contents.extend(tool_call_fragments(state.tool_calls, message.get("tool_calls") or ()))
     finish_reason = _finish_reason(choice.get("finish_reason"), bool(state.tool_calls.calls))
     if finish_reason is not None:
+        state.finished = True
         usage = parse_usage(data.get("usage"))
         if usage:
             contents.append(Content.from_usage(usage, merge_mode="replace"))

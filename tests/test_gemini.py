@@ -527,13 +527,14 @@ async def test_retry_on_429_then_success(emu: GeminiEmulator, stream: bool) -> N
 
 def test_retry_waits_what_retry_info_says() -> None:
     """Gemini's 429 bodies carry ``RetryInfo.retryDelay``; without a ``Retry-After`` header that is the wait."""
-    from clients.gemini_client import _advice, _api_failure
+    from clients.gemini_client import _api_failure
     from clients.testing._gemini import error_body
+    from clients.transport import retry_advice
 
     body = error_body(429, "RESOURCE_EXHAUSTED", "quota", retry_after=37)
-    advice = _advice(_api_failure(genai_errors.ClientError(429, body, None)))
+    advice = retry_advice(_api_failure(genai_errors.ClientError(429, body, None)))
     assert (advice.transient, advice.retry_after) == (True, 37.0)
-    advice = _advice(_api_failure(genai_errors.ClientError(400, error_body(400, "INVALID_ARGUMENT", "bad"), None)))
+    advice = retry_advice(_api_failure(genai_errors.ClientError(400, error_body(400, "INVALID_ARGUMENT", "bad"), None)))
     assert (advice.transient, advice.retry_after) == (False, None)
 
 
