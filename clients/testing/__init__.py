@@ -2,15 +2,39 @@
 
 Each emulator is a real HTTP server on 127.0.0.1 (standard library only, starts in a few ms) that speaks one
 provider's wire format exactly as the recorded exchanges show, answers from a provider-neutral script (`Reply`,
-`ToolCall`), validates requests the way the provider does, injects faults, and records what it received with a
-provider-neutral view (`RecordedRequest.system`, ``.turns``, ``.tool_names``…) so that one test can run against
-every client. Point the provider's own SDK, or our client, at ``emu.base_url``.
+`ToolCall`), validates requests the way the provider does (``validate=True``, the default; each rule cites its
+source or is marked ASSUMPTION), injects faults, and records what it received with a provider-neutral view
+(`RecordedRequest.system`, ``.turns``, ``.tool_names``…) so that one test can run against every client. With
+``api_key=`` set, a missing or wrong key gets the provider's own auth error. Point the provider's own SDK, or our
+client, at ``emu.base_url``. ``qwen3.testing.DashScopeEmulator`` is the DashScope one; the peers:
 
-* ``qwen3.testing.DashScopeEmulator``: DashScope's native API;
-* ``OpenAIEmulator``, ``AnthropicEmulator``, ``GeminiEmulator``: the peers (below).
+* `OpenAIEmulator`: ``base_url`` is ``http://127.0.0.1:<port>/v1`` (the openai SDK's ``base_url`` includes
+  ``/v1``); serves ``POST /v1/chat/completions`` (JSON, or ``data:`` chunks ending ``[DONE]`` with
+  ``"stream": true``; any other route gets OpenAI's 404 ``Invalid URL``). Key: ``Authorization: Bearer <key>``
+  (401 ``invalid_api_key``). Validates: unknown body parameters, ``model``, the messages (roles, part types per
+  role, ``name`` pattern and length, image URLs, audio formats, every ``tool_calls`` id answered by the following
+  ``tool`` messages), ``max_tokens`` / ``stop`` / ``temperature`` on reasoning models and ``reasoning_effort`` on
+  others, ``tool_choice`` / ``parallel_tool_calls`` without tools, ``stream_options`` without a stream, JSON mode
+  without the word "json", strict JSON schemas.
+* `AnthropicEmulator`: ``base_url`` is the bare ``http://127.0.0.1:<port>`` (the anthropic SDK adds ``/v1``);
+  serves ``POST /v1/messages`` (also ``?beta=true``; JSON, or ``event:``/``data:`` SSE with ``"stream": true``).
+  Key: ``x-api-key`` (401 ``authentication_error``); ``anthropic-version`` is required. Validates: request size,
+  unknown fields, ``model``, ``max_tokens``, the thinking settings (budget, temperature / top_k / top_p), tools and
+  ``tool_choice``, strict output schemas, the messages (no ``system`` role, user first, non-empty content, which
+  blocks each role may carry, each ``tool_use`` answered by a ``tool_result`` at the start of the next message,
+  media types and sizes, thinking signatures returned byte for byte, the final assistant turn).
+* `GeminiEmulator`: ``base_url`` is the bare ``http://127.0.0.1:<port>`` (google-genai adds ``/v1beta/models/…``);
+  serves ``POST /{v1beta|v1|v1alpha}/models/{model}:generateContent`` and ``…:streamGenerateContent`` (SSE with
+  ``?alt=sse``, else one JSON array). Key: ``x-goog-api-key`` or a ``key=`` query parameter (a wrong key: HTTP 400
+  ``INVALID_ARGUMENT`` / ``API_KEY_INVALID``, as Gemini answers it; none: 403 ``PERMISSION_DENIED``). Validates:
+  non-empty ``contents`` with roles ``user`` / ``model``, parts with one data field, thinking budget and level not
+  both, function call and response turns in order and in equal numbers, thought signatures (valid base64, issued
+  by the emulator or Google's documented dummies, required on Gemini 3 calls of the current turn), inline data
+  base64, ``functionResponse.parts`` only on Gemini 3.
 
-Shared here: `LoopbackServer` (the HTTP machinery and the script queue), `Reply` / `ToolCall` (the script), the
-neutral view types, and ``server.failing(kind)`` for the provider's own error for a neutral fault kind.
+Shared here: `LoopbackServer` (the HTTP machinery, the script queue and the chat-request flow every emulator
+follows), `Reply` / `ToolCall` (the script), the neutral view types, and ``server.failing(kind)`` for the
+provider's own error for a neutral fault kind.
 """
 
 from ._anthropic import AnthropicEmulator, AnthropicRecordedRequest

@@ -28,30 +28,27 @@ Messages found in public reports are quoted as such; the rest are marked ``# ASS
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
-import json
 import math
 import re
 import secrets
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from ._script import (
-    Media,
-    Reasoning,
-    RecordedRequest,
-    Reply,
-    ReplyFactory,
-    ToolCall,
-    ToolResult,
-    Turn,
-    auto_parts,
+from ._script import Media, MediaKind, Reasoning, RecordedRequest, Reply, ToolCall, ToolResult, Turn
+from ._server import Answer, LoopbackServer, ScriptError, json_answer, nonstream_faults, parse_json, sse_answer
+from ._wire import (
+    decode_base64,
+    dumps,
+    objects,
+    pieces,
+    prompt_tokens,
+    reasoning_tokens,
     split_text,
+    text_of,
     token_weight,
 )
-from ._server import Answer, LoopbackServer, ScriptError, json_answer, nonstream_faults, sse_answer
 
 __all__ = ["REDACTED_TRIGGER", "AnthropicEmulator", "AnthropicRecordedRequest"]
 
@@ -61,7 +58,6 @@ REDACTED_TRIGGER = (
 """Anthropic's documented test string that makes the model's thinking come back redacted (extended-thinking docs;
 capture ``pydantic-ai__test_anthropic_model_thinking_part_redacted_stream``)."""
 
-SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"  # stream recordings' content-type
 THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 FINISH_TO_STOP_REASON = {
     "stop": "end_turn",
@@ -127,20 +123,13 @@ def redact(thinking: str) -> str:
 
 def _unredact(data: str) -> str | None:
     """The reasoning sealed in ``data`` by `redact`, None when it was not made here or was altered."""
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if raw[:1] != b"\x0f" or len(raw) < 33:
+    raw = decode_base64(data, strict=True)
+    if raw is None or raw[:1] != b"\x0f" or len(raw) < 33:
         return None
     text = raw[33:][::-1]
     if not hmac.compare_digest(raw[1:33], hmac.new(_SIGNING_KEY, text, hashlib.sha256).digest()):
         return None
     return text.decode("utf-8", "replace")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def error_body(error_type: str, message: str, request_id: str) -> dict[str, Any]:
@@ -150,7 +139,7 @@ def error_body(error_type: str, message: str, request_id: str) -> dict[str, Any]
 
 def sse(event: Mapping[str, Any]) -> bytes:
     """One event: ``event: <type>\\ndata: <json>\\n\\n`` (the event name equals ``data.type``, wire README)."""
-    return f"event: {event['type']}\ndata: {_dumps(event)}\n\n".encode()
+    return f"event: {event['type']}\ndata: {dumps(event)}\n\n".encode()
 
 
 def malformed_event(number: int) -> bytes:
@@ -158,35 +147,21 @@ def malformed_event(number: int) -> bytes:
     return b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_del\n\n'
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
-
-
 def _media_of(block: Mapping[str, Any]) -> Media | None:
-    kind = {"image": "image", "document": "document"}.get(str(block.get("type")))
+    kinds: dict[Any, MediaKind] = {"image": "image", "document": "document"}
+    kind = kinds.get(block.get("type"))
     source = block.get("source")
     if kind is None or not isinstance(source, Mapping):
         return None
     source_type = source.get("type")
+    media_type = source.get("media_type")
     if source_type == "url":
-        return Media(kind, url=source.get("url"))  # type: ignore[arg-type]
+        return Media(kind, url=source.get("url"))
     if source_type == "base64":
-        try:
-            data = base64.b64decode(str(source.get("data")), validate=True)
-        except (binascii.Error, ValueError):
-            data = None
-        return Media(kind, data=data, media_type=source.get("media_type"))  # type: ignore[arg-type]
+        return Media(kind, data=decode_base64(source.get("data")), media_type=media_type)
     if source_type == "text":
-        return Media(kind, data=str(source.get("data", "")).encode(), media_type=source.get("media_type"))  # type: ignore[arg-type]
-    return Media(kind)  # type: ignore[arg-type]  # file / content sources: named by id, not carried
+        return Media(kind, data=str(source.get("data", "")).encode(), media_type=media_type)
+    return Media(kind)  # file / content sources: named by id, not carried
 
 
 class AnthropicRecordedRequest(RecordedRequest):
@@ -203,13 +178,12 @@ class AnthropicRecordedRequest(RecordedRequest):
     @property
     def messages(self) -> list[dict[str, Any]]:
         """``body["messages"]`` (``[]`` when missing or malformed)."""
-        messages = self.body.get("messages")
-        return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+        return objects(self.body.get("messages"))
 
     @property
     def system(self) -> str:
         raw = self.body.get("system")
-        parts = [raw] if isinstance(raw, str) else [_text_of([b]) for b in raw] if isinstance(raw, list) else []
+        parts = [raw] if isinstance(raw, str) else [text_of([b]) for b in raw] if isinstance(raw, list) else []
         parts += [t.text for t in self.turns if t.role == "system"]
         return "\n\n".join(p for p in parts if p)
 
@@ -255,7 +229,7 @@ class AnthropicRecordedRequest(RecordedRequest):
         call_id = str(block.get("tool_use_id", ""))
         content = block.get("content")
         media = [m for b in content if isinstance(b, dict) and (m := _media_of(b))] if isinstance(content, list) else []
-        return ToolResult(call_id, names.get(call_id), _text_of(content), media, bool(block.get("is_error")))
+        return ToolResult(call_id, names.get(call_id), text_of(content), media, bool(block.get("is_error")))
 
     @property
     def tool_names(self) -> list[str]:
@@ -296,7 +270,7 @@ def _sniff_image(data: bytes) -> str | None:
     return None
 
 
-class AnthropicEmulator(LoopbackServer):
+class AnthropicEmulator(LoopbackServer[AnthropicRecordedRequest]):
     """A loopback server speaking Anthropic's Messages API (``POST /v1/messages``, also ``?beta=true``).
 
     ``AnthropicEmulator(api_key=None, validate=True, default_reply=None, host="127.0.0.1", port=0)``; point
@@ -324,67 +298,37 @@ class AnthropicEmulator(LoopbackServer):
         # HTTP error; script Reply(finish_reason="content_filter") for it.
     }
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        validate: bool = True,
-        default_reply: Reply | ReplyFactory | None = None,
-        host: str = "127.0.0.1",
-        port: int = 0,
-    ) -> None:
-        super().__init__(api_key=api_key, validate=validate, default_reply=default_reply, host=host, port=port)
-        self._signatures: dict[str, str] = {}  # scripted reasoning_signature -> the thinking text it signs
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>``: the bare host, what ``AsyncAnthropic(base_url=…)`` takes."""
-        return self.root_url
-
-    @property
-    def requests(self) -> list[AnthropicRecordedRequest]:  # type: ignore[override]
-        """Recorded ``/v1/messages`` requests in arrival order (a copy), rejected ones included."""
-        return [r for r in super().requests if isinstance(r, AnthropicRecordedRequest)]
-
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _handle(
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
         request_id = _request_id()
         if method != "POST" or path != "/v1/messages":
-            return self._error(404, "not_found_error", "Not Found", request_id)  # ASSUMPTION: wording
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
-        body = body if isinstance(body, dict) else {}
+            return _error(404, "not_found_error", "Not Found", request_id)  # ASSUMPTION: wording
+        parsed = parse_json(raw)
+        body = parsed if isinstance(parsed, dict) else {}
         request = AnthropicRecordedRequest(
             path=path, headers=headers, body=body, stream=body.get("stream") is True, query=query
         )
-        self._record(request)
-        if self.api_key is not None and headers.get("x-api-key") != self.api_key:
-            message = "invalid x-api-key" if headers.get("x-api-key") else "x-api-key header is required"
-            return self._error(401, "authentication_error", message, request_id)
+        return self._chat(request, raw, body, request_id)
+
+    def _key(self, headers: Mapping[str, str], query: Mapping[str, list[str]]) -> str | None:
+        return headers.get("x-api-key")
+
+    def _key_refused(self, request: AnthropicRecordedRequest, key: str | None, request_id: str) -> Answer:
+        status, error_type, message = self.ERRORS["auth"]
+        return _error(status, error_type, message if key else "x-api-key header is required", request_id)
+
+    def _refuse(self, request: AnthropicRecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
         if self.validate:
             try:
-                self._check(body, headers, len(raw))
+                self._check(request.body, request.headers, len(raw))
             except _Invalid as invalid:
-                return self._error(invalid.status, invalid.error_type, invalid.message, request_id)
-        try:
-            reply = self._next_reply(request)
-        except ScriptError as exc:  # a failing script callable: a 500 nobody should retry
-            return self._error(500, "api_error", str(exc), request_id, {"x-should-retry": "false"})
-        answer = self._render(reply, request, request_id)
-        answer.delay += reply.delay
-        return answer
+                return _error(invalid.status, invalid.error_type, invalid.message, request_id)
+        return None
 
-    def _error(
-        self, status: int, error_type: str, message: str, request_id: str, extra: Mapping[str, str] | None = None
-    ) -> Answer:
-        headers = {"request-id": request_id, **(extra or {})}
-        if status in (400, 401, 403, 404, 413) and "x-should-retry" not in headers:
-            headers["x-should-retry"] = "false"  # as on the recorded 401
-        return json_answer(status, error_body(error_type, message, request_id), headers)
+    def _script_failed(self, request: AnthropicRecordedRequest, error: ScriptError, request_id: str) -> Answer:
+        return _error(500, "api_error", str(error), request_id, {"x-should-retry": "false"})  # nobody should retry
 
     # -- validation ---------------------------------------------------------------------------------------
     def _check(self, body: dict[str, Any], headers: Mapping[str, str], size: int) -> None:
@@ -544,20 +488,15 @@ class AnthropicEmulator(LoopbackServer):
     @staticmethod
     def _blocks(i: int, message: Mapping[str, Any], *, last: bool) -> list[dict[str, Any]]:
         content = message.get("content")
-        if isinstance(content, str):
-            if not content and not (last and message["role"] == "assistant"):
-                raise _Invalid(
-                    f"messages.{i}: all messages must have non-empty content except for the optional final assistant "
-                    "message"
-                )
-            return [{"type": "text", "text": content}] if content else []
-        if not isinstance(content, list):
+        if not isinstance(content, (str, list)):
             raise _Invalid(f"messages.{i}.content: Input should be a valid list")  # ASSUMPTION: wording
         if not content and not (last and message["role"] == "assistant"):
             raise _Invalid(
                 f"messages.{i}: all messages must have non-empty content except for the optional final assistant "
                 "message"
             )
+        if isinstance(content, str):
+            return [{"type": "text", "text": content}] if content else []
         for j, block in enumerate(content):
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
                 raise _Invalid(f"messages.{i}.content.{j}: Input should be a valid dictionary")
@@ -582,10 +521,9 @@ class AnthropicEmulator(LoopbackServer):
         if media_type not in allowed:
             choices = " or ".join(f"'{t}'" for t in allowed)
             raise _Invalid(f"{prefix}.base64.media_type: Input should be {choices}")
-        try:
-            data = base64.b64decode(str(source.get("data", "")), validate=True)
-        except (binascii.Error, ValueError):
-            raise _Invalid(f"{prefix}.base64.data: Invalid base64 data") from None  # ASSUMPTION: wording
+        data = decode_base64(str(source.get("data", "")), strict=True)
+        if data is None:
+            raise _Invalid(f"{prefix}.base64.data: Invalid base64 data")  # ASSUMPTION: wording
         if block["type"] == "image":
             actual = _sniff_image(data)
             if actual is not None and actual != media_type:
@@ -647,7 +585,7 @@ class AnthropicEmulator(LoopbackServer):
                 if not isinstance(signature, str) or not signature:
                     raise _Invalid(f"messages.{i}.content.{j}.thinking.signature: Field required")
                 text = str(block.get("thinking", ""))
-                if signature != sign(text) and self._signatures.get(signature) != text:
+                if signature != sign(text) and self._signed(signature.encode()) != text:
                     raise _Invalid(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
             if kind == "redacted_thinking" and _unredact(str(block.get("data", ""))) is None:
                 raise _Invalid(f"messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block")  # ASSUMPTION
@@ -669,16 +607,27 @@ class AnthropicEmulator(LoopbackServer):
     def _render(self, reply: Reply, request: AnthropicRecordedRequest, request_id: str) -> Answer:
         if reply.error is not None and (not request.stream or reply.gateway_error or reply.error_after_events is None):
             status, error_type, message = reply.error
-            return nonstream_faults(self._error(status, error_type, message, request_id, reply.headers), reply)
-        renderer = _Renderer(reply, request, self._signatures)
+            return nonstream_faults(_error(status, error_type, message, request_id, reply.headers), reply)
+        if reply.reasoning_signature:  # accepted back with the thinking text it signs
+            self._issue_signature(reply.reasoning_signature.encode(), reply.reasoning)
+        renderer = _Renderer(reply, request)
         headers = {"request-id": request_id, **reply.headers}
         if request.stream:
             events: Iterator[bytes] = renderer.events()
             if reply.error is not None and reply.error_after_events is not None:
                 events = _fail_after(events, reply.error_after_events, reply.error, request_id)
             headers["cache-control"] = "no-cache"
-            return sse_answer(events, reply, malformed_event, headers, content_type=SSE_CONTENT_TYPE)
+            return sse_answer(events, reply, malformed_event, headers)
         return nonstream_faults(json_answer(200, renderer.body(), headers), reply)
+
+
+def _error(
+    status: int, error_type: str, message: str, request_id: str, extra: Mapping[str, str] | None = None
+) -> Answer:
+    headers = {"request-id": request_id, **(extra or {})}
+    if status in (400, 401, 403, 404, 413) and "x-should-retry" not in headers:
+        headers["x-should-retry"] = "false"  # as on the recorded 401
+    return json_answer(status, error_body(error_type, message, request_id), headers)
 
 
 def _fail_after(events: Iterator[bytes], count: int, error: tuple[int, str, str], request_id: str) -> Iterator[bytes]:
@@ -707,14 +656,12 @@ def _check_strict_schema(schema: Any, where: str) -> None:
 class _Renderer:
     """One `Reply` as an Anthropic message: blocks thinking → text → tool_use, in that order."""
 
-    def __init__(self, reply: Reply, request: AnthropicRecordedRequest, signatures: dict[str, str]) -> None:
+    def __init__(self, reply: Reply, request: AnthropicRecordedRequest) -> None:
         self.reply = reply
         self.request = request
         self.message_id = _message_id()
         self.redacted = request.thinking and REDACTED_TRIGGER in request.last_user_text
         self.signature = reply.reasoning_signature or sign(reply.reasoning)
-        if reply.reasoning_signature:
-            signatures[reply.reasoning_signature] = reply.reasoning
 
     @property
     def stop_reason(self) -> str:
@@ -725,14 +672,9 @@ class _Renderer:
         reply = self.reply
         if reply.usage is not None:
             return dict(reply.usage)
-        prompt = reply.input_tokens
-        if prompt is None:
-            weight = sum(token_weight(t.text) for t in self.request.turns) + token_weight(self.request.system)
-            weight += token_weight(_dumps(self.request.body.get("tools") or []))
-            prompt = max(1, math.ceil(weight))
-        reasoning = reply.reasoning_tokens
-        if reasoning is None:
-            reasoning = math.ceil(token_weight(reply.reasoning)) if reply.reasoning else 0
+        weight = sum(token_weight(t.text) for t in self.request.turns) + token_weight(self.request.system)
+        prompt = prompt_tokens(reply, weight + token_weight(dumps(self.request.body.get("tools") or [])))
+        reasoning = reasoning_tokens(reply)
         output = math.ceil(token_weight(reply.text)) + reasoning
         output += sum(math.ceil(token_weight(c.arguments_json)) + 5 for c in reply.tool_calls)
         usage: dict[str, Any] = {
@@ -830,7 +772,7 @@ class _Renderer:
     def _thinking_events(self, index: int) -> Iterator[bytes]:
         reasoning = self.reply.reasoning
         yield self._start(index, {"type": "thinking", "thinking": "", "signature": ""})
-        for piece in split_text(reasoning, auto_parts(reasoning, self.reply.chunks)):
+        for piece in pieces(reasoning, self.reply.chunks):
             yield self._delta(index, {"type": "thinking_delta", "thinking": piece})
         yield self._delta(index, {"type": "signature_delta", "signature": self.signature})
         yield self._stop(index)
@@ -842,7 +784,7 @@ class _Renderer:
     def _text_events(self, index: int) -> Iterator[bytes]:
         text = self.reply.text
         yield self._start(index, {"type": "text", "text": ""})
-        for piece in split_text(text, auto_parts(text, self.reply.chunks)):
+        for piece in pieces(text, self.reply.chunks):
             yield self._delta(index, {"type": "text_delta", "text": piece})
         yield self._stop(index)
 

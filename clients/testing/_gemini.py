@@ -38,7 +38,6 @@ Messages found in public reports are quoted as such; the rest are marked ``# ASS
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import json
 import math
@@ -47,20 +46,9 @@ import secrets
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from ._script import (
-    Media,
-    Reasoning,
-    RecordedRequest,
-    Reply,
-    ReplyFactory,
-    ToolCall,
-    ToolResult,
-    Turn,
-    auto_parts,
-    split_text,
-    token_weight,
-)
-from ._server import Answer, LoopbackServer, ScriptError, nonstream_faults, sse_answer
+from ._script import Media, MediaKind, Reasoning, RecordedRequest, Reply, ToolCall, ToolResult, Turn
+from ._server import Answer, LoopbackServer, ScriptError, nonstream_faults, parse_json, sse_answer
+from ._wire import calls_weight, decode_base64, objects, pieces, prompt_tokens, reasoning_tokens, token_weight
 
 __all__ = ["DUMMY_SIGNATURES", "GeminiEmulator", "GeminiRecordedRequest", "signature"]
 
@@ -133,18 +121,6 @@ def signature(seed: str) -> str:
     return base64.b64encode(b"\xfb\xff\xbf\x12" + digest).decode()
 
 
-def _decode(value: Any) -> bytes | None:
-    """Base64 in either alphabet, padding optional (proto3 JSON accepts both for ``bytes``); None if it is not."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip().replace("-", "+").replace("_", "/")
-    text += "=" * (-len(text) % 4)
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
 def _field(obj: Any, camel: str) -> Any:
     """A key in either spelling: camelCase (REST) or snake_case (google-genai writes some inner keys that way)."""
     if not isinstance(obj, Mapping):
@@ -165,16 +141,16 @@ def is_gemini3(model: str) -> bool:
     return found is not None and int(found.group(1)) >= 3
 
 
-def _media_kind(media_type: str | None) -> Any:
-    top = (media_type or "").split("/", 1)[0]
-    return top if top in ("image", "audio", "video") else "document"
+def _media_kind(media_type: str | None) -> MediaKind:
+    kinds: dict[str, MediaKind] = {"image": "image", "audio": "audio", "video": "video"}
+    return kinds.get((media_type or "").split("/", 1)[0], "document")
 
 
 def _media(part: Mapping[str, Any]) -> Media | None:
     inline = _field(part, "inlineData")
     if isinstance(inline, Mapping):
         media_type = _field(inline, "mimeType")
-        return Media(_media_kind(media_type), data=_decode(inline.get("data")), media_type=media_type)
+        return Media(_media_kind(media_type), data=decode_base64(inline.get("data")), media_type=media_type)
     file_data = _field(part, "fileData")
     if isinstance(file_data, Mapping):
         media_type = _field(file_data, "mimeType")
@@ -206,8 +182,7 @@ class GeminiRecordedRequest(RecordedRequest):
     @property
     def contents(self) -> list[dict[str, Any]]:
         """``body["contents"]`` (``[]`` when missing or malformed)."""
-        contents = self.body.get("contents")
-        return [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+        return objects(self.body.get("contents"))
 
     @property
     def generation_config(self) -> dict[str, Any]:
@@ -367,7 +342,7 @@ def malformed_event(number: int) -> bytes:
     return b'data: {"candidates": [{"content": {"parts": [{"text": "cut\r\n\r\n'
 
 
-class GeminiEmulator(LoopbackServer):
+class GeminiEmulator(LoopbackServer[GeminiRecordedRequest]):
     """A loopback server speaking the Gemini Developer API (``generateContent``, ``streamGenerateContent``).
 
     ``GeminiEmulator(api_key=None, validate=True, default_reply=None, host="127.0.0.1", port=0)``; point
@@ -408,41 +383,18 @@ class GeminiEmulator(LoopbackServer):
         "content_filter": (200, "SAFETY", "The prompt was blocked."),
     }
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        validate: bool = True,
-        default_reply: Reply | ReplyFactory | None = None,
-        host: str = "127.0.0.1",
-        port: int = 0,
-    ) -> None:
-        super().__init__(api_key=api_key, validate=validate, default_reply=default_reply, host=host, port=port)
-        self._issued: set[bytes] = set()
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>``: the bare host, what google-genai's ``HttpOptions(base_url=…)`` takes."""
-        return self.root_url
-
-    @property
-    def requests(self) -> list[GeminiRecordedRequest]:  # type: ignore[override]
-        """Recorded chat requests in arrival order (a copy), rejected ones included."""
-        return [r for r in super().requests if isinstance(r, GeminiRecordedRequest)]
-
     @property
     def issued_signatures(self) -> set[bytes]:
         """The bytes of every thought signature this emulator has sent (a copy)."""
         with self._lock:
-            return set(self._issued)
+            return set(self._signatures)
 
     def _issue(self, value: str) -> str:
-        raw = _decode(value)
+        raw = decode_base64(value)
         if raw is None:  # a scripted signature that is not base64: sent as the base64 of its text
             raw = value.encode()
             value = base64.b64encode(raw).decode()
-        with self._lock:
-            self._issued.add(raw)
+        self._issue_signature(raw)
         return value
 
     # -- request handling (called from handler threads) ---------------------------------------------------
@@ -453,36 +405,34 @@ class GeminiEmulator(LoopbackServer):
         if method != "POST" or match is None:
             return self._error(404, "NOT_FOUND", f"Method not found: {method} {path}", stream=False)  # ASSUMPTION
         stream = match.group("method") == "streamGenerateContent"
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
+        body = parse_json(raw)
         request = GeminiRecordedRequest(
             path=path, headers=headers, body=body if isinstance(body, dict) else {}, stream=stream, query=query
         )
-        self._record(request)
-        if self.api_key is not None:
-            key = headers.get("x-goog-api-key") or (query.get("key") or [""])[0]
-            if not key:
-                return self._error(403, "PERMISSION_DENIED", NO_KEY_MESSAGE, stream=stream)
-            if key != self.api_key:
-                return self._json(400, BAD_KEY_BODY, stream=stream)
+        return self._chat(request, raw, body)
+
+    def _key(self, headers: Mapping[str, str], query: Mapping[str, list[str]]) -> str | None:
+        return headers.get("x-goog-api-key") or (query.get("key") or [""])[0] or None
+
+    def _key_refused(self, request: GeminiRecordedRequest, key: str | None, request_id: str) -> Answer:
+        if not key:
+            return self._error(403, "PERMISSION_DENIED", NO_KEY_MESSAGE, stream=request.stream)
+        status, code, message = self.ERRORS["auth"]  # BAD_KEY_BODY
+        return self._error(status, code, message, stream=request.stream)
+
+    def _refuse(self, request: GeminiRecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
         if not isinstance(body, dict):  # ASSUMPTION: Google's wording for a body that is not a JSON object
-            return self._error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", stream=stream)
+            return self._error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", stream=request.stream)
         if self.validate:
             try:
                 self._check(body, request.model)
             except _Invalid as invalid:
-                return self._error(
-                    invalid.status, CANONICAL_STATUS.get(invalid.status, "UNKNOWN"), invalid.message, stream=stream
-                )
-        try:
-            reply = self._next_reply(request)
-        except ScriptError as exc:  # a failing script callable: an error the client should not retry
-            return self._error(400, "FAILED_PRECONDITION", str(exc), stream=stream)
-        answer = self._render(reply, request, sse="sse" in query.get("alt", []))
-        answer.delay += reply.delay
-        return answer
+                status = CANONICAL_STATUS.get(invalid.status, "UNKNOWN")
+                return self._error(invalid.status, status, invalid.message, stream=request.stream)
+        return None
+
+    def _script_failed(self, request: GeminiRecordedRequest, error: ScriptError, request_id: str) -> Answer:
+        return self._error(400, "FAILED_PRECONDITION", str(error), stream=request.stream)  # not to be retried
 
     def _json(self, status: int, payload: Any, *, stream: bool, extra: Mapping[str, str] | None = None) -> Answer:
         """Pretty-printed JSON like the recordings; under ``text/event-stream`` on the stream path (capture 404)."""
@@ -606,18 +556,16 @@ class GeminiEmulator(LoopbackServer):
                 )
             sig = _field(part, "thoughtSignature")
             if sig is not None:
-                raw = _decode(sig)
+                raw = decode_base64(sig)
                 if raw is None:
                     raise _Invalid(
                         f"Invalid value at '{where}.thought_signature' (TYPE_BYTES), Base64 decoding failed for "
                         f"{str(sig)[:80]!r}"
                     )
-                with self._lock:
-                    issued = raw in self._issued
-                if not issued and raw not in {_decode(d) for d in DUMMY_SIGNATURES}:
+                if self._signed(raw) is None and raw not in {decode_base64(d) for d in DUMMY_SIGNATURES}:
                     raise _Invalid("Corrupted thought signature.")
             inline = _field(part, "inlineData")
-            if isinstance(inline, Mapping) and _decode(inline.get("data")) is None:
+            if isinstance(inline, Mapping) and decode_base64(inline.get("data")) is None:
                 raise _Invalid(f"Invalid value at '{where}.inline_data.data' (TYPE_BYTES), Base64 decoding failed")
             call = _field(part, "functionCall")
             if isinstance(call, Mapping):
@@ -630,7 +578,8 @@ class GeminiEmulator(LoopbackServer):
         return calls, responses
 
     # -- rendering ----------------------------------------------------------------------------------------
-    def _render(self, reply: Reply, request: GeminiRecordedRequest, *, sse: bool) -> Answer:
+    def _render(self, reply: Reply, request: GeminiRecordedRequest, request_id: str) -> Answer:
+        sse = "sse" in request.query.get("alt", [])
         renderer = _Renderer(reply, request, self._issue)
         retry_after = _retry_after(reply.headers)
         if reply.error is not None:
@@ -681,11 +630,10 @@ class _Renderer:
         self.gemini3 = is_gemini3(self.model)
         self.response_id = secrets.token_urlsafe(16)[:22]
         self.thoughts = bool(reply.reasoning) and request.include_thoughts
-        self.prompt_tokens = reply.input_tokens if reply.input_tokens is not None else self._estimate_prompt()
-        weight = token_weight(reply.reasoning)
-        self.thought_tokens = reply.reasoning_tokens if reply.reasoning_tokens is not None else math.ceil(weight)
+        self.prompt_tokens = self._prompt_tokens()
+        self.thought_tokens = reasoning_tokens(reply)
 
-    def _estimate_prompt(self) -> int:
+    def _prompt_tokens(self) -> int:
         weight = token_weight(self.request.system)
         images = 0
         for content in self.request.contents:
@@ -698,7 +646,7 @@ class _Renderer:
                         weight += token_weight(json.dumps(response.get("response"), ensure_ascii=False))
         if _field(self.request.body, "tools"):
             weight += token_weight(json.dumps(_field(self.request.body, "tools"), ensure_ascii=False))
-        return max(1, math.ceil(weight)) + images * IMAGE_TOKENS
+        return prompt_tokens(self.reply, weight, images * IMAGE_TOKENS)
 
     def finish_reason(self) -> str | None:
         """The Gemini finish reason; None (no ``finishReason`` at all: a stream that ends without finishing) for
@@ -755,9 +703,7 @@ class _Renderer:
         }
 
     def _text_weight(self) -> float:
-        return token_weight(self.reply.text) + sum(
-            token_weight(c.name) + token_weight(c.arguments_json) for c in self.reply.tool_calls
-        )
+        return token_weight(self.reply.text) + calls_weight(self.reply.tool_calls)
 
     # -- non-stream ---------------------------------------------------------------------------------------
     def body(self) -> dict[str, Any]:
@@ -787,11 +733,8 @@ class _Renderer:
         reply = self.reply
         steps: list[list[dict[str, Any]]] = []
         if self.thoughts:
-            steps += [
-                [{"text": p, "thought": True}]
-                for p in split_text(reply.reasoning, auto_parts(reply.reasoning, reply.chunks))
-            ]
-        steps += [[{"text": p}] for p in split_text(reply.text, auto_parts(reply.text, reply.chunks))]
+            steps += [[{"text": p, "thought": True}] for p in pieces(reply.reasoning, reply.chunks)]
+        steps += [[{"text": p}] for p in pieces(reply.text, reply.chunks)]
         if self.gemini3 and reply.reasoning and not reply.tool_calls:  # the signature on the last text part
             if not reply.text:
                 steps.append([{"text": ""}])

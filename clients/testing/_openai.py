@@ -18,9 +18,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import math
 import re
 import secrets
@@ -29,34 +26,34 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._script import (
-    Media,
-    Reasoning,
-    RecordedRequest,
-    Reply,
-    ReplyFactory,
-    ToolCall,
-    ToolResult,
-    Turn,
-    auto_parts,
-    split_text,
+from ._script import Media, RecordedRequest, Reply, Turn
+from ._server import Answer, LoopbackServer, ScriptError, json_answer, nonstream_faults, parse_json, sse_answer
+from ._wire import (
+    call_fragments,
+    calls_weight,
+    chat_turn,
+    decode_base64,
+    dumps,
+    function_names,
+    json_schema_of,
+    objects,
+    pieces,
+    prompt_tokens,
+    reasoning_tokens,
+    text_of,
     token_weight,
+    uri_media,
 )
-from ._server import Answer, LoopbackServer, ScriptError, json_answer, nonstream_faults, sse_answer
 
 __all__ = ["OpenAIEmulator", "OpenAIRecordedRequest"]
 
 CHAT_PATH = "/v1/chat/completions"
-SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"  # recorded stream responses
-JSON_CONTENT_TYPE = "application/json"
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")  # the pattern OpenAI names in its 400 (FlowiseAI/Flowise#2948)
 KEY_DOCS = "You can find your API key at https://platform.openai.com/account/api-keys."
 
 # ASSUMPTION: models that reason (gpt-5 family except the -chat ones, o-series) refuse max_tokens, stop and a
 # non-default temperature; the recordings show the stop refusal for gpt-5-mini only.
 REASONING_MODEL = re.compile(r"^(gpt-5(?!.*-chat)|o\d)")
-
-FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
 
 # The body keys Chat Completions knows (openai SDK ``AsyncCompletions.create``); anything else is refused with
 # "Unrecognized request argument supplied: <key>".
@@ -112,76 +109,26 @@ def _error_type(status: int, code: str) -> tuple[str, str | None]:
 # ---------------------------------------------------------------------------------------------- neutral view
 
 
-def _text_of(content: Any) -> str:
-    """A message ``content``: a string as is, a part list as its text (and refusal) parts joined with newlines."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") or p.get("refusal") for p in content if isinstance(p, dict)]
-        return "\n".join(t for t in texts if isinstance(t, str))
-    return ""
-
-
-def _data_url(url: str) -> tuple[bytes | None, str | None]:
-    header, _, payload = url[5:].partition(",")
-    try:
-        data = base64.b64decode(payload, validate=False)
-    except (binascii.Error, ValueError):
-        data = None
-    return data, header.split(";", 1)[0] or None
-
-
 def _media(part: Mapping[str, Any]) -> Media | None:
     kind = part.get("type")
     if kind == "image_url":
-        url = str((part.get("image_url") or {}).get("url") or "")
-        if url.startswith("data:"):
-            data, media_type = _data_url(url)
-            return Media("image", data=data, media_type=media_type)
-        return Media("image", url=url)
+        return uri_media("image", str((part.get("image_url") or {}).get("url") or ""))
     if kind == "input_audio":
         audio = part.get("input_audio") or {}
-        try:
-            data = base64.b64decode(str(audio.get("data") or ""), validate=False)
-        except (binascii.Error, ValueError):
-            data = None
         media_type = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(str(audio.get("format")))
-        return Media("audio", data=data, media_type=media_type)
+        return Media("audio", data=decode_base64(str(audio.get("data") or "")), media_type=media_type)
     if kind == "file":
         file = part.get("file") or {}
         if isinstance(file.get("file_data"), str) and file["file_data"].startswith("data:"):
-            data, media_type = _data_url(file["file_data"])
-            return Media("document", data=data, media_type=media_type)
+            return uri_media("document", file["file_data"])
         return Media("document", url=f"file_id:{file.get('file_id')}")
     return None
 
 
 def _turn(message: Mapping[str, Any]) -> Turn:
-    role = message.get("role")
     content = message.get("content")
-    text = _text_of(content)
-    name = message.get("name") if isinstance(message.get("name"), str) else None
-    if role == "tool":
-        call_id = message.get("tool_call_id")
-        result = ToolResult(call_id if isinstance(call_id, str) else None, None, text)
-        return Turn("tool", tool_results=[result])
     media = [m for p in content if isinstance(p, dict) and (m := _media(p))] if isinstance(content, list) else []
-    calls = []
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            calls.append(
-                ToolCall(str(function.get("name", "")), function.get("arguments") or "{}", call.get("id") or "")
-            )
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    return Turn(
-        "system" if role in ("system", "developer") else "assistant" if role == "assistant" else "user",
-        text=text,
-        media=media,
-        tool_calls=calls,
-        reasoning=[Reasoning(reasoning)] if isinstance(reasoning, str) and reasoning else [],
-        name=name,
-    )
+    return chat_turn(message, media)
 
 
 @dataclass(frozen=True)
@@ -194,8 +141,7 @@ class OpenAIRecordedRequest(RecordedRequest):
     @property
     def messages(self) -> list[dict[str, Any]]:
         """``body["messages"]`` (``[]`` when missing or malformed)."""
-        messages = self.body.get("messages")
-        return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+        return objects(self.body.get("messages"))
 
     @property
     def turns(self) -> list[Turn]:
@@ -206,22 +152,12 @@ class OpenAIRecordedRequest(RecordedRequest):
     @property
     def tool_names(self) -> list[str]:
         """``tools[].function.name`` (``tools[].custom.name`` for custom tools)."""
-        names = []
-        for tool in self.body.get("tools") or ():
-            spec = (tool.get("function") or tool.get("custom")) if isinstance(tool, dict) else None
-            if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-                names.append(spec["name"])
-        return names
+        return function_names(self.body.get("tools"))
 
     @property
     def response_schema(self) -> dict[str, Any] | None:
         """``response_format.json_schema.schema`` (``json_object`` mode has none)."""
-        response_format = self.body.get("response_format")
-        if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
-            return None
-        spec = response_format.get("json_schema")
-        schema = spec.get("schema") if isinstance(spec, dict) else None
-        return schema if isinstance(schema, dict) else None
+        return json_schema_of(self.body.get("response_format"))
 
     @property
     def thinking(self) -> bool:
@@ -343,12 +279,8 @@ def _check_messages(messages: Any) -> None:
         if role not in ROLES:
             supported = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
             raise _bad(f"Invalid value: '{role}'. Supported values are: {supported}.", f"{param}.role", "invalid_value")
-        if role != "tool" and open_calls:  # recorded wording of OpenAI's 400 (promptflow#3130, public reports)
-            raise _bad(
-                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(open_calls)}",
-                f"messages.[{open_at}].role",
-            )
+        if role != "tool" and open_calls:
+            raise _unanswered(open_calls, open_at)
         if "name" in message and role != "tool":
             _check_name(message["name"], f"{param}.name")
         content = message.get("content")
@@ -391,17 +323,23 @@ def _check_messages(messages: Any) -> None:
         elif role == "user" and content is None:
             raise _bad(f"Invalid value for '{param}.content': expected a string, got null.", f"{param}.content")
     if open_calls:
-        raise _bad(
-            "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-            f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(open_calls)}",
-            f"messages.[{open_at}].role",
-        )
+        raise _unanswered(open_calls, open_at)
+
+
+def _unanswered(call_ids: list[str], at: int) -> ApiError:
+    """Tool calls without their tool messages: the recorded wording of OpenAI's 400 (promptflow#3130, public
+    reports)."""
+    return _bad(
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(call_ids)}",
+        f"messages.[{at}].role",
+    )
 
 
 def _check_response_format(body: Mapping[str, Any]) -> None:
     response_format = body.get("response_format")
     kind = response_format.get("type") if isinstance(response_format, dict) else None
-    if kind == "json_object" and not any("json" in _text_of(m.get("content")).lower() for m in body["messages"]):
+    if kind == "json_object" and not any("json" in text_of(m.get("content")).lower() for m in body["messages"]):
         raise _bad(
             "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
             "messages",
@@ -465,13 +403,9 @@ def validate(body: Mapping[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------- rendering
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
 def _event(data: Mapping[str, Any] | str) -> bytes:
     """``data: <json>`` and a blank line (recorded streams)."""
-    return f"data: {data if isinstance(data, str) else _dumps(data)}\n\n".encode()
+    return f"data: {data if isinstance(data, str) else dumps(data)}\n\n".encode()
 
 
 def _malformed(_: int) -> bytes:
@@ -493,16 +427,10 @@ class _Renderer:
         reply = self.reply
         if reply.usage is not None:
             return dict(reply.usage)
-        prompt = reply.input_tokens
-        if prompt is None:
-            weight = sum(token_weight(_text_of(m.get("content"))) for m in self.request.messages)
-            weight += token_weight(_dumps(self.request.body.get("tools") or ""))
-            prompt = max(1, math.ceil(weight))
-        reasoning = reply.reasoning_tokens
-        if reasoning is None:
-            reasoning = math.ceil(token_weight(reply.reasoning))
-        calls = sum(token_weight(c.name) + token_weight(c.arguments_json) for c in reply.tool_calls)
-        completion = reasoning + math.ceil(token_weight(reply.text) + calls)
+        weight = sum(token_weight(text_of(m.get("content"))) for m in self.request.messages)
+        prompt = prompt_tokens(reply, weight + token_weight(dumps(self.request.body.get("tools") or "")))
+        reasoning = reasoning_tokens(reply)
+        completion = reasoning + math.ceil(token_weight(reply.text) + calls_weight(reply.tool_calls))
         return {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -515,10 +443,6 @@ class _Renderer:
                 "rejected_prediction_tokens": 0,
             },
         }
-
-    def finish_reason(self) -> str:
-        reason = self.reply.resolved_finish_reason
-        return FINISH_REASONS.get(reason, reason)
 
     def _calls(self) -> list[dict[str, Any]]:
         return [
@@ -539,7 +463,7 @@ class _Renderer:
             message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = self._calls()
-        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": self.finish_reason()}
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": self.reply.resolved_finish_reason}
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -570,23 +494,15 @@ class _Renderer:
 
     def _deltas(self) -> Iterator[dict[str, Any]]:
         reply = self.reply
-        reasoning = split_text(reply.reasoning, auto_parts(reply.reasoning, reply.chunks))
-        texts = split_text(reply.text, auto_parts(reply.text, reply.chunks))
         if reply.text or not reply.tool_calls:
             yield {"role": "assistant", "content": "", "refusal": None}
         else:
             yield {"role": "assistant", "content": None}
-        for piece in reasoning:
+        for piece in pieces(reply.reasoning, reply.chunks):
             yield {"reasoning_content": piece}
-        for piece in texts:
+        for piece in pieces(reply.text, reply.chunks):
             yield {"content": piece}
-        n = reply.tool_call_fragments
-        pieces = [split_text(c.arguments_json, n) for c in reply.tool_calls]
-        if reply.interleave:
-            order = [(i, j) for j in range(n) for i in range(len(pieces))]
-        else:
-            order = [(i, j) for i in range(len(pieces)) for j in range(n)]
-        for i, j in order:
+        for i, j, piece in call_fragments(reply):
             if j == 0:
                 call = reply.tool_calls[i]
                 opening = {
@@ -596,7 +512,7 @@ class _Renderer:
                     "function": {"name": call.name, "arguments": ""},
                 }
                 yield {"tool_calls": [opening]}
-            yield {"tool_calls": [{"index": i, "function": {"arguments": pieces[i][j]}}]}
+            yield {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}
 
     def events(self) -> Iterator[bytes]:
         """The chunks, the finishing chunk, the usage chunk (with ``include_usage``) and ``[DONE]``; with
@@ -613,7 +529,7 @@ class _Renderer:
             return
         for chunk in chunks:
             yield _event(chunk)
-        yield _event(self._chunk({}, self.finish_reason()))
+        yield _event(self._chunk({}, self.reply.resolved_finish_reason))
         if self.request.include_usage:
             last = self._chunk(None)
             last["usage"] = self.usage()
@@ -626,7 +542,7 @@ def _masked(key: str) -> str:
     return f"{key[:8]}*****{key[-4:]}" if len(key) > 12 else "*****"
 
 
-class OpenAIEmulator(LoopbackServer):
+class OpenAIEmulator(LoopbackServer[OpenAIRecordedRequest]):
     """A loopback server speaking OpenAI Chat Completions, answering from a script.
 
     ``OpenAIEmulator(api_key=None, validate=True, default_reply=None, host="127.0.0.1", port=0)``; point
@@ -669,38 +585,18 @@ class OpenAIEmulator(LoopbackServer):
         ),
     }
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        validate: bool = True,
-        default_reply: Reply | ReplyFactory | None = None,
-        host: str = "127.0.0.1",
-        port: int = 0,
-    ) -> None:
-        super().__init__(api_key=api_key, validate=validate, default_reply=default_reply, host=host, port=port)
-
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``: what the openai SDK takes as ``base_url``."""
         return f"{self.root_url}/v1"
 
-    @property
-    def requests(self) -> list[OpenAIRecordedRequest]:  # type: ignore[override]
-        """Recorded chat requests in arrival order (a copy), rejected ones included."""
-        return [r for r in super().requests if isinstance(r, OpenAIRecordedRequest)]
-
     def _handle(
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
         request_id = "req_" + secrets.token_hex(16)
-        extra = {"x-request-id": request_id, "openai-version": "2020-10-01", "openai-processing-ms": "1"}
         if (method, path) != ("POST", CHAT_PATH):  # OpenAI's answer to unknown routes
-            return json_answer(404, _bad(f"Invalid URL ({method} {path})").body(), extra)
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
+            return _answer(ApiError(404, "invalid_request_error", None, f"Invalid URL ({method} {path})"), request_id)
+        body = parse_json(raw)
         request = OpenAIRecordedRequest(
             path=path,
             headers=headers,
@@ -708,37 +604,33 @@ class OpenAIEmulator(LoopbackServer):
             stream=isinstance(body, dict) and body.get("stream") is True,
             query=query,
         )
-        self._record(request)
-        if self.api_key is not None:
-            authorization = headers.get("authorization", "")
-            if not authorization.startswith("Bearer "):
-                message = (
-                    "You didn't provide an API key. You need to provide your API key in an Authorization header using "
-                    f"Bearer auth (i.e. Authorization: Bearer YOUR_KEY). {KEY_DOCS}"
-                )
-                return json_answer(401, ApiError(401, "invalid_request_error", None, message).body(), extra)
-            if authorization != f"Bearer {self.api_key}":
-                message = f"Incorrect API key provided: {_masked(authorization[7:])}. {KEY_DOCS}"
-                denied = ApiError(401, "invalid_request_error", "invalid_api_key", message)
-                return json_answer(401, denied.body(), extra)
+        return self._chat(request, raw, body, request_id)
+
+    def _key_refused(self, request: OpenAIRecordedRequest, key: str | None, request_id: str) -> Answer:
+        if key is None:
+            message = (
+                "You didn't provide an API key. You need to provide your API key in an Authorization header using "
+                f"Bearer auth (i.e. Authorization: Bearer YOUR_KEY). {KEY_DOCS}"
+            )
+            return _answer(ApiError(401, "invalid_request_error", None, message), request_id)
+        message = f"Incorrect API key provided: {_masked(key)}. {KEY_DOCS}"
+        return _answer(ApiError(401, "invalid_request_error", "invalid_api_key", message), request_id)
+
+    def _refuse(self, request: OpenAIRecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
         if not isinstance(body, dict):  # ASSUMPTION: OpenAI's wording, shortened
-            return json_answer(400, _bad("We could not parse the JSON body of your request.").body(), extra)
+            return _answer(_bad("We could not parse the JSON body of your request."), request_id)
         if self.validate:
             try:
                 validate(body)
             except ApiError as error:
-                return json_answer(error.status, error.body(), extra)
-        try:
-            reply = self._next_reply(request)
-        except ScriptError as exc:
-            return json_answer(500, ApiError(500, "server_error", None, str(exc)).body(), extra)
-        answer = self._render(reply, request, extra)
-        answer.delay += reply.delay
-        return answer
+                return _answer(error, request_id)
+        return None
 
-    @staticmethod
-    def _render(reply: Reply, request: OpenAIRecordedRequest, extra: Mapping[str, str]) -> Answer:
-        headers = {**extra, **reply.headers}
+    def _script_failed(self, request: OpenAIRecordedRequest, error: ScriptError, request_id: str) -> Answer:
+        return _answer(ApiError(500, "server_error", None, str(error)), request_id)
+
+    def _render(self, reply: Reply, request: OpenAIRecordedRequest, request_id: str) -> Answer:
+        headers = {**_headers(request_id), **reply.headers}
         if reply.error is not None and (not request.stream or not reply.error_after_events):
             status, code, message = reply.error
             kind, wire_code = _error_type(status, code)
@@ -746,6 +638,14 @@ class OpenAIEmulator(LoopbackServer):
             return nonstream_faults(answer, reply)
         renderer = _Renderer(reply, request)
         if request.stream:
-            return sse_answer(renderer.events(), reply, _malformed, headers, content_type=SSE_CONTENT_TYPE)
-        answer = json_answer(200, renderer.body(), headers)
-        return nonstream_faults(answer, reply)
+            return sse_answer(renderer.events(), reply, _malformed, headers)
+        return nonstream_faults(json_answer(200, renderer.body(), headers), reply)
+
+
+def _headers(request_id: str) -> dict[str, str]:
+    """The headers of every answer (recorded exchanges)."""
+    return {"x-request-id": request_id, "openai-version": "2020-10-01", "openai-processing-ms": "1"}
+
+
+def _answer(error: ApiError, request_id: str) -> Answer:
+    return json_answer(error.status, error.body(), _headers(request_id))

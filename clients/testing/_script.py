@@ -1,5 +1,6 @@
-"""What a loopback emulator's script says (`Reply`, `ToolCall`), what a client sent (`RecordedRequest` and its
-provider-neutral view: `Turn`, `Media`, `ToolResult`, `Reasoning`), and small helpers every emulator renders with.
+"""What a loopback emulator's script says (`Reply`, `ToolCall`) and what a client sent (`RecordedRequest` and its
+provider-neutral view: `Turn`, `Media`, `ToolResult`, `Reasoning`). The helpers emulators read and write their wire
+with are in ``_wire``.
 
 Provider-neutral on purpose: the same script drives the DashScope, OpenAI, Anthropic and Gemini emulators, and the
 same assertions read what each of them received (tests/conformance/).
@@ -8,7 +9,6 @@ same assertions read what each of them received (tests/conformance/).
 from __future__ import annotations
 
 import json
-import math
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 __all__ = [
     "FaultKind",
     "Media",
+    "MediaKind",
     "Reasoning",
     "RecordedRequest",
     "Reply",
@@ -25,9 +26,6 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "Turn",
-    "auto_parts",
-    "split_text",
-    "token_weight",
 ]
 
 FaultKind: TypeAlias = Literal[
@@ -39,13 +37,15 @@ FaultKind: TypeAlias = Literal[
 
 # ---------------------------------------------------------------------------------------------- neutral view
 
+MediaKind: TypeAlias = Literal["image", "audio", "video", "document"]
+
 
 @dataclass(frozen=True)
 class Media:
     """One media item as it reached the server: ``url`` (http(s), ``oss://``, ``gs://``…) or ``data`` (the decoded
     bytes of an inline/base64 item), and its ``media_type`` when the wire says it."""
 
-    kind: Literal["image", "audio", "video", "document"]
+    kind: MediaKind
     url: str | None = None
     data: bytes | None = None
     media_type: str | None = None
@@ -109,7 +109,8 @@ class RecordedRequest:
     # -- the neutral view: subclasses override ------------------------------------------------------------
     @property
     def model(self) -> str:
-        """The model the request names (``""`` when missing)."""
+        """The model the request names: ``body["model"]`` unless the provider carries it elsewhere (``""`` when
+        missing or not a string)."""
         model = self.body.get("model")
         return model if isinstance(model, str) else ""
 
@@ -337,32 +338,3 @@ ReplyFactory: TypeAlias = Callable[[RecordedRequest], Reply]
 
 ScriptItem: TypeAlias = "Reply | str | ReplyFactory"
 """What `LoopbackServer.script` accepts; a plain ``str`` is ``Reply(text=that)``."""
-
-
-# ---------------------------------------------------------------------------------------------- rendering helpers
-
-
-def token_weight(text: str) -> float:
-    """Rough token weight: 4 ASCII characters or 1 other character per token (CJK is ~1 token/char)."""
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    return ascii_chars / 4 + (len(text) - ascii_chars)
-
-
-def split_text(text: str, parts: int) -> list[str]:
-    """``text`` cut into exactly ``parts`` pieces of near-equal length (some empty when text is short)."""
-    if parts == 0:
-        return []
-    size, extra = divmod(len(text), parts)
-    out, start = [], 0
-    for i in range(parts):
-        end = start + size + (1 if i < extra else 0)
-        out.append(text[start:end])
-        start = end
-    return out
-
-
-def auto_parts(text: str, chunks: int | None) -> int:
-    """How many stream events ``text`` goes out in: ``chunks``, or one per ~4 characters; 0 for no text."""
-    if not text:
-        return 0
-    return chunks if chunks is not None else max(1, math.ceil(len(text) / 4))

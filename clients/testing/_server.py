@@ -2,8 +2,9 @@
 
 Standard library only: a `http.server.ThreadingHTTPServer` (one thread per connection, HTTP/1.1 keep-alive)
 driven by a daemon thread. JSON answers carry ``Content-Length``; SSE answers use chunked transfer encoding like
-the real services, so connections stay reusable. A subclass implements ``_handle`` (parse, record, check the key,
-validate, take the next scripted `Reply`, render it in its provider's wire format).
+the real services, so connections stay reusable. A subclass routes each request in ``_handle`` and hands a chat
+request to ``_chat``, the flow every provider shares (record it, check the key, refuse what the provider refuses,
+take the next scripted `Reply`, render it), whose provider-specific steps are its hooks.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, ClassVar, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from ._script import FaultKind, RecordedRequest, Reply, ReplyFactory, ScriptItem
+from ._wire import dumps
 
 __all__ = [
     "Answer",
@@ -32,6 +34,7 @@ __all__ = [
     "Stall",
     "json_answer",
     "nonstream_faults",
+    "parse_json",
     "sse_answer",
     "with_faults",
 ]
@@ -69,10 +72,17 @@ class ScriptError(Exception):
     """A script callable failed or returned something that is not a `Reply`."""
 
 
+def parse_json(raw: bytes) -> Any:
+    """A request body's JSON (None when it is empty or not JSON)."""
+    try:
+        return json.loads(raw or b"null")
+    except ValueError:
+        return None
+
+
 def json_answer(status: int, payload: Any, headers: Mapping[str, str] | None = None) -> Answer:
     """A JSON answer (``application/json``, compact, non-ASCII kept)."""
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-    return Answer(status, {"content-type": "application/json", **(headers or {})}, body=body)
+    return Answer(status, {"content-type": "application/json", **(headers or {})}, body=dumps(payload).encode())
 
 
 def with_faults(events: Iterable[bytes], reply: Reply, malformed: Callable[[int], bytes]) -> Iterator[Item]:
@@ -106,7 +116,8 @@ def sse_answer(
     *,
     content_type: str = "text/event-stream; charset=utf-8",
 ) -> Answer:
-    """HTTP 200 with ``events`` sent chunked, the reply's faults inserted (`with_faults`)."""
+    """HTTP 200 with ``events`` sent chunked, the reply's faults inserted (`with_faults`). The default
+    ``content_type`` is the one of the recorded OpenAI and Anthropic streams."""
     return Answer(200, {"content-type": content_type, **(headers or {})}, events=with_faults(events, reply, malformed))
 
 
@@ -211,16 +222,17 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address: tuple[str, int], emulator: LoopbackServer) -> None:
+    def __init__(self, address: tuple[str, int], emulator: LoopbackServer[Any]) -> None:
         self.emulator = emulator
         super().__init__(address, _Handler)
         self.timeout = 0.5  # handle_request() never blocks long if a pending connection vanished
 
 
-_S = TypeVar("_S", bound="LoopbackServer")
+_S = TypeVar("_S", bound="LoopbackServer[Any]")
+R = TypeVar("R", bound=RecordedRequest)
 
 
-class LoopbackServer:
+class LoopbackServer(Generic[R]):
     """A loopback HTTP server answering chat requests from a script, in one provider's wire format.
 
     ``api_key``: when set, requests without it (in the provider's auth header) get the provider's auth error.
@@ -228,7 +240,8 @@ class LoopbackServer:
     ``(RecordedRequest) -> Reply`` used when the script is empty (default `Reply.echo`).
 
     Replies are consumed one per accepted chat request, in FIFO order (retries included); requests rejected by the
-    key check or by validation do not consume one. Every chat request is recorded in ``requests``.
+    key check or by validation do not consume one. Every chat request is recorded in ``requests`` (as ``R``, the
+    provider's `RecordedRequest` subclass).
     """
 
     server_name: ClassVar[str] = "loopback-emulator"
@@ -250,7 +263,8 @@ class LoopbackServer:
         self._address = (host, port)
         self._lock = threading.Lock()
         self._script: deque[ScriptItem] = deque()
-        self._requests: list[RecordedRequest] = []
+        self._requests: list[R] = []
+        self._signatures: dict[bytes, str] = {}
         self._connections: set[socket.socket] = set()
         self._accepted = 0
         self._client_disconnects = 0
@@ -262,12 +276,55 @@ class LoopbackServer:
     def _handle(
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
-        """Answer one HTTP request (``headers`` lower-cased, ``raw`` the body; empty for GET)."""
+        """Answer one HTTP request (``headers`` lower-cased, ``raw`` the body; empty for GET): route it, and hand a
+        chat request to `_chat`."""
         raise NotImplementedError
+
+    def _key(self, headers: Mapping[str, str], query: Mapping[str, list[str]]) -> str | None:
+        """The API key a request presents (None: none). Default: ``Authorization: Bearer <key>``."""
+        authorization = headers.get("authorization", "")
+        return authorization[7:] if authorization.startswith("Bearer ") else None
+
+    def _key_refused(self, request: R, key: str | None, request_id: str) -> Answer:
+        """The provider's answer to a missing (``key`` None or empty) or wrong key."""
+        raise NotImplementedError
+
+    def _refuse(self, request: R, raw: bytes, body: Any, request_id: str) -> Answer | None:
+        """The provider's answer to a request it refuses (a body that is not a JSON object, validation when
+        ``validate`` is on); None to go on. ``raw``: the body as received, ``body``: its parsed JSON."""
+        return None
+
+    def _script_failed(self, request: R, error: ScriptError, request_id: str) -> Answer:
+        """The answer when the script fails (`ScriptError`): an error the provider's SDK will not retry."""
+        raise NotImplementedError
+
+    def _render(self, reply: Reply, request: R, request_id: str) -> Answer:
+        """``reply`` in the provider's wire format: its body, stream or error, with the reply's faults."""
+        raise NotImplementedError
+
+    def _chat(self, request: R, raw: bytes, body: Any, request_id: str = "") -> Answer:
+        """The flow every chat request takes once routed (``raw``: its body, ``body``: the body's parsed JSON,
+        ``request_id``: the id the answer carries, if any): record it; a missing or wrong key (when ``api_key`` is
+        set) gets `_key_refused`, what the provider refuses `_refuse`, both without consuming a reply; then the next
+        scripted reply, rendered (`_render`) after its ``delay``, or `_script_failed`."""
+        self._record(request)
+        if self.api_key is not None and (key := self._key(request.headers, request.query)) != self.api_key:
+            return self._key_refused(request, key, request_id)
+        refused = self._refuse(request, raw, body, request_id)
+        if refused is not None:
+            return refused
+        try:
+            reply = self._next_reply(request)
+        except ScriptError as exc:
+            return self._script_failed(request, exc, request_id)
+        answer = self._render(reply, request, request_id)
+        answer.delay += reply.delay
+        return answer
 
     @property
     def base_url(self) -> str:
-        """What to pass as the SDK's base URL."""
+        """What to pass as the SDK's base URL: by default `root_url`, the bare ``http://127.0.0.1:<port>`` (what the
+        anthropic and google-genai SDKs take)."""
         return self.root_url
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -385,7 +442,7 @@ class LoopbackServer:
             return len(self._script)
 
     @property
-    def requests(self) -> list[RecordedRequest]:
+    def requests(self) -> list[R]:
         """Recorded chat requests in arrival order (a copy), rejected ones included."""
         with self._lock:
             return list(self._requests)
@@ -415,11 +472,22 @@ class LoopbackServer:
         return Reply.error_reply(status, code, message, after_events=after_events, text=text, headers=headers)
 
     # -- for subclasses -----------------------------------------------------------------------------------
-    def _record(self, request: RecordedRequest) -> None:
+    def _record(self, request: R) -> None:
         with self._lock:
             self._requests.append(request)
 
-    def _next_reply(self, request: RecordedRequest) -> Reply:
+    def _issue_signature(self, raw: bytes, signs: str = "") -> None:
+        """Remember a signature this emulator sent (its bytes) and the reasoning it signs, so that a replayed one
+        can be checked byte for byte."""
+        with self._lock:
+            self._signatures[raw] = signs
+
+    def _signed(self, raw: bytes) -> str | None:
+        """What a signature this emulator sent signs (``""``: not tied to a text), None when it sent no such one."""
+        with self._lock:
+            return self._signatures.get(raw)
+
+    def _next_reply(self, request: R) -> Reply:
         """The next scripted reply (or the default), a ``str`` or callable turned into a `Reply`.
 
         Raises:

@@ -6,13 +6,20 @@ JSON answers carry ``Content-Length``; SSE answers use chunked transfer encoding
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from clients.testing import Reply, ReplyFactory
-from clients.testing._server import Answer, LoopbackServer, ScriptError, json_answer, nonstream_faults, sse_answer
+from clients.testing._server import (
+    Answer,
+    LoopbackServer,
+    ScriptError,
+    json_answer,
+    nonstream_faults,
+    parse_json,
+    sse_answer,
+)
 
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
@@ -47,7 +54,7 @@ def _error_answer(error: ApiError, stream: bool, request_id: str, extra: Mapping
     return _json_answer(error.status, body, request_id, extra)
 
 
-class DashScopeEmulator(LoopbackServer):
+class DashScopeEmulator(LoopbackServer[RecordedRequest]):
     """A loopback server speaking the DashScope native chat API, answering from a script.
 
     ``DashScopeEmulator(api_key=None, validate=True, models=None, default_reply=None, host="127.0.0.1",
@@ -104,7 +111,7 @@ class DashScopeEmulator(LoopbackServer):
     def base_url(self) -> str:
         """Native API base, ``http://127.0.0.1:<port>/api/v1``: pass it as ``base_address=`` (SDK 1.x),
         ``base_url=`` (``dashscope.AsyncClient``) or to your own client."""
-        return f"http://{self._address[0]}:{self.port}/api/v1"
+        return f"{self.root_url}/api/v1"
 
     @property
     def uploads(self) -> list[RecordedUpload]:
@@ -143,10 +150,7 @@ class DashScopeEmulator(LoopbackServer):
         endpoint = PATHS.get(path)
         if endpoint is None:
             return _json_answer(404, error_body("NotFound", f"No such API: {path}", request_id), request_id)
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
+        body = parse_json(raw)
         # §1.6: the SDK 1.x sends both headers, dashscope.AsyncClient only X-DashScope-SSE, the captures only Accept
         accept = headers.get("accept", "").lower()
         stream = headers.get("x-dashscope-sse", "").lower() == "enable" or "text/event-stream" in accept
@@ -158,42 +162,39 @@ class DashScopeEmulator(LoopbackServer):
             query=query,
             endpoint=endpoint,
         )
-        self._record(request)
-        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
-            # capture auth-error-nosse; a stream request gets the same plain 401 (the gateway answers it)
-            denied = error_body("InvalidApiKey", "Invalid API-key provided.", request_id)
-            return _json_answer(401, denied, request_id)
+        return self._chat(request, raw, body, request_id)
+
+    def _key_refused(self, request: RecordedRequest | None, key: str | None, request_id: str) -> Answer:
+        """Capture auth-error-nosse; a stream request gets the same plain 401 (the gateway answers it)."""
+        status, code, message = self.ERRORS["auth"]
+        return _json_answer(status, error_body(code, message, request_id), request_id)
+
+    def _refuse(self, request: RecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
         if not isinstance(body, dict):  # ASSUMPTION: no capture of a malformed body
-            return _error_answer(
-                ApiError(400, "InvalidParameter", "Request body is not a JSON object."), stream, request_id
-            )
-        if self.validate and (error := validate(body, endpoint, stream, self.models)):
-            return _error_answer(error, stream, request_id)
-        try:
-            reply = self._next_reply(request)
-        except ScriptError as exc:  # a failing script callable: a 500 the v2 SDK will not retry
-            failed = ApiError(500, "InternalError", str(exc))
-            return _error_answer(failed, stream, request_id, {"x-should-retry": "false"})
-        answer = self._render(reply, request, request_id)
-        answer.delay += reply.delay
-        return answer
+            failed = ApiError(400, "InvalidParameter", "Request body is not a JSON object.")
+            return _error_answer(failed, request.stream, request_id)
+        if self.validate and (error := validate(body, request.endpoint, request.stream, self.models)):
+            return _error_answer(error, request.stream, request_id)
+        return None
+
+    def _script_failed(self, request: RecordedRequest, error: ScriptError, request_id: str) -> Answer:
+        failed = ApiError(500, "InternalError", str(error))  # a 500 the v2 SDK will not retry
+        return _error_answer(failed, request.stream, request_id, {"x-should-retry": "false"})
 
     def _answer_get(self, path: str, query: dict[str, list[str]], headers: dict[str, str], request_id: str) -> Answer:
         """``GET {base}/uploads?action=getPolicy&model=…`` (the upload policy, ``_uploads.py``); anything else 404."""
         if path != UPLOADS_PATH:
             return _json_answer(404, error_body("NotFound", f"No such API: {path}", request_id), request_id)
-        authorization = headers.get("authorization", "")
-        if self.api_key is not None and authorization != f"Bearer {self.api_key}":  # as on the chat paths
-            return _json_answer(401, error_body("InvalidApiKey", "Invalid API-key provided.", request_id), request_id)
-        answer = self._uploads.policy(query, authorization, headers.get("host", ""), request_id)
+        if self.api_key is not None and (key := self._key(headers, query)) != self.api_key:  # as on the chat paths
+            return self._key_refused(None, key, request_id)
+        answer = self._uploads.policy(query, headers.get("authorization", ""), headers.get("host", ""), request_id)
         return self._upload_answer(answer, {"x-request-id": request_id})
 
     @staticmethod
     def _upload_answer(answer: UploadAnswer, extra: Mapping[str, str]) -> Answer:
         return Answer(answer.status, {"content-type": answer.content_type, **extra}, body=answer.body)
 
-    @staticmethod
-    def _render(reply: Reply, request: RecordedRequest, request_id: str) -> Answer:
+    def _render(self, reply: Reply, request: RecordedRequest, request_id: str) -> Answer:
         if reply.error is not None and (not request.stream or reply.gateway_error):
             # a gateway error on a stream too: it has no events to count, so it takes the non-stream faults
             answer = _error_answer(ApiError(*reply.error), False, request_id, reply.headers)

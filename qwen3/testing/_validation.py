@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ._types import Endpoint, message_text
+from clients.testing._wire import text_of
+
+from ._types import Endpoint
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ def validate(body: dict[str, Any], endpoint: Endpoint, stream: bool, models: Map
         return _invalid(THINKING_NEEDS_INCREMENTAL)  # §1.8 [DOC-CN]
     response_format = parameters.get("response_format")
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
-        texts = [message_text(m) for m in messages if isinstance(m, dict)] + [str(inp.get("prompt") or "")]
+        texts = [text_of(m.get("content")) for m in messages if isinstance(m, dict)] + [str(inp.get("prompt") or "")]
         if not any("json" in text.lower() for text in texts):
             return _invalid(JSON_WORD)  # §2.2 [DOC-CN]
     return None

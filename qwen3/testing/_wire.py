@@ -6,26 +6,18 @@ stream errors F9. Cumulative streams (``incremental_output`` false or omitted) f
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from clients.testing import Reply
-from clients.testing._script import auto_parts as _auto_parts
-from clients.testing._script import split_text as _split
-from clients.testing._script import token_weight as _units
+from clients.testing._wire import call_fragments, calls_weight, dumps, pieces, prompt_tokens, text_of, token_weight
 
-from ._types import RecordedRequest, message_text
+from ._types import RecordedRequest
 
 IMAGE_TOKENS_PER_IMAGE = 256
 """Estimated ``image_tokens`` per image part (a made-up constant; the real count depends on pixels)."""
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON exactly as DashScope writes it: no spaces, non-ASCII kept."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def sse_event(event_id: int, kind: str, status: int, data: Mapping[str, Any]) -> bytes:
@@ -45,24 +37,23 @@ def error_body(code: str, message: str, request_id: str) -> dict[str, str]:
     return {"code": code, "message": message, "request_id": request_id}
 
 
-def request_usage_base(request: RecordedRequest) -> tuple[int, int]:
-    """(input_tokens, image_tokens) estimated from the request: text weight of all messages (or the prompt) and
-    tools, plus `IMAGE_TOKENS_PER_IMAGE` per image part (images count into input_tokens, as in capture F6)."""
+def request_weight(request: RecordedRequest) -> tuple[float, int]:
+    """(token weight, image_tokens) of the request: text weight of all messages (or the prompt) and tools, and
+    `IMAGE_TOKENS_PER_IMAGE` per image part (images count into input_tokens too, as in capture F6)."""
     weight, images = 0.0, 0
     for message in request.messages:
         if not isinstance(message, dict):
             continue
-        weight += _units(message_text(message))
+        weight += token_weight(text_of(message.get("content")))
         content = message.get("content")
         if isinstance(content, list):
             images += sum(1 for p in content if isinstance(p, dict) and "image" in p)
     inp = request.body.get("input")
     if isinstance(inp, dict) and isinstance(inp.get("prompt"), str):
-        weight += _units(inp["prompt"])
+        weight += token_weight(inp["prompt"])
     if "tools" in request.parameters:
-        weight += _units(dumps(request.parameters["tools"]))
-    image_tokens = images * IMAGE_TOKENS_PER_IMAGE
-    return max(1, math.ceil(weight)) + image_tokens, image_tokens
+        weight += token_weight(dumps(request.parameters["tools"]))
+    return weight, images * IMAGE_TOKENS_PER_IMAGE
 
 
 @dataclass
@@ -101,9 +92,8 @@ class Renderer:
             and not reply.tool_calls
             and not reply.reasoning
         )
-        self.input_tokens, self.image_tokens = request_usage_base(request)
-        if reply.input_tokens is not None:
-            self.input_tokens = reply.input_tokens
+        weight, self.image_tokens = request_weight(request)
+        self.input_tokens = prompt_tokens(reply, weight, self.image_tokens)
 
     # -- pieces -------------------------------------------------------------------------------------------
     def _content(self, text: str) -> str | list[dict[str, str]]:
@@ -160,22 +150,20 @@ class Renderer:
             message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [self._call(i, c.arguments_json) for i, c in enumerate(reply.tool_calls)]
-        progress = _Progress(reasoning_weight=_units(reply.reasoning))
-        progress.weight = progress.reasoning_weight + _units(reply.text)
-        progress.weight += sum(_units(c.name) + _units(c.arguments_json) for c in reply.tool_calls)
+        progress = _Progress(reasoning_weight=token_weight(reply.reasoning))
+        progress.weight = progress.reasoning_weight + token_weight(reply.text)
+        progress.weight += calls_weight(reply.tool_calls)
         return self._envelope(message, reply.resolved_finish_reason, progress, stream=False)
 
     # -- stream -------------------------------------------------------------------------------------------
     def _steps(self) -> list[_Step]:
         reply = self.reply
-        steps = [_Step(reasoning=p) for p in _split(reply.reasoning, _auto_parts(reply.reasoning, reply.chunks))]
-        steps += [_Step(text=p) for p in _split(reply.text, _auto_parts(reply.text, reply.chunks))]
-        pieces = [_split(c.arguments_json, reply.tool_call_fragments) for c in reply.tool_calls]
-        n = reply.tool_call_fragments
+        steps = [_Step(reasoning=p) for p in pieces(reply.reasoning, reply.chunks)]
+        steps += [_Step(text=p) for p in pieces(reply.text, reply.chunks)]
+        order = call_fragments(reply)
         if not reply.interleave:
-            steps += [_Step(fragments=[(i, j, pieces[i][j])]) for i in range(len(pieces)) for j in range(n)]
+            steps += [_Step(fragments=[fragment]) for fragment in order]
         else:  # round-robin over calls, packed 1, 2, 1, 2, … fragments per event (capture F7)
-            order = [(i, j, pieces[i][j]) for j in range(n) for i in range(len(pieces))]
             k, pack = 0, False
             while k < len(order):
                 take = 2 if pack and k + 1 < len(order) and order[k][0] != order[k + 1][0] else 1
@@ -187,11 +175,11 @@ class Renderer:
         reply = self.reply
         progress.reasoning += step.reasoning
         progress.text += step.text
-        progress.reasoning_weight += _units(step.reasoning)
-        progress.weight += _units(step.reasoning) + _units(step.text)
+        progress.reasoning_weight += token_weight(step.reasoning)
+        progress.weight += token_weight(step.reasoning) + token_weight(step.text)
         for index, number, piece in step.fragments:
             progress.arguments[index] = progress.arguments.get(index, "") + piece
-            progress.weight += _units(piece) + (_units(reply.tool_calls[index].name) if number == 0 else 0)
+            progress.weight += token_weight(piece) + (token_weight(reply.tool_calls[index].name) if number == 0 else 0)
         message: dict[str, Any]
         if self.request.incremental:  # only the new piece (captures F2/F4/F5/F7)
             message = {"content": self._content(step.text)}
