@@ -27,7 +27,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -766,11 +766,12 @@ async def run(args: argparse.Namespace) -> RunReport:
     return report
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_cli(job: Coroutine[Any, Any, None], user_errors: tuple[type[Exception], ...]) -> int:
+    """Run an example's async ``job`` as a command: exit 0 when it ends, 2 with one line for a user error (bad data,
+    media or configuration), 130 on Ctrl-C, 1 with one line (no traceback) for a service or network failure."""
     try:
-        asyncio.run(run(args))
-    except (DataError, MediaError) as exc:
+        asyncio.run(job)
+    except user_errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -781,6 +782,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {type(exc).__name__}: {detail}", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(run(parse_args(argv)), (DataError, MediaError))
 
 
 if __name__ == "__main__":

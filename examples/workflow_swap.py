@@ -45,7 +45,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import importlib
 import itertools
@@ -789,20 +788,7 @@ async def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        asyncio.run(run(args))
-    except (ConfigError, kline.DataError, MediaError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # a service or network failure: one clear line, not a traceback
-        detail = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
-        print(f"error: {type(exc).__name__}: {detail}", file=sys.stderr)
-        return 1
-    return 0
+    return kline.run_cli(run(parse_args(argv)), (ConfigError, kline.DataError, MediaError))
 
 
 if __name__ == "__main__":

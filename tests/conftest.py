@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import base64
 import gzip
+import importlib.util
 import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -17,6 +22,25 @@ PNG = base64.b64decode(
 """A real 1x1 PNG."""
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@contextmanager
+def example_module(name: str) -> Iterator[ModuleType]:
+    """``examples/<name>.py`` imported from its file (examples/ is not a package), registered in ``sys.modules``
+    while in use (dataclasses look their module up while the body executes)."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
 WIRE = SHARED / "fixtures" / "dashscope-wire"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
@@ -16,6 +15,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.conftest import example_module
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "kline_analysis.py"
 SHARED_DATA = ROOT.parent / "shared" / "data"  # real OHLCV files beside the repository (absent on a plain clone)
@@ -24,17 +25,9 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def ka() -> Iterator[ModuleType]:
-    """The example, imported from its file (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("kline_analysis", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the body executes
-    try:
-        spec.loader.exec_module(module)
+    """The example, imported from its file."""
+    with example_module("kline_analysis") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def png_size(path: Path) -> tuple[int, int]:

@@ -10,15 +10,15 @@ file / environment / flag pick the provider and model as documented.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.conftest import example_module
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "workflow_swap.py"
@@ -28,17 +28,9 @@ KINDS = ("sequential", "group")
 
 @pytest.fixture(scope="module")
 def ws() -> Iterator[ModuleType]:
-    """The example, imported from its file (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("workflow_swap", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the body executes
-    try:
-        spec.loader.exec_module(module)
+    """The example, imported from its file."""
+    with example_module("workflow_swap") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 @pytest.fixture(scope="module")
