@@ -2,6 +2,7 @@
 
     python benchmarks/run.py            # full run (about a minute)
     python benchmarks/run.py --quick    # fewer repetitions
+    python benchmarks/peers.py          # the OpenAI / Anthropic / Gemini clients against their SDKs (peers.py)
 
 Two jobs, each done by both sides in alternation (A, B, A, B, ...) so that machine noise hits both alike:
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import io
 import multiprocessing
 import statistics
@@ -94,14 +96,16 @@ def _reply(request: RecordedRequest) -> Reply:
     return Reply(text="ok", usage={"input_tokens": 5000, "output_tokens": 1})
 
 
-def _serve(port_queue: Any, stop: Any) -> None:
-    with DashScopeEmulator(api_key=KEY, default_reply=_reply) as emu:
+def _serve(port_queue: Any, stop: Any, emulator: Callable[..., Any], reply: Callable[[Any], Reply]) -> None:
+    with emulator(api_key=KEY, default_reply=reply) as emu:
         port_queue.put(emu.base_url)
         stop.wait()
 
 
 async def _measure(job: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
-    """Wall and client-CPU seconds of one run (without tracemalloc, which slows Python down)."""
+    """Wall and client-CPU seconds of one run (without tracemalloc, which slows Python down), started on a freshly
+    collected heap so that no side pays for collecting the garbage the previous one left."""
+    gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
     await job()
     return time.perf_counter() - wall, time.process_time() - cpu
@@ -116,17 +120,70 @@ async def _peak_memory(job: Callable[[], Awaitable[Any]]) -> int:
     return peak
 
 
-async def main(repeats: int) -> None:
+async def with_emulator(
+    body: Callable[[str], Awaitable[None]],
+    emulator: Callable[..., Any] = DashScopeEmulator,
+    reply: Callable[[Any], Reply] = _reply,
+) -> None:
+    """Run ``body(base_url)`` against ``emulator(api_key=KEY, default_reply=reply)`` served by a child process (so
+    the client CPU measured here is the client's own). ``emulator`` and ``reply`` must be importable by name."""
     ctx = multiprocessing.get_context("spawn")
     port_queue, stop = ctx.Queue(), ctx.Event()
-    server = ctx.Process(target=_serve, args=(port_queue, stop), daemon=True)
+    server = ctx.Process(target=_serve, args=(port_queue, stop, emulator, reply), daemon=True)
     server.start()
     base_url = port_queue.get(timeout=30)
     try:
-        await _run(base_url, repeats)
+        await body(base_url)
     finally:
         stop.set()
         server.join(timeout=5)
+
+
+Jobs = dict[str, dict[str, Callable[[], Awaitable[Any]]]]
+"""Job title → side name → one run of that job by that side."""
+
+
+async def measure_jobs(
+    jobs: Jobs, repeats: int
+) -> tuple[dict[str, dict[str, list[tuple[float, float]]]], dict[str, dict[str, int]]]:
+    """Each job's sides alternated (A, B, A, B, ...) ``repeats`` times after one warm-up run each: (wall, CPU)
+    seconds per run, then the peak traced bytes of one more run per side."""
+    for sides in jobs.values():  # warm up connections, imports and caches
+        for job in sides.values():
+            await job()
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    peaks: dict[str, dict[str, int]] = {}
+    for title, sides in jobs.items():
+        results[title] = {name: [] for name in sides}
+        for _ in range(repeats):
+            for name, job in sides.items():
+                results[title][name].append(await _measure(job))
+        peaks[title] = {name: await _peak_memory(job) for name, job in sides.items()}
+    return results, peaks
+
+
+def print_tables(
+    results: dict[str, dict[str, list[tuple[float, float]]]], peaks: dict[str, dict[str, int]], ours: str
+) -> None:
+    """One markdown table per job: medians, peak KiB, and the ratios ``ours`` ÷ each side."""
+    for title, sides in results.items():
+        print(f"\n### {title}\n")
+        print(f"| side | wall ms | client CPU ms | peak traced KiB | {ours} ÷ side (wall) | (CPU) |")
+        print("|---|---|---|---|---|---|")
+        base = sides[ours]
+        base_wall = statistics.median(r[0] for r in base)
+        base_cpu = statistics.median(r[1] for r in base)
+        for name, runs in sides.items():
+            wall = statistics.median(r[0] for r in runs)
+            cpu = statistics.median(r[1] for r in runs)
+            peak = peaks[title][name] / 1024
+            wall_ratio = "1.00" if name == ours else f"{base_wall / wall:.2f}"
+            cpu_ratio = "1.00" if name == ours else f"{base_cpu / cpu:.2f}"
+            print(f"| {name} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | {peak:.0f} | {wall_ratio} | {cpu_ratio} |")
+
+
+async def main(repeats: int) -> None:
+    await with_emulator(lambda base_url: _run(base_url, repeats))
 
 
 async def _run(base_url: str, repeats: int) -> None:
@@ -184,7 +241,7 @@ async def _run(base_url: str, repeats: int) -> None:
         parts = [r.output.choices[0].message.content async for r in responses]  # type: ignore[union-attr]
         assert "".join(parts) == STREAM_TEXT
 
-    jobs: dict[str, dict[str, Callable[[], Awaitable[Any]]]] = {
+    jobs: Jobs = {
         "conversation (40 msgs, 4 images, 10 tool round trips)": {
             "QwenChatClient": ours_conversation,
             "raw SDK v2 (AsyncClient)": raw_conversation,
@@ -196,33 +253,9 @@ async def _run(base_url: str, repeats: int) -> None:
             "raw SDK classic (AioGeneration)": classic_stream,
         },
     }
-    for sides in jobs.values():  # warm up connections, imports and caches
-        for job in sides.values():
-            await job()
-    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    peaks: dict[str, dict[str, int]] = {}
-    for title, sides in jobs.items():
-        results[title] = {name: [] for name in sides}
-        for _ in range(repeats):
-            for name, job in sides.items():
-                results[title][name].append(await _measure(job))
-        peaks[title] = {name: await _peak_memory(job) for name, job in sides.items()}
-
+    results, peaks = await measure_jobs(jobs, repeats)
     print(f"repeats per side: {repeats}; python {sys.version.split()[0]}; dashscope {dashscope.__version__}")
-    for title, sides in results.items():
-        print(f"\n### {title}\n")
-        print("| side | wall ms | client CPU ms | peak traced KiB | QwenChatClient ÷ side (wall) | (CPU) |")
-        print("|---|---|---|---|---|---|")
-        base = sides["QwenChatClient"]
-        base_wall = statistics.median(r[0] for r in base)
-        base_cpu = statistics.median(r[1] for r in base)
-        for name, runs in sides.items():
-            wall = statistics.median(r[0] for r in runs)
-            cpu = statistics.median(r[1] for r in runs)
-            peak = peaks[title][name] / 1024
-            wall_ratio = "1.00" if name == "QwenChatClient" else f"{base_wall / wall:.2f}"
-            cpu_ratio = "1.00" if name == "QwenChatClient" else f"{base_cpu / cpu:.2f}"
-            print(f"| {name} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | {peak:.0f} | {wall_ratio} | {cpu_ratio} |")
+    print_tables(results, peaks, "QwenChatClient")
     await ours.close()
     await bare.close()
     await raw.aclose()
