@@ -12,12 +12,14 @@ docs/gemini.md. Vertex AI is out of scope: this client always talks to the Devel
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextvars
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import suppress
 from functools import partial
-from typing import Any, ClassVar, Generic, TypedDict
+from typing import Any, ClassVar, Generic, TypedDict, cast
 
 import httpx
 import pydantic
@@ -91,12 +93,35 @@ def _api_failure(exc: genai_errors.APIError) -> Failure:
 _CONFIG_FROM_TOP_LEVEL = ("systemInstruction", "tools", "toolConfig", "safetySettings", "cachedContent")
 
 
+def _b64_bytes(value: str) -> bytes:
+    """A base64 string of either alphabet (standard or URL-safe, as pydantic reads google-genai's bytes fields)."""
+    text = value.replace("-", "+").replace("_", "/")
+    return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+
+
+def _with_bytes(value: Any) -> Any:
+    """REST JSON with its base64 fields (``thoughtSignature``, ``inlineData.data``) as ``bytes``: the plain-dict form
+    google-genai validates quickly (its models take attributes, so validating ready ``types.Content`` objects
+    against its ``contents`` union costs ~5x more; docs/performance.md)."""
+    if isinstance(value, list):
+        return [_with_bytes(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {key: _with_bytes(item) for key, item in value.items()}
+    if isinstance(out.get("thoughtSignature"), str):
+        out["thoughtSignature"] = _b64_bytes(out["thoughtSignature"])
+    inline = out.get("inlineData")
+    if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+        out["inlineData"] = {**inline, "data": _b64_bytes(inline["data"])}
+    return out
+
+
 def _sdk_arguments(
     body: Mapping[str, Any], *, raw_http: bool
-) -> tuple[list[types.Content], types.GenerateContentConfig]:
-    """The REST body as google-genai's ``contents`` and ``config`` (validated from JSON, so base64 strings become
-    the bytes the SDK re-encodes); automatic function calling and continuation off, ``should_return_http_response``
-    for a non-streamed call (the raw JSON comes back).
+) -> tuple[list[types.ContentDict], types.GenerateContentConfig]:
+    """The REST body as google-genai's ``contents`` (plain dicts, base64 fields as the bytes the SDK re-encodes) and
+    ``config``; automatic function calling and continuation off, ``should_return_http_response`` for a
+    non-streamed call (the raw JSON comes back).
 
     Raises:
         ChatClientInvalidRequestException: the SDK refuses a field (an option it does not know).
@@ -111,7 +136,11 @@ def _sdk_arguments(
     if raw_http:
         config["shouldReturnHttpResponse"] = True
     try:
-        contents = [types.Content.model_validate_json(json.dumps(c)) for c in body["contents"]]
+        # camelCase REST keys: google-genai's models take their aliases (populate_by_name), ContentDict spells snake
+        contents = cast("list[types.ContentDict]", [_with_bytes(c) for c in body["contents"]])
+    except binascii.Error as exc:  # ours are always valid; a signature a user edited may not be
+        raise ChatClientInvalidRequestException(f"a thought signature or inline data is not base64: {exc}") from exc
+    try:
         return contents, types.GenerateContentConfig.model_validate_json(json.dumps(config))
     except pydantic.ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
