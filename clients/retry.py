@@ -27,9 +27,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from types import ModuleType
 from typing import TypeVar
 
 import httpx
+import httpx2
 
 from clients.errors import ProviderError
 
@@ -135,16 +137,15 @@ def is_transient(error: ProviderError, *, permanent_codes: frozenset[str] = PERM
     return error.status == 429 or error.status >= 500
 
 
-def _transient_transport_types() -> tuple[type[BaseException], ...]:
-    types: tuple[type[BaseException], ...] = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout)
-    try:  # httpx2: the transport of openai>=3 (same exception tree as httpx)
-        import httpx2
-    except ImportError:  # pragma: no cover - httpx2 comes with openai, a dependency
-        return types
-    return (*types, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ConnectTimeout)
+HTTPX_MODULES: tuple[ModuleType, ...] = (httpx, httpx2)
+"""The two HTTP stacks under the SDKs, with the same exception tree: ``httpx`` (dashscope, google-genai as driven
+here) and ``httpx2`` (openai 3.x, anthropic 1.x)."""
 
-
-_TRANSIENT_TRANSPORT = _transient_transport_types()
+_TRANSIENT_TRANSPORT: tuple[type[Exception], ...] = tuple(
+    error
+    for module in HTTPX_MODULES
+    for error in (module.NetworkError, module.RemoteProtocolError, module.ConnectTimeout)
+)
 
 
 def is_transient_transport_error(exc: BaseException) -> bool:

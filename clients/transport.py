@@ -22,10 +22,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from functools import partial
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, cast
 
-import httpx
 from agent_framework import (
     BaseChatClient,
     ChatResponse,
@@ -40,6 +38,7 @@ from typing_extensions import Self, TypeVar
 from clients.errors import ProviderError, to_chat_client_exception
 from clients.naming import AgentNameMixin, rewrite_other_agents
 from clients.retry import (
+    HTTPX_MODULES,
     PERMANENT_CODES,
     RetryAdvice,
     RetryPolicy,
@@ -72,19 +71,10 @@ _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
 
 
-def _httpx_modules() -> tuple[ModuleType, ...]:
-    try:  # httpx2: the transport of openai>=3 and anthropic>=1 (same exception tree as httpx)
-        import httpx2
-    except ImportError:  # pragma: no cover - httpx2 comes with openai, a dependency
-        return (httpx,)
-    return (httpx, httpx2)
-
-
-_HTTPX = _httpx_modules()
-TRANSPORT_ERRORS: tuple[type[Exception], ...] = tuple(module.TransportError for module in _HTTPX)
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = tuple(module.TransportError for module in HTTPX_MODULES)
 """httpx's and httpx2's ``TransportError``: no answer, or a broken one."""
-TIMEOUTS: tuple[type[Exception], ...] = tuple(module.TimeoutException for module in _HTTPX)
-CONNECT_TIMEOUTS: tuple[type[Exception], ...] = tuple(module.ConnectTimeout for module in _HTTPX)
+TIMEOUTS: tuple[type[Exception], ...] = tuple(module.TimeoutException for module in HTTPX_MODULES)
+CONNECT_TIMEOUTS: tuple[type[Exception], ...] = tuple(module.ConnectTimeout for module in HTTPX_MODULES)
 
 
 class Failure(Exception):
