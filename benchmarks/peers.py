@@ -54,10 +54,13 @@ from run import (
 )
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatClient
-from clients.anthropic_client import RawAnthropicChatClient
-from clients.gemini_client import RawGeminiChatClient
-from clients.openai_client import RawOpenAIChatClient
-from clients.testing import AnthropicEmulator, GeminiEmulator, OpenAIEmulator, RecordedRequest, Reply
+from clients.anthropic.client import RawAnthropicChatClient
+from clients.anthropic.testing import AnthropicEmulator
+from clients.gemini.client import RawGeminiChatClient
+from clients.gemini.testing import GeminiEmulator
+from clients.openai.client import RawOpenAIChatClient
+from clients.openai.testing import OpenAIEmulator
+from clients.testing import RecordedRequest, Reply
 
 CONVERSATION = "conversation (40 msgs, 4 images, 10 tool round trips)"
 STREAM = f"stream ({STREAM_EVENTS} text deltas)"

@@ -1,83 +1,68 @@
-"""What every provider client of this package shares.
+"""Peer chat clients built like ``qwen3``'s, so an agent or a workflow can swap its model without noticing.
 
-- ``clients.media``: media normalisation (URL / data URI / local file → what a provider needs) and
-  ``image_content`` to build image content from a path, URL or bytes.
-- ``clients.tool_calls``: streamed tool-call accumulation by ``index`` with stable MAF identities.
-- ``clients.errors``: provider error → MAF exception classification.
-- ``clients.think``: inline ``<think>…</think>`` reasoning split out of model text, whole or streamed.
-- ``clients.naming``: other agents' turns in multi-agent conversations sent as named user turns.
-- ``clients.retry``: which provider failures are transient, and the backoff policy that retries them.
-- ``clients.transport``: the client scaffolding every provider shares (retries, timeouts, streams, SDK per loop).
-- ``clients.conversion``: the pieces every pure converter shares (tools, system text, schemas, tool calls).
+- ``OpenAIChatClient`` (``clients.openai``: OpenAI Chat Completions and compatible servers; extra ``[openai]``),
+- ``AnthropicChatClient`` (``clients.anthropic``: Anthropic Messages; extra ``[anthropic]``),
+- ``GeminiChatClient`` (``clients.gemini``: the Gemini API through google-genai; extra ``[gemini]``).
 
-The peer chat clients, each a pure converter module plus a thin client module on the provider's SDK:
+Each provider subpackage has the same files: ``client`` (the MAF chat client on the provider's SDK), ``convert``
+(pure MAF ⇄ wire translation) and ``testing`` (a loopback emulator of the provider's API). What they share lives in
+``clients.core``; the neutral emulator machinery in ``clients.testing``. The peer clients are imported on first
+use, so ``import qwen3`` never loads another provider's SDK; without its extra installed, a peer raises an
+``ImportError`` that names the extra.
 
-- ``OpenAIChatClient`` (``clients.openai_convert`` / ``clients.openai_client``, OpenAI Chat Completions),
-- ``AnthropicChatClient`` (``clients.anthropic_convert`` / ``clients.anthropic_client``, Anthropic Messages),
-- ``GeminiChatClient`` (``clients.gemini_convert`` / ``clients.gemini_client``, google-genai).
-
-They are imported on first use, so ``import qwen3`` never loads the other providers' SDKs.
+Also here, for building messages: ``image_content`` (image content from a path, URL or bytes), ``video_frames`` and
+``MediaError``.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from clients.errors import ProviderError, to_chat_client_exception
-from clients.media import (
-    MAX_INLINE_BYTES,
-    MediaError,
-    image_content,
-    media_kind,
-    media_type_of,
-    media_uri,
-    video_frames,
-)
-from clients.naming import AgentNameMixin, rewrite_other_agents
-from clients.retry import RetryPolicy, call_with_retries, is_transient
-from clients.think import ThinkSplitter, split_think
-from clients.tool_calls import StreamedToolCalls
+from clients.core.media import MediaError, image_content, video_frames
 
 if TYPE_CHECKING:
-    from clients.anthropic_client import AnthropicChatClient
-    from clients.gemini_client import GeminiChatClient
-    from clients.openai_client import OpenAIChatClient
+    from clients.anthropic import AnthropicChatClient
+    from clients.gemini import GeminiChatClient
+    from clients.openai import OpenAIChatClient
 
-_LAZY = {
-    "OpenAIChatClient": "clients.openai_client",
-    "AnthropicChatClient": "clients.anthropic_client",
-    "GeminiChatClient": "clients.gemini_client",
+# public name → (subpackage, the extra that installs its SDK)
+_PEERS = {
+    "OpenAIChatClient": ("clients.openai", "openai"),
+    "AnthropicChatClient": ("clients.anthropic", "anthropic"),
+    "GeminiChatClient": ("clients.gemini", "gemini"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The peer clients, imported when first asked for (PEP 562)."""
-    if name in _LAZY:
-        import importlib
+    """The peer clients, imported when first asked for (PEP 562).
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'clients' has no attribute {name!r}")
+    Raises:
+        ImportError: the provider's SDK is not installed; the message names the extra that installs it.
+    """
+    if name not in _PEERS:
+        raise AttributeError(f"module 'clients' has no attribute {name!r}")
+    module, extra = _PEERS[name]
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("clients", "agent_framework"):
+            raise
+        raise ImportError(
+            f"{name} needs the {extra!r} extra ({exc.name} is not installed): "
+            f'pip install "agent-framework-qwen3[{extra}]"'
+        ) from exc
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 __all__ = [
-    "MAX_INLINE_BYTES",
-    "AgentNameMixin",
     "AnthropicChatClient",
     "GeminiChatClient",
     "MediaError",
     "OpenAIChatClient",
-    "ProviderError",
-    "RetryPolicy",
-    "StreamedToolCalls",
-    "ThinkSplitter",
-    "call_with_retries",
     "image_content",
-    "is_transient",
-    "media_kind",
-    "media_type_of",
-    "media_uri",
-    "rewrite_other_agents",
-    "split_think",
-    "to_chat_client_exception",
     "video_frames",
 ]

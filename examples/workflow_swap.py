@@ -14,7 +14,7 @@ Two agents, two workflows (``agent_framework_orchestrations``):
 - ``group``: a round-robin group chat (``GroupChatBuilder`` with a selection function), ChartReader → Analyst →
   ChartReader …, ending after ``--rounds`` agent turns (default 3: describe, analyse, review).
 
-Each agent sees the other's turns as user turns starting ``[Name]: `` (``clients.naming``), never as its own
+Each agent sees the other's turns as user turns starting ``[Name]: `` (``clients.core.multi_agent``), never as its own
 assistant turns: every client of this package rewrites them the same way, which is what makes the swap safe.
 
 The chart data and image come from ``examples/kline_analysis.py`` (GOOG sample bundled with matplotlib, or ``--csv``).
@@ -32,8 +32,8 @@ ChartReader's model: ``--reader-model``, else the config file's ``[chart_reader]
 Real or emulated, per agent: an agent whose provider has a key in the environment (``DASHSCOPE_API_KEY``,
 ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``) calls the real service (the
 client reads its key, base URL and region settings from the environment itself); one without a key runs against a
-local loopback emulator of that provider's API (``qwen3.testing`` / ``clients.testing``) with scripted, data-driven
-replies, and the output says EMULATED. ``--offline`` emulates every agent even when keys are set.
+local loopback emulator of that provider's API (``qwen3.testing``, ``clients.<provider>.testing``) with scripted,
+data-driven replies, and the output says EMULATED. ``--offline`` emulates every agent even when keys are set.
 
 Usage::
 
@@ -156,7 +156,7 @@ PROVIDERS: dict[str, Provider] = {
             ("clients", "OpenAIChatClient"),
             "gpt-4o",
             ("OPENAI_API_KEY",),
-            ("clients.testing", "OpenAIEmulator"),
+            ("clients.openai.testing", "OpenAIEmulator"),
         ),
         Provider(
             "anthropic",
@@ -164,7 +164,7 @@ PROVIDERS: dict[str, Provider] = {
             ("clients", "AnthropicChatClient"),
             "claude-sonnet-4-6",
             ("ANTHROPIC_API_KEY",),
-            ("clients.testing", "AnthropicEmulator"),
+            ("clients.anthropic.testing", "AnthropicEmulator"),
         ),
         Provider(
             "gemini",
@@ -172,7 +172,7 @@ PROVIDERS: dict[str, Provider] = {
             ("clients", "GeminiChatClient"),
             "gemini-2.5-flash",
             ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-            ("clients.testing", "GeminiEmulator"),
+            ("clients.gemini.testing", "GeminiEmulator"),
         ),
     )
 }

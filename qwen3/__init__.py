@@ -6,7 +6,7 @@ DashScope's parameters to MAF's ``ChatOptions``. ``image_content`` builds image 
 bytes (older MAF code wrote ``ImageContent(url=...)``). ``qwen3.testing`` has a loopback DashScope emulator.
 """
 
-from clients.media import image_content, video_frames
+from clients.core.media import image_content, video_frames
 from qwen3.client import DEFAULT_BASE_URL, INTL_BASE_URL, QwenChatClient, QwenVLChatClient, RawQwenChatClient
 from qwen3.convert import QwenChatOptions
 from qwen3.routing import endpoint_for_model

@@ -3,7 +3,7 @@
 Thin on purpose: the translation lives in ``qwen3.convert``, endpoint routing in ``qwen3.routing``. This
 module resolves settings, picks the endpoint, sends the body with the ``dashscope`` SDK's v2 transport
 (``dashscope.AsyncClient``: httpx, pooled connections; its own retries off), retries transient failures with
-``clients.retry`` (streams only before their first event), reads DashScope's SSE framing line by line, and turns
+``clients.core.retry`` (streams only before their first event), reads DashScope's SSE framing line by line, and turns
 failures into MAF exceptions (docs/errors-and-retries.md).
 Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see docs/design.md.
 """
@@ -36,9 +36,9 @@ from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar
 
-from clients.errors import ProviderError, to_chat_client_exception
-from clients.retry import RetryPolicy
-from clients.transport import EventStream, Failure, ProviderChatClient, json_object
+from clients.core.errors import ProviderError, to_chat_client_exception
+from clients.core.retry import RetryPolicy
+from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
 from qwen3.convert import (
     QwenChatOptions,
     SSEDecoder,
@@ -453,12 +453,12 @@ class QwenChatClient(
         max_retries: retries after a 429 (but not free-quota-exhausted), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). See docs/errors-and-retries.md.
-        retry_policy: a ``clients.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
-            prefixed ``[Name]: `` (default True; ``clients.naming``, docs/multi-agent.md).
+            prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``, docs/multi-agent.md).
         upload_local_files: local media files (``file://`` URIs in user messages and tool results) are sent inline
             as base64 ``data:`` URIs, which DashScope takes up to 10 MB each. ``"never"`` (default): always inline,
             larger files are refused before sending. ``"large"``: files over 10 MB are uploaded to DashScope's

@@ -21,7 +21,7 @@ from typing import Any, Generic
 from agent_framework import ChatOptions, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from pydantic import BaseModel
 
-from clients.conversion import (
+from clients.core.conversion import (
     MAF_OPTIONS,
     NOT_SENT,
     ResponseModelT,
@@ -34,10 +34,10 @@ from clients.conversion import (
     tool_call_fragments,
     wire_tool_calls,
 )
-from clients.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
-from clients.think import LeadingThinkSplitter, split_think
-from clients.tool_calls import StreamedToolCalls
-from clients.tool_media import hoist_tool_media
+from clients.core.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
+from clients.core.think import LeadingThinkSplitter, split_think
+from clients.core.tool_calls import StreamedToolCalls
+from clients.core.tool_media import hoist_tool_media
 from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_by_default
 
 __all__ = [
@@ -57,7 +57,7 @@ __all__ = [
     "structured_output_instruction",
 ]
 
-logger = logging.getLogger("qwen3")
+logger = logging.getLogger("agent_framework.qwen3")
 
 
 class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
@@ -229,7 +229,7 @@ def _tool_messages(message: Message, endpoint: Endpoint) -> list[dict[str, Any]]
 
     Content is a string on the text endpoint and ``[{"text"}]`` on the multimodal endpoint (captures
     ``single-generation-message-with-tools-sse`` and ``multimodal-generation-message-with-tools-sse``).
-    Media items of a result go in a user turn after the tool turns (``clients.tool_media``).
+    Media items of a result go in a user turn after the tool turns (``clients.core.tool_media``).
     """
     out: list[dict[str, Any]] = []
     for content in message.contents:
@@ -603,7 +603,7 @@ def parse_response(
 
 
 def _split_inline_think(contents: list[Content]) -> list[Content]:
-    """Text carrying ``<think>…</think>`` → ``text_reasoning`` + ``text`` (``clients.think``).
+    """Text carrying ``<think>…</think>`` → ``text_reasoning`` + ``text`` (``clients.core.think``).
 
     DashScope itself sends reasoning in ``reasoning_content`` and never inlines tags (protocol §5); open-source
     Qwen3/QwQ served elsewhere do, often without the opening tag. Only text that contains ``</think>`` or starts
@@ -635,7 +635,7 @@ class StreamState:
 
     def split(self, contents: list[Content], finished: bool) -> list[Content]:
         """Route streamed text through the ``<think>`` splitter when the answer opens with ``<think>``
-        (``clients.think.LeadingThinkSplitter``: a short undecided prefix is held back; after that, plain answers
+        (``clients.core.think.LeadingThinkSplitter``: a short undecided prefix is held back; after that, plain answers
         pass straight through)."""
         out: list[Content] = []
         for content in contents:

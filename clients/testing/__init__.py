@@ -6,7 +6,9 @@ provider's wire format exactly as the recorded exchanges show, answers from a pr
 source or is marked ASSUMPTION), injects faults, and records what it received with a provider-neutral view
 (`RecordedRequest.system`, ``.turns``, ``.tool_names``…) so that one test can run against every client. With
 ``api_key=`` set, a missing or wrong key gets the provider's own auth error. Point the provider's own SDK, or our
-client, at ``emu.base_url``. ``qwen3.testing.DashScopeEmulator`` is the DashScope one; the peers:
+client, at ``emu.base_url``. Each emulator lives beside its client: ``qwen3.testing.DashScopeEmulator``,
+``clients.openai.testing.OpenAIEmulator``, ``clients.anthropic.testing.AnthropicEmulator``,
+``clients.gemini.testing.GeminiEmulator``:
 
 * `OpenAIEmulator`: ``base_url`` is ``http://127.0.0.1:<port>/v1`` (the openai SDK's ``base_url`` includes
   ``/v1``); serves ``POST /v1/chat/completions`` (JSON, or ``data:`` chunks ending ``[DONE]`` with
@@ -37,9 +39,6 @@ follows), `Reply` / `ToolCall` (the script), the neutral view types, and ``serve
 provider's own error for a neutral fault kind.
 """
 
-from ._anthropic import AnthropicEmulator, AnthropicRecordedRequest
-from ._gemini import GeminiEmulator, GeminiRecordedRequest
-from ._openai import OpenAIEmulator, OpenAIRecordedRequest
 from ._script import (
     FaultKind,
     Media,
@@ -56,15 +55,9 @@ from ._server import Answer, LoopbackServer, ScriptError
 
 __all__ = [
     "Answer",
-    "AnthropicEmulator",
-    "AnthropicRecordedRequest",
     "FaultKind",
-    "GeminiEmulator",
-    "GeminiRecordedRequest",
     "LoopbackServer",
     "Media",
-    "OpenAIEmulator",
-    "OpenAIRecordedRequest",
     "Reasoning",
     "RecordedRequest",
     "Reply",

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from clients.testing import AnthropicEmulator, GeminiEmulator, LoopbackServer, OpenAIEmulator
+from clients.anthropic.testing import AnthropicEmulator
+from clients.gemini.testing import GeminiEmulator
+from clients.openai.testing import OpenAIEmulator
+from clients.testing import LoopbackServer
 from qwen3.testing import DashScopeEmulator
 
 __all__ = ["KEY", "OFFICIAL", "OURS", "TARGETS", "ClientRole", "Target", "collect_clients", "one_ca_bundle"]
@@ -308,8 +311,8 @@ OURS: list[Target] = [
         ours=True,
         classes="clients.OpenAIChatClient",
         package="agent-framework-qwen3",
-        module="clients.openai_client",
-        make=_ours("clients.openai_client.OpenAIChatClient"),
+        module="clients.openai.client",
+        make=_ours("clients.openai.client.OpenAIChatClient"),
         **_OPENAI,
     ),
     Target(
@@ -317,8 +320,8 @@ OURS: list[Target] = [
         ours=True,
         classes="clients.AnthropicChatClient",
         package="agent-framework-qwen3",
-        module="clients.anthropic_client",
-        make=_ours("clients.anthropic_client.AnthropicChatClient"),
+        module="clients.anthropic.client",
+        make=_ours("clients.anthropic.client.AnthropicChatClient"),
         **_ANTHROPIC,
     ),
     Target(
@@ -326,8 +329,8 @@ OURS: list[Target] = [
         ours=True,
         classes="clients.GeminiChatClient",
         package="agent-framework-qwen3",
-        module="clients.gemini_client",
-        make=_ours("clients.gemini_client.GeminiChatClient"),
+        module="clients.gemini.client",
+        make=_ours("clients.gemini.client.GeminiChatClient"),
         **_GEMINI,
     ),
 ]

@@ -1,0 +1,281 @@
+"""MAF chat clients for Anthropic's Messages API: ``RawAnthropicChatClient`` and ``AnthropicChatClient``.
+
+Thin on purpose: the translation lives in ``clients.anthropic.convert``. This module resolves settings, sends the
+body with the official ``anthropic`` SDK (``AsyncAnthropic``, its own retries off) asking it for the raw JSON and
+the raw event stream (``messages.with_streaming_response.create``), retries transient failures with
+``clients.core.retry`` (streams only before their first event), and turns failures into MAF exceptions. Decisions and
+sources: docs/anthropic.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from functools import partial
+from typing import Any, ClassVar, Generic, TypedDict
+
+import httpx2
+from agent_framework import (
+    ChatMiddlewareLayer,
+    ChatResponse,
+    ChatResponseUpdate,
+    FunctionInvocationLayer,
+    Message,
+    SecretString,
+    load_settings,
+)
+from agent_framework.exceptions import ChatClientInvalidResponseException, SettingNotFoundError
+from agent_framework.observability import ChatTelemetryLayer
+from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic
+from anthropic.resources.messages.messages import AsyncMessages
+from typing_extensions import TypeVar
+
+from clients.anthropic.convert import (
+    AnthropicChatOptions,
+    SSEDecoder,
+    StreamError,
+    StreamState,
+    build_request,
+    parse_response,
+    parse_stream_event,
+    provider_error,
+)
+from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
+
+__all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
+
+logger = logging.getLogger("agent_framework.qwen3.anthropic")
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+"""The API host, bare (the SDK adds ``/v1/messages``): the ``anthropic`` SDK's default."""
+
+AnthropicOptionsT = TypeVar(
+    "AnthropicOptionsT",
+    bound=TypedDict,  # type: ignore[valid-type]
+    default="AnthropicChatOptions",
+    covariant=True,
+)
+
+_CREATE_PARAMETERS = frozenset(inspect.signature(AsyncMessages.create).parameters) - {
+    "self",
+    "extra_headers",
+    "extra_query",
+    "extra_body",
+    "timeout",
+}
+"""Body fields the installed SDK's ``messages.create`` takes by name; the others go in ``extra_body`` (SDK 1.17 has
+no ``temperature``, ``top_p`` or ``top_k`` parameter, the API still takes them on the models that have them)."""
+
+
+class AnthropicSettings(TypedDict, total=False):
+    """Settings read by ``load_settings`` with prefix ``ANTHROPIC_`` (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
+    ``ANTHROPIC_MODEL``, and ``ANTHROPIC_CHAT_MODEL`` as MAF's official Anthropic client reads it)."""
+
+    api_key: SecretString | None
+    base_url: str | None
+    model: str | None
+    chat_model: str | None
+
+
+def _status_failure(exc: APIStatusError) -> Failure:
+    """The SDK's status error (a non-2xx answer) as a `Failure`, from the error body it read."""
+    body: Any = exc.body if exc.body is not None else exc.message
+    error = provider_error(exc.status_code, body, exc.request_id)
+    return Failure(error, exc.response.headers)
+
+
+def _sdk_arguments(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``messages.create`` keyword arguments for a body: known fields by name, the rest as ``extra_body``."""
+    known = {key: value for key, value in body.items() if key in _CREATE_PARAMETERS}
+    extra = {key: value for key, value in body.items() if key not in _CREATE_PARAMETERS}
+    if extra:
+        known["extra_body"] = extra
+    return known
+
+
+async def _payloads(response: Any) -> AsyncGenerator[dict[str, Any], None]:
+    """The event payloads of one open stream (raw SSE lines through ``SSEDecoder``); an ``error`` event raises
+    `Failure` with the status its type implies."""
+    decoder = SSEDecoder()
+    lines = response.iter_lines()
+    try:
+        async for line in lines:
+            event = decoder.feed(line)
+            if event is not None:
+                yield _payload(response, event.data)
+        event = decoder.flush()
+        if event is not None:
+            yield _payload(response, event.data)
+    finally:
+        await lines.aclose()
+
+
+def _payload(response: Any, text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ChatClientInvalidResponseException(f"Anthropic sent a malformed event: {text[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise ChatClientInvalidResponseException(f"Anthropic sent a non-object event: {text[:200]!r}")
+    if data.get("type") == "error":
+        failed = StreamError(data)
+        raw = {"type": "error", "error": {"type": failed.error_type, "message": failed.message}}
+        error = provider_error(None, raw, failed.request_id or response.request_id)
+        raise Failure(error, response.http_response.headers)
+    return data
+
+
+class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[AnthropicOptionsT]):
+    """Anthropic Messages, without MAF's function, middleware and telemetry layers (use ``AnthropicChatClient``)."""
+
+    OTEL_PROVIDER_NAME: ClassVar[str] = "anthropic"
+    _PROVIDER: ClassVar[str] = "Anthropic"
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (600.0, 10.0, 120.0)  # timeout: the SDK's (10 minutes)
+    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (APIConnectionError,)  # APITimeoutError is one too
+    _STREAM_UNIT: ClassVar[str] = "update"
+    _STREAM_END: ClassVar[str] = "message_stop"  # the streaming docs' last event
+
+    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
+        settings = load_settings(AnthropicSettings, env_prefix="ANTHROPIC_", **given)
+        chosen_model = settings.get("model") or settings.get("chat_model")
+        if not chosen_model:
+            raise SettingNotFoundError(
+                "No Anthropic model given: pass model= (e.g. 'claude-sonnet-4-6') or set the ANTHROPIC_MODEL "
+                "environment variable (ANTHROPIC_CHAT_MODEL, which MAF's official client reads, works too)."
+            )
+        key = settings.get("api_key")
+        if not key:
+            raise SettingNotFoundError(
+                "No Anthropic API key: pass api_key= or set the ANTHROPIC_API_KEY environment variable."
+            )
+        resolved_url = (settings.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+        if resolved_url.endswith("/v1"):  # an OpenAI-style URL: the SDK would call /v1/v1/messages
+            logger.warning(
+                "base_url %r ends with /v1, but Anthropic's SDK wants the bare host (it adds /v1/messages itself): "
+                "using %r.",
+                resolved_url,
+                resolved_url[:-3],
+            )
+            resolved_url = resolved_url[:-3]
+        return str(chosen_model), key, resolved_url
+
+    # ------------------------------------------------------------------------------------- conversion
+
+    def _build_request(
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return build_request(self._history(messages), options, model=model, stream=stream)
+
+    def _convert_messages(
+        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """MAF messages → Anthropic ``messages`` (pure, no network; ``clients.anthropic.convert.convert_messages``).
+
+        The system text (instructions and system messages) goes to the request's top-level ``system``, not here:
+        see ``build_request``.
+        """
+        options = options or {}
+        body = self._build_request(messages, options, model=options.get("model") or self.model, stream=False)
+        return body["messages"]  # type: ignore[no-any-return]
+
+    def _parse_response(self, body: Any, options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
+        """A ``message`` (its JSON body, or the SDK's ``Message``) → ``ChatResponse`` (``parse_response``)."""
+        options = options or {}
+        if hasattr(body, "model_dump"):
+            body = body.model_dump(mode="json", exclude_unset=True)
+        return parse_response(
+            body, model=options.get("model") or self.model, response_format=options.get("response_format")
+        )
+
+    def _stream_state(self, options: Mapping[str, Any]) -> StreamState:
+        return StreamState()
+
+    def _parse_stream_event(
+        self, event: Any, state: StreamState, options: Mapping[str, Any] | None = None
+    ) -> ChatResponseUpdate | None:
+        """One stream event (its JSON, or the SDK's event object) → ``ChatResponseUpdate`` (``parse_stream_event``)."""
+        if hasattr(event, "model_dump"):
+            event = event.model_dump(mode="json", exclude_unset=True)
+        return parse_stream_event(event, state, model=(options or {}).get("model") or self.model)
+
+    # ------------------------------------------------------------------------------------------ transport
+
+    def _client(self) -> AsyncAnthropic:
+        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them)."""
+        return self._per_loop(
+            lambda: AsyncAnthropic(
+                api_key=self._api_key.get_secret_value(),
+                base_url=self.base_url,
+                timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
+                max_retries=0,
+            )
+        )
+
+    def _create(self, body: Mapping[str, Any], read_timeout: float) -> Any:
+        """``messages.with_streaming_response.create``: the SDK builds the request and raises its status errors;
+        the raw JSON body or event stream comes back."""
+        timeout = httpx2.Timeout(read_timeout, connect=self.connect_timeout)
+        return self._client().messages.with_streaming_response.create(**_sdk_arguments(body), timeout=timeout)
+
+    async def _send(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            async with self._create(body, self.timeout) as response:
+                raw = await response.read()
+        except APIStatusError as exc:
+            raise _status_failure(exc) from None
+        return json_object("Anthropic", raw)
+
+    async def _open_events(self, model: str, body: dict[str, Any]) -> EventStream:
+        manager = self._create(body, self.stream_idle_timeout)
+        try:
+            response = await manager.__aenter__()
+        except APIStatusError as exc:
+            raise _status_failure(exc) from None
+        return await EventStream(self, _payloads(response), partial(manager.__aexit__, None, None, None)).start()
+
+
+class AnthropicChatClient(
+    FunctionInvocationLayer[AnthropicOptionsT],
+    ChatMiddlewareLayer[AnthropicOptionsT],
+    ChatTelemetryLayer[AnthropicOptionsT],
+    RawAnthropicChatClient[AnthropicOptionsT],
+    Generic[AnthropicOptionsT],
+):
+    """Claude on Anthropic's Messages API, as a MAF chat client with tools, middleware and telemetry.
+
+    Example::
+
+        from agent_framework import Agent
+        from clients import AnthropicChatClient
+
+        agent = Agent(client=AnthropicChatClient(model="claude-sonnet-4-6"), name="helper", instructions="Be brief.")
+        print(await agent.run("Hello"))
+
+    Keyword Args:
+        model: model name, e.g. ``"claude-sonnet-4-6"``; default from ``ANTHROPIC_MODEL``, then
+            ``ANTHROPIC_CHAT_MODEL``.
+        api_key: Anthropic API key; default from ``ANTHROPIC_API_KEY``. Never logged, repr'd or serialised.
+        base_url: the API host, bare (``https://api.anthropic.com``, the default; ``ANTHROPIC_BASE_URL``): the SDK
+            adds ``/v1/messages``. A trailing ``/v1`` (an OpenAI-style URL) is dropped with a warning.
+        timeout: seconds a non-streamed request may take in all (default 600, the SDK's).
+        connect_timeout: seconds to open a connection (default 10).
+        stream_idle_timeout: seconds a stream may go without an event (default 120; Anthropic sends ``ping``
+            events while the model works).
+        max_retries: retries after a 429, 5xx, 529 ``overloaded_error`` or connection failure, with exponential
+            backoff, jitter and ``Retry-After``; streams only before their first event (default 2; 0 disables).
+        retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        middleware: MAF chat and function middleware.
+        function_invocation_configuration: MAF tool-loop settings.
+        env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
+        rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
+            prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
+
+    Options (``AnthropicChatOptions``): the MAF ones plus ``thinking`` / ``thinking_budget``, ``top_k``,
+    ``effort``, ``prefill``, and any Anthropic request field by its own name. See docs/anthropic.md.
+
+    Raises:
+        SettingNotFoundError: no API key or no model, naming the variable to set.
+        ValueError: a timeout that is not a positive number.
+    """

@@ -1,0 +1,12 @@
+"""What every provider client of this package shares (no provider SDK is imported here).
+
+- ``transport``: `ProviderChatClient`, the client base every provider subclasses (timeouts, retries, streams).
+- ``retry``: which provider failures are transient, and the backoff policy that retries them.
+- ``errors``: provider error → MAF exception classification.
+- ``conversion``: the pieces every pure converter shares (option checks, tool specs, system text, schemas).
+- ``media``: media normalisation (URL / data URI / local file) and ``image_content`` / ``video_frames``.
+- ``tool_calls``: streamed tool-call accumulation by ``index`` with stable MAF identities.
+- ``tool_media``: media returned by tools, for providers whose tool messages carry text only.
+- ``think``: inline ``<think>…</think>`` reasoning split out of model text, whole or streamed.
+- ``multi_agent``: other agents' turns in multi-agent conversations sent as named user turns.
+"""

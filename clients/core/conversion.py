@@ -1,0 +1,197 @@
+"""Pieces the pure converter modules share (``qwen3.convert``, ``clients.openai.convert``,
+``clients.anthropic.convert``, ``clients.gemini.convert``): the options TypedDicts' type variable, the MAF options
+and contents every converter treats alike, system text collection, MAF tools as function specs, OpenAI-style
+``tool_calls`` (the wire shape of OpenAI Chat Completions and DashScope) both ways, a ``response_format``'s JSON
+schema, and ``<think>`` pieces as contents. Pure: no network, no SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from agent_framework import Content, FunctionTool, Message
+from agent_framework.exceptions import ChatClientInvalidRequestException
+from pydantic import BaseModel
+from typing_extensions import TypeVar
+
+from clients.core.think import ThinkPiece
+from clients.core.tool_calls import StreamedToolCalls, json_object_arguments
+
+__all__ = [
+    "MAF_OPTIONS",
+    "NOT_SENT",
+    "ResponseModelT",
+    "add_system_text",
+    "as_list",
+    "function_spec",
+    "function_tools",
+    "invalid",
+    "refuse_unsupported",
+    "response_schema",
+    "result_text",
+    "think_contents",
+    "tool_call_fragments",
+    "wire_tool_calls",
+]
+
+ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
+"""The type variable of every provider's ``…ChatOptions`` (MAF's ``ChatOptions[ResponseModelT]``)."""
+
+MAF_OPTIONS = frozenset(
+    {"model", "instructions", "tools", "tool_choice", "allow_multiple_tool_calls", "response_format"}
+)
+"""MAF options every converter maps itself (none is copied into a request as it is)."""
+
+NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_response", "error"})
+"""Contents that are MAF bookkeeping, never sent to a model (maf-contract.md §4: approval contents are skipped)."""
+
+
+def invalid(message: str) -> ChatClientInvalidRequestException:
+    """The exception for a request that cannot be sent (raised before sending)."""
+    return ChatClientInvalidRequestException(message)
+
+
+def refuse_unsupported(options: Mapping[str, Any], unsupported: Mapping[str, str]) -> None:
+    """Raise before sending for an option the provider does not have (``unsupported``: option → why; None and False,
+    which ask for nothing, pass) and for ``n`` > 1 (one MAF response holds one answer).
+
+    Raises:
+        ChatClientInvalidRequestException: naming the option and why.
+    """
+    for key, value in options.items():
+        if key in unsupported and value is not None and value is not False:
+            raise invalid(f"Option {key!r} is not supported: {unsupported[key]}")
+    if options.get("n") not in (None, 1):
+        raise invalid("Option 'n' > 1 is not supported: one MAF response holds one answer.")
+
+
+def as_list(value: Any) -> list[Any]:
+    """An option that takes one item or several (``tools``): None → ``[]``, a sequence (not a string) → its items,
+    anything else → ``[value]``."""
+    if value is None:
+        return []
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        return [value]
+    return list(value)
+
+
+def add_system_text(texts: list[str], message: Message, where: str) -> None:
+    """A system message's text (its texts joined by newlines) joins ``texts`` unless already there.
+
+    Raises:
+        ChatClientInvalidRequestException: content other than text, named with ``where``.
+    """
+    for content in message.contents:
+        if content.type != "text":
+            raise invalid(f"{where}: only text is allowed in a system message, got {content.type!r}.")
+    text = "\n".join(c.text for c in message.contents if c.text)
+    if text and text not in texts:
+        texts.append(text)
+
+
+def function_spec(tool: Any) -> dict[str, Any] | None:
+    """``{"name", "description", "parameters"}`` of a @tool function / MAF ``FunctionTool`` (its JSON schema spec)
+    or of an OpenAI-style ``{"type": "function", "function": {...}}`` dict (the tool dict MAF documents); None for
+    anything else."""
+    if isinstance(tool, FunctionTool):
+        return dict(tool.to_json_schema_spec()["function"])
+    if isinstance(tool, Mapping) and tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
+        return dict(tool["function"])
+    return None
+
+
+def function_tools(
+    tools: Any, *, service: str, keep: Callable[[Mapping[str, Any]], bool] | None = None
+) -> list[dict[str, Any]]:
+    """MAF tools → OpenAI-style tool dicts (the tool shape of OpenAI Chat Completions and DashScope): a @tool function
+    or ``FunctionTool`` → ``{"type": "function", "function": {"name", "description", "parameters"}}``; a dict with
+    ``type: "function"`` (or, with ``keep``, one ``keep(tool)`` accepts) as given.
+
+    Raises:
+        ChatClientInvalidRequestException: anything else, saying what ``service`` takes.
+    """
+    out: list[dict[str, Any]] = []
+    for tool in as_list(tools):
+        if isinstance(tool, FunctionTool):
+            out.append(tool.to_json_schema_spec())
+        elif isinstance(tool, Mapping) and (tool.get("type") == "function" or (keep is not None and keep(tool))):
+            out.append(dict(tool))
+        else:
+            raise invalid(
+                f"Tool {tool!r} is not a function tool; {service} takes function tools "
+                "(a @tool function, FunctionTool, or a {'type': 'function', 'function': {...}} dict)."
+            )
+    return out
+
+
+def result_text(content: Content) -> str:
+    """A ``function_result``'s text: its ``result`` (MAF's text of the tool's output; another value as JSON), else
+    ``"Error: <exception>"`` for a failed call, else ``""``."""
+    value = content.result
+    if isinstance(value, str) and value:
+        return value
+    if value not in (None, ""):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return f"Error: {content.exception}" if content.exception is not None else ""
+
+
+def wire_tool_calls(message: Message) -> list[dict[str, Any]]:
+    """A message's function calls as OpenAI-style ``tool_calls``: ``[{"id", "type": "function", "function":
+    {"name", "arguments": <JSON object string>}}]`` (broken arguments repaired for the wire,
+    ``clients.core.tool_calls.json_object_arguments``); informational and hosted calls are not sent."""
+    return [
+        {
+            "id": c.call_id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": json_object_arguments(c.arguments)},
+        }
+        for c in message.contents
+        if c.type == "function_call" and not c.informational_only and not c.hosted
+    ]
+
+
+def tool_call_fragments(calls: StreamedToolCalls, tool_calls: Iterable[Mapping[str, Any]]) -> list[Content]:
+    """OpenAI-style ``tool_calls`` of a response or stream chunk → ``function_call`` contents through ``calls``
+    (``clients.core.tool_calls``: fragments keyed by ``index``, else their position, get their call's id)."""
+    out: list[Content] = []
+    for position, call in enumerate(tool_calls):
+        function = call.get("function") or {}
+        index = call.get("index", position)
+        out.append(calls.fragment(index, call.get("id"), function.get("name"), function.get("arguments")))
+    return out
+
+
+def response_schema(value: Any) -> dict[str, Any] | None:
+    """The JSON schema a ``response_format`` asks for: a Pydantic model's (``model_json_schema``), the ``schema`` of
+    an OpenAI-style ``{"type": "json_schema", "json_schema": {"schema": …}}`` (or ``{"type": "json_schema",
+    "schema": …}``), or a mapping that is a schema itself; None for ``{"type": "json_object"}`` (JSON without a
+    schema), ``{"type": "text"}`` and a ``json_schema`` wrapper without one.
+
+    Raises:
+        ChatClientInvalidRequestException: a value that is neither a Pydantic model class nor a mapping.
+    """
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return value.model_json_schema()
+    if not isinstance(value, Mapping):
+        raise invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
+    if value.get("type") == "json_schema":
+        inner = value.get("json_schema")
+        schema = inner.get("schema") if isinstance(inner, Mapping) else value.get("schema")
+        return dict(schema) if isinstance(schema, Mapping) else None
+    if value.get("type") in ("json_object", "text"):
+        return None
+    return dict(value)
+
+
+def think_contents(pieces: list[ThinkPiece]) -> list[Content]:
+    """Streamed pieces of a ``<think>`` splitter (``clients.core.think``) → ``text_reasoning`` / ``text`` contents to
+    append."""
+    return [
+        Content.from_text_reasoning(text=piece, merge_mode="append")
+        if kind == "reasoning"
+        else Content.from_text(piece, merge_mode="append")
+        for kind, piece in pieces
+        if piece
+    ]

@@ -1,0 +1,218 @@
+"""When and how long to wait before sending a failed request again: one policy for every provider client.
+
+Rules and their sources (*protocol* = ``shared/docs/dashscope-protocol.md``):
+
+* Retry HTTP 429 (throttling), every 5xx and connection failures; never 400, 401, 403 or 404 (protocol §6.3).
+* A 429 that says the free quota is used up (``AllocationQuota.FreeTierOnly``, or the message "Free allocated
+  quota exceeded") is not transient: it stays until the account changes (protocol §6.2). Nor are the billing
+  429s ``CommodityNotPurchased``, ``PrepaidBillOverdue``, ``PostpaidBillOverdue`` (protocol §6.2, "retry? no"),
+  nor ``RequestTimeOut``: the request hit the server's 300 s limit for non-streamed calls and would hit it again
+  (protocol §6.2: "retry as a stream").
+* Back off exponentially with jitter and honour ``Retry-After`` / ``retry-after-ms`` (protocol §6.3; the header
+  forms as the dashscope SDK reads them, protocol §1.1, ``v2/transport/_retry.py``). ``x-should-retry: false``
+  vetoes a retry (same source).
+* Never resend a stream that has produced output; the caller decides what "before output" means and simply
+  does not call `call_with_retries` around the part after it (protocol §6.3).
+
+Everything here is pure: `call_with_retries` takes the sleep function and the random source, so tests need
+neither real time nor luck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from types import ModuleType
+from typing import TypeVar
+
+import httpx
+import httpx2
+
+from clients.core.errors import ProviderError
+
+__all__ = [
+    "PERMANENT_CODES",
+    "RetryAdvice",
+    "RetryPolicy",
+    "call_with_retries",
+    "is_transient",
+    "is_transient_transport_error",
+    "retry_after_seconds",
+    "server_says_retry",
+]
+
+logger = logging.getLogger("clients.core.retry")
+
+T = TypeVar("T")
+
+PERMANENT_CODES: frozenset[str] = frozenset(
+    {
+        "AllocationQuota.FreeTierOnly",  # free quota used up, no paid mode (protocol §6.2)
+        "CommodityNotPurchased",  # 429 billing codes, "retry? no" (protocol §6.2)
+        "PrepaidBillOverdue",
+        "PostpaidBillOverdue",
+        "RequestTimeOut",  # the 300 s non-stream limit: resending hits it again (protocol §6.2)
+    }
+)
+"""Provider codes that are never transient, whatever their HTTP status."""
+
+_FREE_QUOTA_MESSAGE = "free allocated quota exceeded"  # protocol §6.2, 429 row
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to wait. Immutable; build another with ``dataclasses.replace``.
+
+    Attributes:
+        max_retries: retries after the first attempt (so at most ``max_retries + 1`` requests); 0 disables.
+        base_delay: seconds before the first retry; doubled for each further one (protocol §6.3).
+        max_delay: seconds; cap of the exponential delay (before jitter takes a share off).
+        jitter: fraction in [0, 1]; the delay is drawn uniformly from ``[(1 - jitter) * d, d]`` so clients that
+            failed together do not come back together.
+        max_retry_after: seconds; cap of a server-requested ``Retry-After`` (a server asking for an hour would
+            otherwise hang the call for an hour).
+
+    The defaults (0.5 s doubling to 8 s, 2 retries) are the dashscope SDK's (protocol §1.1).
+    """
+
+    max_retries: int = 2
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ValueError(f"max_retries must be an int >= 0, not {self.max_retries!r}")
+        if self.base_delay < 0 or self.max_delay < self.base_delay:
+            raise ValueError(f"need 0 <= base_delay <= max_delay, got {self.base_delay!r}, {self.max_delay!r}")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError(f"jitter must be within [0, 1], not {self.jitter!r}")
+        if self.max_retry_after < 0:
+            raise ValueError(f"max_retry_after must be >= 0, not {self.max_retry_after!r}")
+
+    def delay_for(
+        self, attempt: int, retry_after: float | None = None, *, rand: Callable[[], float] = random.random
+    ) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1 = the first request) before the next one.
+
+        ``retry_after`` (seconds, from the server's ``Retry-After``) wins when given, capped at
+        ``max_retry_after``, without jitter: the server said when. Otherwise
+        ``d = min(max_delay, base_delay * 2 ** (attempt - 1))`` minus up to ``jitter * d`` drawn with ``rand``
+        (a ``() -> float`` in [0, 1), ``random.random`` by default).
+        """
+        if attempt < 1:
+            raise ValueError(f"attempt counts from 1, not {attempt!r}")
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        delay = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
+        return delay * (1 - self.jitter * rand())
+
+
+@dataclass(frozen=True)
+class RetryAdvice:
+    """What a failed attempt says about trying again: ``transient`` or not, and the server's ``retry_after``
+    in seconds (None when it named none)."""
+
+    transient: bool
+    retry_after: float | None = None
+
+
+def is_transient(error: ProviderError, *, permanent_codes: frozenset[str] = PERMANENT_CODES) -> bool:
+    """True when sending the same request again later may succeed (protocol §6.2, §6.3).
+
+    429 and every 5xx are transient, except the ``permanent_codes`` and a 429 whose message says the free
+    quota is exhausted; no HTTP status and no code (the request never got an answer) is transient; anything
+    else (400, 401, 403, 404, other 4xx, an unknown code without a status) is not.
+    """
+    if (error.code or "") in permanent_codes or _FREE_QUOTA_MESSAGE in error.message.lower():
+        return False
+    if error.status is None:
+        return error.code is None
+    return error.status == 429 or error.status >= 500
+
+
+HTTPX_MODULES: tuple[ModuleType, ...] = (httpx, httpx2)
+"""The two HTTP stacks under the SDKs, with the same exception tree: ``httpx`` (dashscope, google-genai as driven
+here) and ``httpx2`` (openai 3.x, anthropic 1.x)."""
+
+_TRANSIENT_TRANSPORT: tuple[type[Exception], ...] = tuple(
+    error
+    for module in HTTPX_MODULES
+    for error in (module.NetworkError, module.RemoteProtocolError, module.ConnectTimeout)
+)
+
+
+def is_transient_transport_error(exc: BaseException) -> bool:
+    """True for an httpx (or httpx2) failure worth another attempt: connection refused / reset / dropped
+    (``NetworkError``, ``RemoteProtocolError``) and a connect timeout. Read, write and pool timeouts are not:
+    the request may be running on the server, and waiting the whole timeout again rarely helps."""
+    return isinstance(exc, _TRANSIENT_TRANSPORT)
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an
+    HTTP date, measured against ``now()``); None when absent or unreadable. Negative values read as 0.
+
+    ``headers`` must look names up case-insensitively (``httpx.Headers`` does) or have lower-case names.
+    """
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return max(float(milliseconds) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - now(), 0.0)
+    except (TypeError, ValueError):
+        return None
+
+
+def server_says_retry(headers: Mapping[str, str]) -> bool | None:
+    """The ``x-should-retry`` header: True, False, or None when absent (protocol §1.1)."""
+    value = (headers.get("x-should-retry") or "").strip().lower()
+    return {"true": True, "false": False}.get(value)
+
+
+async def call_with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    advise: Callable[[Exception], RetryAdvice],
+    *,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    rand: Callable[[], float] = random.random,
+    on_retry: Callable[[int, float, Exception], object] | None = None,
+) -> T:
+    """Await ``attempt()``; while it raises an exception that ``advise`` calls transient and retries are left,
+    wait ``policy.delay_for(n, advice.retry_after)`` seconds with ``sleep`` and call it again.
+
+    Returns the first result; raises the last exception unchanged (a non-transient one at once). Before each
+    wait, ``on_retry(n, delay, exc)`` is called (``n`` = the attempt that failed, from 1) and an INFO line is
+    logged. ``BaseException``\\ s that are not ``Exception`` (cancellation) pass straight through.
+    """
+    number = 1
+    while True:
+        try:
+            return await attempt()
+        except Exception as exc:
+            advice = advise(exc)
+            if not advice.transient or number > policy.max_retries:
+                raise
+            delay = policy.delay_for(number, advice.retry_after, rand=rand)
+            logger.info("retry %d of %d in %.2f s after: %s", number, policy.max_retries, delay, exc)
+            if on_retry is not None:
+                on_retry(number, delay, exc)
+            await sleep(delay)
+            number += 1

@@ -1,0 +1,10 @@
+"""Gemini for MAF: ``GeminiChatClient`` on the ``google-genai`` SDK.
+
+``client`` holds the chat client, ``convert`` the pure MAF ⇄ Gemini translation, ``testing`` the loopback
+emulator. Needs the ``gemini`` extra: ``pip install "agent-framework-qwen3[gemini]"``.
+"""
+
+from clients.gemini.client import GeminiChatClient, RawGeminiChatClient
+from clients.gemini.convert import GeminiChatOptions
+
+__all__ = ["GeminiChatClient", "GeminiChatOptions", "RawGeminiChatClient"]

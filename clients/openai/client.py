@@ -1,0 +1,244 @@
+"""MAF chat client for OpenAI Chat Completions (and OpenAI-compatible servers): ``OpenAIChatClient``.
+
+Thin on purpose: the translation lives in ``clients.openai.convert``. This module resolves settings, sends the body
+with the ``openai`` SDK (``AsyncOpenAI``, its own retries off, asked for the raw HTTP response so the wire JSON goes
+to the converter as is), retries transient failures with ``clients.core.retry`` (streams only before their first event),
+reads the SSE stream line by line, closes it when the consumer stops early, and turns failures into MAF exceptions.
+Decisions and sources: docs/openai.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, ClassVar, Generic, TypedDict
+
+import httpx2
+import openai
+from agent_framework import (
+    ChatMiddlewareLayer,
+    ChatResponse,
+    ChatResponseUpdate,
+    FunctionInvocationLayer,
+    Message,
+    SecretString,
+    load_settings,
+)
+from agent_framework.exceptions import ChatClientInvalidResponseException, SettingNotFoundError
+from agent_framework.observability import ChatTelemetryLayer
+from typing_extensions import TypeVar
+
+from clients.core.retry import PERMANENT_CODES
+from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
+from clients.openai.convert import (
+    OpenAIChatOptions,
+    SSEDecoder,
+    StreamState,
+    build_request,
+    decode_event,
+    parse_error,
+    parse_response,
+    parse_stream_event,
+)
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIChatClient", "OpenAISettings", "RawOpenAIChatClient"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""The openai SDK's default base URL (it includes ``/v1``)."""
+
+OpenAIOptionsT = TypeVar("OpenAIOptionsT", bound=TypedDict, default="OpenAIChatOptions", covariant=True)  # type: ignore[valid-type]
+
+
+class OpenAISettings(TypedDict, total=False):
+    """Settings read by ``load_settings`` with prefix ``OPENAI_``: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``,
+    ``OPENAI_MODEL``, and ``OPENAI_CHAT_COMPLETION_MODEL`` (the variable MAF's official Chat Completions client
+    reads), used when ``OPENAI_MODEL`` is unset (as every client of this package: its own variable first)."""
+
+    api_key: SecretString | None
+    base_url: str | None
+    model: str | None
+    chat_completion_model: str | None
+
+
+def _status_failure(exc: openai.APIStatusError) -> Failure:
+    """The SDK's status error → our failure: its ``body`` is the inner ``error`` object (or the raw text)."""
+    return Failure(parse_error(exc.status_code, exc.body, exc.request_id), exc.response.headers)
+
+
+async def _payloads(http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any] | str, None]:
+    """The event payloads of a stream (``data:`` JSON objects, and ``"[DONE]"``); an error event raises `Failure`."""
+    decoder = SSEDecoder()
+    request_id = http.headers.get("x-request-id")
+
+    def decoded(payload: str) -> Mapping[str, Any] | str:
+        try:
+            event = decode_event(payload)
+        except ValueError as exc:
+            raise ChatClientInvalidResponseException(f"OpenAI sent a malformed event: {payload[:200]!r}") from exc
+        if isinstance(event, Mapping) and event.get("error") is not None and not event.get("choices"):
+            raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream
+        return event
+
+    async for line in http.aiter_lines():
+        payload = decoder.feed(line)
+        if payload is not None:
+            yield decoded(payload)
+    tail = decoder.flush()
+    if tail is not None:
+        yield decoded(tail)
+
+
+class RawOpenAIChatClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOptionsT]):
+    """OpenAI Chat Completions, without MAF's function, middleware and telemetry layers (use ``OpenAIChatClient``)."""
+
+    OTEL_PROVIDER_NAME: ClassVar[str] = "openai"
+    _PROVIDER: ClassVar[str] = "OpenAI"
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (600.0, 5.0, 600.0)  # docs/openai.md "Errors and retries"
+    _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES | {"insufficient_quota"}
+    """429 ``insufficient_quota`` ("You exceeded your current quota, please check your plan and billing details")
+    stays until billing changes: never retried."""
+    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (openai.APIConnectionError,)
+    _STREAM_UNIT: ClassVar[str] = "update"
+    _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
+    _STREAM_IDLE: ClassVar[str] = "sent nothing"
+
+    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
+        settings = load_settings(OpenAISettings, env_prefix="OPENAI_", **given)
+        resolved_model = settings.get("model") or settings.get("chat_completion_model")
+        if not resolved_model:
+            raise SettingNotFoundError(
+                "No OpenAI model given: pass model= (e.g. 'gpt-4o') or set the OPENAI_MODEL (or "
+                "OPENAI_CHAT_COMPLETION_MODEL) environment variable."
+            )
+        key = settings.get("api_key")
+        if not key:
+            raise SettingNotFoundError(
+                "No OpenAI API key: pass api_key= or set the OPENAI_API_KEY environment variable (an OpenAI-compatible "
+                "server that needs none takes any placeholder, e.g. api_key='EMPTY')."
+            )
+        return str(resolved_model), key, (settings.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+
+    # ------------------------------------------------------------------------------------------ conversion
+
+    def _build_request(
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return build_request(self._history(messages), options, model=model, stream=stream)
+
+    def _convert_messages(
+        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """MAF messages (+ ``options["instructions"]``) → OpenAI ``messages``. Pure: no network; see
+        ``clients.openai.convert.convert_messages`` for the rules."""
+        options = options or {}
+        body = self._build_request(messages, options, model=options.get("model") or self.model, stream=False)
+        return body["messages"]  # type: ignore[no-any-return]
+
+    def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
+        """A ``chat.completion`` JSON body → ``ChatResponse`` (``clients.openai.convert.parse_response``)."""
+        options = options or {}
+        return parse_response(
+            body,
+            model=options.get("model") or self.model,
+            response_format=options.get("response_format"),
+            split_think=options.get("split_think") is not False,
+        )
+
+    def _stream_state(self, options: Mapping[str, Any]) -> StreamState:
+        return StreamState(split_think=options.get("split_think") is not False)
+
+    def _stream_finished(self, state: StreamState) -> bool:
+        """``[DONE]`` or a finishing chunk arrived (wire README: every stream ends with ``data: [DONE]``; a server
+        that omits ``[DONE]`` but sent its ``finish_reason`` is accepted)."""
+        return state.done or state.finished
+
+    def _parse_stream_event(
+        self, event: Mapping[str, Any] | str, state: StreamState, options: Mapping[str, Any] | None = None
+    ) -> ChatResponseUpdate | None:
+        """One stream payload → ``ChatResponseUpdate`` or None (``clients.openai.convert.parse_stream_event``)."""
+        return parse_stream_event(event, state, model=(options or {}).get("model") or self.model)
+
+    # ------------------------------------------------------------------------------------------- transport
+
+    def _client(self) -> openai.AsyncOpenAI:
+        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them)."""
+        return self._per_loop(
+            lambda: openai.AsyncOpenAI(
+                api_key=self._api_key.get_secret_value(),
+                base_url=self.base_url,
+                timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
+                max_retries=0,
+            )
+        )
+
+    def _create(self, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
+        """``chat.completions.create`` through ``with_streaming_response``: the SDK builds the request (auth,
+        headers) and raises its status errors; the body comes back unparsed. ``model`` / ``messages`` / ``stream``
+        are its named arguments, every other key goes in ``extra_body`` (the body is ours, already complete)."""
+        rest = {key: value for key, value in body.items() if key not in ("model", "messages", "stream")}
+        timeout = httpx2.Timeout(read_timeout, connect=self.connect_timeout)
+        return self._client().chat.completions.with_streaming_response.create(
+            model=body["model"], messages=body["messages"], stream=stream, extra_body=rest, timeout=timeout
+        )
+
+    async def _send(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            async with self._create(body, stream=False, read_timeout=self.timeout) as response:
+                raw = await response.read()
+                headers = response.headers
+        except openai.APIStatusError as exc:
+            raise _status_failure(exc) from exc
+        data = json_object("OpenAI", raw)
+        if data.get("error") is not None and not data.get("choices"):  # an error in a 200 (some compatible servers)
+            raise Failure(parse_error(None, data, headers.get("x-request-id")), headers)
+        return data
+
+    async def _open_events(self, model: str, body: dict[str, Any]) -> EventStream:
+        try:
+            response = await self._create(body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
+        except openai.APIStatusError as exc:
+            raise _status_failure(exc) from exc
+        return await EventStream(self, _payloads(response.http_response), response.close).start()
+
+
+class OpenAIChatClient(
+    FunctionInvocationLayer[OpenAIOptionsT],
+    ChatMiddlewareLayer[OpenAIOptionsT],
+    ChatTelemetryLayer[OpenAIOptionsT],
+    RawOpenAIChatClient[OpenAIOptionsT],
+    Generic[OpenAIOptionsT],
+):
+    """OpenAI Chat Completions (or an OpenAI-compatible server) as a MAF chat client with tools, middleware and
+    telemetry.
+
+    Example::
+
+        from agent_framework import Agent
+        from clients import OpenAIChatClient
+
+        agent = Agent(client=OpenAIChatClient(model="gpt-4o"), name="helper", instructions="Be brief.")
+        print(await agent.run("Hello"))
+
+    Keyword Args:
+        model: model name, e.g. ``"gpt-4o"``, ``"gpt-5"``; default from ``OPENAI_MODEL``, then
+            ``OPENAI_CHAT_COMPLETION_MODEL``.
+        api_key: the API key; default from ``OPENAI_API_KEY``. Never logged, repr'd or serialised.
+        base_url: the API base including ``/v1``; default ``OPENAI_BASE_URL``, then ``https://api.openai.com/v1``.
+            Any OpenAI-compatible server works (DeepSeek ``https://api.deepseek.com/v1``, vLLM, Ollama
+            ``http://localhost:11434/v1``, DashScope compatible mode…).
+        timeout: seconds a non-streamed request may take in all (default 600, the SDK's).
+        connect_timeout: seconds to open a connection (default 5, the SDK's).
+        stream_idle_timeout: seconds a stream may go without a byte (default 600: reasoning models can think for
+            minutes between the first chunk and the answer).
+        max_retries: retries after a 429 (but not ``insufficient_quota``), 5xx or connection failure, with
+            exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
+            0 disables). The SDK's own retries are off.
+        retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
+        rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
+            prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
+        middleware, function_invocation_configuration: MAF's layers.
+
+    Raises:
+        SettingNotFoundError: no API key or no model, naming the variable to set.
+        ValueError: a timeout that is not a positive number.
+    """

@@ -1,0 +1,384 @@
+"""Tests for examples/workflow_swap.py: ChartReader (QwenVLChatClient) hands over to an Analyst on a swappable
+provider, in a sequential workflow and a round-robin group chat, offline over the loopback emulators.
+
+What the servers received is read through the provider-neutral view (``RecordedRequest.turns``), so the same
+assertions hold for every analyst provider: the other agent's turn arrives as a user turn starting ``[Name]: ``
+(never as an assistant turn of the receiving model), the chart image reaches only the Qwen-VL server, and the config
+file / environment / flag pick the provider and model as documented.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.conftest import example_module
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "workflow_swap.py"
+PROVIDERS = ("qwen", "openai", "anthropic", "gemini")
+KINDS = ("sequential", "group")
+
+
+@pytest.fixture(scope="module")
+def ws() -> Iterator[ModuleType]:
+    """The example, imported from its file."""
+    with example_module("workflow_swap") as module:
+        yield module
+
+
+@pytest.fixture(scope="module")
+def inputs(ws: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """GOOG sample, last 60 sessions, charted once for the whole module."""
+    return ws.prepare(None, 60, tmp_path_factory.mktemp("workflow") / "chart.png")
+
+
+def require(ws: ModuleType, name: str) -> None:
+    """Skip (saying why) when a provider's client or emulator has not landed in the tree yet."""
+    info = ws.PROVIDERS[name]
+    for module, attr in (info.client, info.emulator):
+        try:
+            getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            pytest.skip(f"{name}: {module}.{attr} is not available yet ({exc})")
+
+
+def settings(ws: ModuleType, provider: str, model: str | None = None) -> Any:
+    text = provider if model is None else f"{provider}:{model}"
+    return ws.resolve_settings(analyst_flag=text, config=None, environ={})
+
+
+def user_turns_from(request: Any, name: str) -> list[Any]:
+    return [t for t in request.turns if t.role == "user" and t.text.startswith(f"[{name}]: ")]
+
+
+def assert_no_foreign_assistant_turn(request: Any, foreign_text: str, foreign_name: str) -> None:
+    """The other agent's words never reach a model as one of its own assistant turns."""
+    for turn in request.turns:
+        if turn.role == "assistant":
+            assert foreign_text.strip()[:80] not in turn.text, f"{foreign_name}'s turn sent as an assistant turn"
+            assert not turn.text.startswith(f"[{foreign_name}]")
+
+
+# ------------------------------------------------------------------------------------------------ workflows
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_workflow_hands_the_chart_reading_to_the_analyst(
+    ws: ModuleType, inputs: Any, provider: str, kind: str
+) -> None:
+    require(ws, provider)
+    chosen = settings(ws, provider)
+    report = await ws.run_workflow(kind, inputs, chosen, rounds=3, offline=True, echo=False)
+
+    expected = ["ChartReader", "Analyst"] if kind == "sequential" else ["ChartReader", "Analyst", "ChartReader"]
+    assert [turn.agent for turn in report.turns] == expected
+    assert all(turn.text.strip() for turn in report.turns)
+    assert report.reader.emulated
+    assert report.analyst.emulated
+    assert report.tool_calls == ["get_technical_indicators"]  # the Analyst's tool ran, on every provider
+    if kind == "group":
+        assert report.completion == "The group chat has reached its termination condition."
+    reading = report.turns[0].text
+    assert reading.startswith("[EMULATED CHART READING")
+    analysis = report.turns[1].text
+
+    # -- the Analyst's server: the ChartReader's turn as a "[ChartReader]: " user turn, no image, its instructions
+    analyst_requests = report.requests["Analyst"]
+    assert len(analyst_requests) == 2  # the tool call, then the answer after the tool result
+    for request in analyst_requests:
+        assert request.model == ws.PROVIDERS[provider].default_model
+        assert request.system.startswith("You are Analyst")
+        assert request.tool_names == ["get_technical_indicators"]
+        named = user_turns_from(request, "ChartReader")
+        assert len(named) == 1
+        assert named[0].text.removeprefix("[ChartReader]: ").strip() == reading.strip()
+        assert_no_foreign_assistant_turn(request, reading, "ChartReader")
+        assert not [media for turn in request.turns for media in turn.media], "the chart reached the Analyst"
+        task = next(t for t in request.turns if t.role != "system")
+        assert task.role == "user"
+        assert task.text.startswith("Here is the daily K-line chart of GOOG")
+        assert ws.CHART_NOTE in task.text
+    # the conversation handed over ends on a user turn (no assistant "prefill", no MAF "please continue." needed)
+    assert analyst_requests[0].turns[-1].role == "user"
+    assert analyst_requests[0].turns[-1].text.startswith("[ChartReader]: ")
+    results = [r for turn in analyst_requests[1].turns for r in turn.tool_results]
+    assert len(results) == 1
+    indicators = json.loads(results[0].text)
+    indicators = json.loads(indicators) if isinstance(indicators, str) else indicators
+    assert indicators["symbol"] == "GOOG"
+    # the emulated analyst quotes what it received as ChartReader's turn: proof the model side saw it
+    assert 'ChartReader reported: "The chart shows GOOG daily candles' in analysis
+    assert f"close {indicators['last_close']:,.2f}" in analysis
+
+    # -- the ChartReader's server: the chart image, as the PNG bytes, on the Qwen-VL model
+    reader_requests = report.requests["ChartReader"]
+    assert len(reader_requests) == (1 if kind == "sequential" else 2)
+    first = reader_requests[0]
+    assert first.model == "qwen3-vl-plus"
+    assert first.system.startswith("You are ChartReader")
+    images = [media for turn in first.turns if turn.role == "user" for media in turn.media]
+    assert len(images) == 1
+    assert images[0].kind == "image"
+    assert images[0].data == inputs.chart.read_bytes()
+    assert not user_turns_from(first, "Analyst")
+
+    if kind == "group":  # the review turn: its own reading as its assistant turn, the Analyst's as a named user turn
+        review = reader_requests[1]
+        own = [t for t in review.turns if t.role == "assistant"]
+        assert [t.text.strip() for t in own] == [reading.strip()]
+        named = user_turns_from(review, "Analyst")
+        assert len(named) == 1
+        assert named[0].text.removeprefix("[Analyst]: ").strip() == analysis.strip()
+        assert_no_foreign_assistant_turn(review, analysis, "Analyst")
+        assert [m.data for t in review.turns for m in t.media] == [inputs.chart.read_bytes()]  # still sees it
+        assert "Checked Analyst's view" in report.turns[2].text
+
+
+@pytest.mark.parametrize("rounds", [2, 4])
+async def test_group_chat_stops_after_the_configured_turns(ws: ModuleType, inputs: Any, rounds: int) -> None:
+    report = await ws.run_workflow("group", inputs, settings(ws, "qwen"), rounds=rounds, offline=True, echo=False)
+    assert [turn.agent for turn in report.turns] == ["ChartReader", "Analyst"] * (rounds // 2)
+    assert len(report.requests["Analyst"]) == 2 * (rounds // 2)  # a tool call and an answer per Analyst turn
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_analyst_speaking_again_keeps_its_own_turns(ws: ModuleType, inputs: Any, provider: str) -> None:
+    """Four turns: the Analyst's second turn replays its own first turn (tool call, result, answer) as its own, and
+    both ChartReader turns as named user turns, on every provider."""
+    require(ws, provider)
+    report = await ws.run_workflow("group", inputs, settings(ws, provider), rounds=4, offline=True, echo=False)
+    assert [turn.agent for turn in report.turns] == ["ChartReader", "Analyst", "ChartReader", "Analyst"]
+    assert report.tool_calls == ["get_technical_indicators"] * 2
+    first_answer = report.turns[1].text
+    again = report.requests["Analyst"][2]  # the second turn's first request
+    named = user_turns_from(again, "ChartReader")
+    assert [t.text.removeprefix("[ChartReader]: ").strip() for t in named] == [
+        report.turns[0].text.strip(),
+        report.turns[2].text.strip(),
+    ]
+    own = [t for t in again.turns if t.role == "assistant"]
+    assert [call.name for t in own for call in t.tool_calls] == ["get_technical_indicators"]
+    assert first_answer.strip() in [t.text.strip() for t in own]
+    assert len([r for t in again.turns for r in t.tool_results]) == 1
+    assert again.turns[-1].role == "user"
+    assert again.turns[-1].text.startswith("[ChartReader]: [EMULATED CHART REVIEW")
+    assert not [m for t in again.turns for m in t.media]
+
+
+async def test_analyst_model_reaches_the_server(ws: ModuleType, inputs: Any) -> None:
+    chosen = ws.resolve_settings(analyst_flag="qwen:qwen-turbo", reader_flag="qwen-vl-max", config=None, environ={})
+    report = await ws.run_workflow("sequential", inputs, chosen, offline=True, echo=False)
+    assert {r.model for r in report.requests["Analyst"]} == {"qwen-turbo"}
+    assert {r.model for r in report.requests["ChartReader"]} == {"qwen-vl-max"}
+
+
+def test_agent_turns_counts_runs_of_one_author(ws: ModuleType) -> None:
+    from agent_framework import Content, Message
+
+    def said(author: str | None, role: str = "assistant") -> Message:
+        return Message(role, [Content.from_text("x")], author_name=author)  # type: ignore[arg-type]
+
+    conversation = [
+        said(None, "user"),
+        said("ChartReader"),
+        said("Analyst"),
+        said("Analyst"),  # a tool-call message and the answer: one turn
+        said("RoundRobin"),  # not a participant
+        said("ChartReader"),
+    ]
+    assert ws.agent_turns(conversation, ["ChartReader", "Analyst"]) == 3
+    assert ws.agent_turns(conversation[:1], ["ChartReader", "Analyst"]) == 0
+
+
+# ------------------------------------------------------------------------------------------------ configuration
+
+
+def write_config(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_shipped_config_file(ws: ModuleType) -> None:
+    chosen = ws.resolve_settings(config=ws.DEFAULT_CONFIG, environ={})
+    assert (chosen.analyst.provider, chosen.analyst.model) == ("openai", "gpt-4o")
+    assert chosen.reader.model == "qwen3-vl-plus"
+    assert "workflow.toml" in chosen.analyst.source
+
+
+def test_precedence_flag_over_env_over_file_over_default(ws: ModuleType, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "w.toml", '[analyst]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\n')
+    env = {"WORKFLOW_ANALYST": "gemini:gemini-2.5-pro"}
+
+    default = ws.resolve_settings(config=None, environ={})
+    assert (default.analyst.provider, default.analyst.model, default.analyst.source) == (
+        "qwen",
+        "qwen-plus",
+        "built-in default",
+    )
+    from_file = ws.resolve_settings(config=config, environ={})
+    assert (from_file.analyst.provider, from_file.analyst.model) == ("anthropic", "claude-haiku-4-5")
+    assert "w.toml" in from_file.analyst.source
+    from_env = ws.resolve_settings(config=config, environ=env)
+    assert (from_env.analyst.provider, from_env.analyst.model, from_env.analyst.source) == (
+        "gemini",
+        "gemini-2.5-pro",
+        "WORKFLOW_ANALYST",
+    )
+    from_flag = ws.resolve_settings(analyst_flag="OpenAI:gpt-4o-mini", config=config, environ=env)
+    assert (from_flag.analyst.provider, from_flag.analyst.model, from_flag.analyst.source) == (
+        "openai",
+        "gpt-4o-mini",
+        "--analyst",
+    )
+    # a blank variable does not count
+    assert ws.resolve_settings(config=config, environ={"WORKFLOW_ANALYST": " "}).analyst.provider == "anthropic"
+
+
+def test_provider_alone_takes_its_default_model(ws: ModuleType, tmp_path: Path) -> None:
+    for name, info in ws.PROVIDERS.items():
+        assert ws.parse_choice(name, source="test").model == info.default_model
+    config = write_config(tmp_path / "w.toml", '[analyst]\nprovider = "gemini"\n')
+    assert ws.resolve_settings(config=config, environ={}).analyst.model == "gemini-2.5-flash"
+    # the model stays with the level that named it: the env's provider does not inherit the file's model
+    config = write_config(tmp_path / "w2.toml", '[analyst]\nprovider = "openai"\nmodel = "gpt-4.1"\n')
+    chosen = ws.resolve_settings(config=config, environ={"WORKFLOW_ANALYST": "anthropic"})
+    assert (chosen.analyst.provider, chosen.analyst.model) == ("anthropic", "claude-sonnet-4-6")
+    # a model name may itself hold colons
+    assert ws.parse_choice("qwen:qwen3-max:latest", source="t").model == "qwen3-max:latest"
+
+
+def test_reader_model_flag_over_file(ws: ModuleType, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "w.toml", '[chart_reader]\nmodel = "qwen-vl-max"\n')
+    assert ws.resolve_settings(config=config, environ={}).reader.model == "qwen-vl-max"
+    assert ws.resolve_settings(reader_flag="qwen3-vl-flash", config=config, environ={}).reader.model == (
+        "qwen3-vl-flash"
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "kwargs"),
+    [
+        ("--analyst", {"analyst_flag": "mistral:large"}),
+        ("WORKFLOW_ANALYST", {"environ": {"WORKFLOW_ANALYST": "azure"}}),
+        ("[analyst]", {"config_text": '[analyst]\nprovider = "llama"\n'}),
+    ],
+)
+def test_bad_provider_names_the_source_and_the_valid_ones(
+    ws: ModuleType, tmp_path: Path, where: str, kwargs: dict[str, Any]
+) -> None:
+    config_text = kwargs.pop("config_text", None)
+    config = write_config(tmp_path / "w.toml", config_text) if config_text else None
+    kwargs.setdefault("environ", {})
+    with pytest.raises(ws.ConfigError) as info:
+        ws.resolve_settings(config=config, **kwargs)
+    message = str(info.value)
+    assert "unknown analyst provider" in message
+    assert where in message
+    assert "valid providers: qwen, openai, anthropic, gemini" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('[analyst]\nprovider = "openai"\ntemperature = "0"\n', "unknown key 'temperature' in [analyst]"),
+        ('[analyst]\nmodel = "gpt-4o"\n', "model is set without provider"),
+        ('[analist]\nprovider = "openai"\n', "unknown entry 'analist'"),
+        ('[analyst]\nprovider = ""\n', "must be a non-empty string"),
+        ("[analyst]\nprovider = openai\n", "not valid TOML"),
+    ],
+)
+def test_config_file_mistakes_are_clear_errors(ws: ModuleType, tmp_path: Path, text: str, error: str) -> None:
+    config = write_config(tmp_path / "w.toml", text)
+    with pytest.raises(ws.ConfigError, match=r"w\.toml") as info:
+        ws.resolve_settings(config=config, environ={})
+    assert error in str(info.value)
+
+
+def test_missing_config_file(ws: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(ws.ConfigError, match="cannot read config file"):
+        ws.resolve_settings(config=tmp_path / "absent.toml", environ={})
+
+
+def test_empty_model_is_an_error(ws: ModuleType) -> None:
+    with pytest.raises(ws.ConfigError, match="empty model"):
+        ws.parse_choice("openai:", source="--analyst")
+
+
+def test_key_in_the_environment_selects_the_real_service(ws: ModuleType) -> None:
+    chosen = settings(ws, "gemini")
+    info = ws.PROVIDERS["gemini"]
+    assert not ws.has_key(info, {})
+    assert ws.has_key(info, {"GOOGLE_API_KEY": "k"})
+    assert ws.has_key(info, {"GEMINI_API_KEY": "k"})
+    assert not ws.has_key(info, {"GEMINI_API_KEY": "  "})
+    text = ws.banner(chosen, False, {"GEMINI_API_KEY": "k"})
+    assert "gemini-2.5-flash on Gemini (real service)" in text
+    assert "qwen3-vl-plus on EMULATED DashScope (local emulator, no DASHSCOPE_API_KEY set)" in text
+    offline = ws.banner(chosen, True, {"GEMINI_API_KEY": "k", "DASHSCOPE_API_KEY": "k"})
+    assert "real service" not in offline
+    assert "EMULATED Gemini (local emulator, --offline)" in offline
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_make_client_returns_the_providers_client(ws: ModuleType, provider: str) -> None:
+    require(ws, provider)
+    info = ws.PROVIDERS[provider]
+    client = ws.make_client(provider, "some-model", api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    try:
+        assert type(client).__name__ == info.client[1]
+        assert client.model == "some-model"
+    finally:
+        await client.close()
+
+
+def test_make_client_rejects_an_unknown_provider(ws: ModuleType) -> None:
+    with pytest.raises(ws.ConfigError, match="valid providers: qwen, openai, anthropic, gemini"):
+        ws.make_client("bedrock", "m")
+
+
+# ------------------------------------------------------------------------------------------------ command line
+
+
+async def test_run_applies_env_over_config_end_to_end(
+    ws: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path / "w.toml", '[analyst]\nprovider = "openai"\nmodel = "gpt-4o"\n')
+    monkeypatch.setenv("WORKFLOW_ANALYST", "qwen:qwen-turbo")
+    args = ws.parse_args(
+        ["--config", str(config), "--workflow", "sequential", "--days", "40", "--out", str(tmp_path / "c.png")]
+    )
+    [report] = await ws.run(args)
+    assert report.workflow == "sequential"
+    assert {r.model for r in report.requests["Analyst"]} == {"qwen-turbo"}
+    out = capsys.readouterr().out
+    assert "qwen-turbo on EMULATED DashScope" in out
+    assert "chosen by WORKFLOW_ANALYST" in out
+    assert "--- Analyst (qwen-turbo, EMULATED) ---" in out
+    assert "[Analyst calls get_technical_indicators]" in out
+    assert "EMULATED: ChartReader and Analyst answered from a local emulator" in out
+
+
+def test_main_reports_a_bad_provider_in_one_line(
+    ws: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert ws.main(["--analyst", "mistral", "--config", "", "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "error: unknown analyst provider 'mistral' (from --analyst); valid providers: qwen, openai, anthropic, gemini"
+    )
+    assert not (tmp_path / "c.png").exists()  # refused before any work
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "1"], ["--days", "1"], ["--workflow", "handoff"]])
+def test_bad_arguments_exit_with_usage(ws: ModuleType, argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        ws.parse_args(argv)
+    assert info.value.code == 2
