@@ -29,7 +29,6 @@ from agent_framework import (
 )
 from agent_framework.exceptions import (
     ChatClientException,
-    ChatClientInvalidResponseException,
     SettingNotFoundError,
 )
 from agent_framework.observability import ChatTelemetryLayer
@@ -38,10 +37,10 @@ from typing_extensions import TypeVar
 
 from clients.core.errors import ProviderError, to_chat_client_exception
 from clients.core.retry import RetryPolicy
+from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
 from qwen3.convert import (
     QwenChatOptions,
-    SSEDecoder,
     StreamState,
     build_request,
     conversation_has_media,
@@ -137,15 +136,8 @@ async def _sse_payloads(response: httpx.Response) -> AsyncGenerator[dict[str, An
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
     inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
     """
-    decoder = SSEDecoder()
-    async for line in response.aiter_lines():
-        try:
-            event = decoder.feed(line)
-        except ValueError as exc:
-            raise ChatClientInvalidResponseException(f"DashScope sent a malformed event: {line[:200]!r}") from exc
-        if event is None:
-            continue
-        data = event.data
+    async for event in aiter_events(response.aiter_lines(), SSEDecoder(complete_on_data=True)):
+        data = json_object("DashScope", event.data, what="event")
         if event.event == "error" or data.get("code"):
             message = str(data.get("message") or "")
             error = _provider_error(event.status, data.get("code"), message, data.get("request_id"))

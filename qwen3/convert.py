@@ -42,8 +42,6 @@ from qwen3.routing import Endpoint, supports_json_schema, thinking_mode, thinks_
 
 __all__ = [
     "QwenChatOptions",
-    "SSEDecoder",
-    "SSEEvent",
     "StreamState",
     "build_request",
     "conversation_has_media",
@@ -683,50 +681,3 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
         finish_reason=finish_reason,  # type: ignore[arg-type]
         raw_representation=data,
     )
-
-
-# ------------------------------------------------------------------------------------------------- SSE
-
-
-@dataclass(frozen=True)
-class SSEEvent:
-    """One DashScope SSE event: ``event`` is ``"result"`` or ``"error"``; ``status`` is from ``:HTTP_STATUS/NNN``."""
-
-    event: str
-    status: int | None
-    data: dict[str, Any]
-
-
-@dataclass
-class SSEDecoder:
-    """DashScope's SSE framing, decoded line by line (protocol §1.7; captures ``*-sse.response.body``).
-
-    An event is ``id:N`` / ``event:result|error`` / ``:HTTP_STATUS/NNN`` / ``data:{json}``, no space after the
-    colons. Each ``data:`` line is one whole JSON document, so an event is complete at its ``data:`` line; that
-    also reads the recorded streams that have no blank line between events (where spec-strict parsers such as
-    httpx-sse yield nothing). There is no ``[DONE]``: a stream ends with the connection.
-    """
-
-    _event: str = "result"
-    _status: int | None = None
-
-    def feed(self, line: str) -> SSEEvent | None:
-        """Take one line (without its newline); return the event its ``data:`` line completes, else None.
-
-        Raises:
-            ValueError: a ``data:`` line that is not a JSON object.
-        """
-        head = line[:1]
-        if head == "d" and line.startswith("data:"):
-            data = json.loads(line[5:])
-            if not isinstance(data, dict):
-                raise ValueError(f"event data is not a JSON object: {line[:200]!r}")
-            event = SSEEvent(self._event, self._status, data)
-            self._event, self._status = "result", None
-            return event
-        if head == "e" and line.startswith("event:"):
-            self._event = line[6:].strip()
-        elif head == ":" and line.startswith(":HTTP_STATUS/"):
-            status = line[13:].strip()
-            self._status = int(status) if status.isdigit() else None
-        return None

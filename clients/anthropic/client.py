@@ -10,7 +10,6 @@ sources: docs/anthropic.md.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from functools import partial
@@ -26,7 +25,7 @@ from agent_framework import (
     SecretString,
     load_settings,
 )
-from agent_framework.exceptions import ChatClientInvalidResponseException, SettingNotFoundError
+from agent_framework.exceptions import SettingNotFoundError
 from agent_framework.observability import ChatTelemetryLayer
 from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic
 from anthropic.resources.messages.messages import AsyncMessages
@@ -34,7 +33,6 @@ from typing_extensions import TypeVar
 
 from clients.anthropic.convert import (
     AnthropicChatOptions,
-    SSEDecoder,
     StreamError,
     StreamState,
     build_request,
@@ -42,6 +40,7 @@ from clients.anthropic.convert import (
     parse_stream_event,
     provider_error,
 )
+from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
@@ -98,27 +97,16 @@ def _sdk_arguments(body: Mapping[str, Any]) -> dict[str, Any]:
 async def _payloads(response: Any) -> AsyncGenerator[dict[str, Any], None]:
     """The event payloads of one open stream (raw SSE lines through ``SSEDecoder``); an ``error`` event raises
     `Failure` with the status its type implies."""
-    decoder = SSEDecoder()
     lines = response.iter_lines()
     try:
-        async for line in lines:
-            event = decoder.feed(line)
-            if event is not None:
-                yield _payload(response, event.data)
-        event = decoder.flush()
-        if event is not None:
+        async for event in aiter_events(lines, SSEDecoder()):
             yield _payload(response, event.data)
     finally:
         await lines.aclose()
 
 
 def _payload(response: Any, text: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ChatClientInvalidResponseException(f"Anthropic sent a malformed event: {text[:200]!r}") from exc
-    if not isinstance(data, dict):
-        raise ChatClientInvalidResponseException(f"Anthropic sent a non-object event: {text[:200]!r}")
+    data = json_object("Anthropic", text, what="event")
     if data.get("type") == "error":
         failed = StreamError(data)
         raw = {"type": "error", "error": {"type": failed.error_type, "message": failed.message}}

@@ -2,8 +2,8 @@
 
 Request side: ``convert_messages`` (MAF ``Message`` list → top-level ``system`` text + ``messages``) and
 ``build_request`` (the whole ``POST /v1/messages`` body). Response side: ``parse_response`` (one JSON body →
-``ChatResponse``), ``SSEDecoder`` (the stream's ``event:``/``data:`` framing, line by line) and
-``parse_stream_event`` (one event's JSON → ``ChatResponseUpdate``, with a per-stream ``StreamState``).
+``ChatResponse``) and ``parse_stream_event`` (one event's JSON → ``ChatResponseUpdate``, with a per-stream
+``StreamState``); the stream's framing is ``clients.core.sse``'s.
 
 The wire shapes are those of the recorded exchanges in ``shared/fixtures/anthropic-wire`` (their README documents
 them) and of Anthropic's API reference; each rule names its source. ``docs/anthropic.md`` explains the decisions.
@@ -56,8 +56,6 @@ __all__ = [
     "CONTINUE_TEXT",
     "DEFAULT_MAX_TOKENS",
     "AnthropicChatOptions",
-    "SSEDecoder",
-    "SSEEvent",
     "StreamError",
     "StreamState",
     "build_request",
@@ -1002,44 +1000,3 @@ def parse_stream_event(
     if kind == "error":
         raise StreamError(event)
     return None  # ping, content_block_stop, and event types added later
-
-
-@dataclass(frozen=True)
-class SSEEvent:
-    """One server-sent event: its ``event:`` name (None when absent) and its ``data`` text."""
-
-    event: str | None
-    data: str
-
-
-@dataclass
-class SSEDecoder:
-    """Server-sent events, decoded line by line (https://html.spec.whatwg.org/multipage/server-sent-events.html):
-    ``event: <name>`` / ``data: <json>`` lines, an event complete at the blank line after them (the recorded
-    streams' framing, wire README "Streaming"). ``data`` lines of one event are joined with newlines; comment lines
-    (``:``) are ignored."""
-
-    _event: str | None = None
-    _data: list[str] = field(default_factory=list)
-
-    def feed(self, line: str) -> SSEEvent | None:
-        """Take one line (without its line break); return the event a blank line completes, else None."""
-        if not line:
-            return self.flush()
-        if line.startswith(":"):
-            return None
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "event":
-            self._event = value
-        elif name == "data":
-            self._data.append(value)
-        return None
-
-    def flush(self) -> SSEEvent | None:
-        """The event in progress (a stream cut before its blank line), or None."""
-        if not self._data and self._event is None:
-            return None
-        event = SSEEvent(self._event, "\n".join(self._data))
-        self._event, self._data = None, []
-        return event if event.data else None

@@ -3,6 +3,8 @@
 - ``transport``: `ProviderChatClient`, the client base every provider subclasses (timeouts, retries, streams).
 - ``retry``: which provider failures are transient, and the backoff policy that retries them.
 - ``errors``: provider error → MAF exception classification.
+- ``sse``: the server-sent-events decoder every provider's stream goes through.
+- ``keywords``: `checked_keywords`, explicit client constructors whose unknown keywords say what was meant.
 - ``conversion``: the pieces every pure converter shares (option checks, tool specs, system text, schemas).
 - ``media``: media normalisation (URL / data URI / local file) and ``image_content`` / ``video_frames``.
 - ``tool_calls``: streamed tool-call accumulation by ``index`` with stable MAF identities.

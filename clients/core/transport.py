@@ -159,19 +159,21 @@ async def within(awaitable: Awaitable[_T], limit: float) -> _T:
     return await asyncio.wait_for(awaitable, limit)  # pragma: no cover - Python 3.10
 
 
-def json_object(provider: str, raw: bytes | str | None) -> dict[str, Any]:
-    """A response body that must be one JSON object.
+def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -> dict[str, Any]:
+    """A response body, or one stream event's data (``what="event"``), that must be one JSON object.
 
     Raises:
-        ChatClientInvalidResponseException: it is not JSON, or not an object (its first 200 characters quoted).
+        ChatClientInvalidResponseException: it is not JSON ("a non-JSON body", "a malformed event"), or not an
+            object; its first 200 characters quoted.
     """
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or ""
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ChatClientInvalidResponseException(f"{provider} sent a non-JSON body: {text[:200]!r}") from exc
+        wrong = "a non-JSON body" if what == "body" else f"a malformed {what}"
+        raise ChatClientInvalidResponseException(f"{provider} sent {wrong}: {text[:200]!r}") from exc
     if not isinstance(data, dict):
-        raise ChatClientInvalidResponseException(f"{provider} sent a non-object body: {text[:200]!r}")
+        raise ChatClientInvalidResponseException(f"{provider} sent a non-object {what}: {text[:200]!r}")
     return data
 
 

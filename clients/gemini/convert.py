@@ -44,6 +44,7 @@ from clients.core.conversion import (
 )
 from clients.core.errors import ProviderError, to_chat_client_exception
 from clients.core.media import MediaError, media_type_of, resolve_uri
+from clients.core.sse import SSEDecoder
 
 __all__ = [
     "AUTH_CODES",
@@ -995,22 +996,14 @@ def decode_sse(text: str) -> Iterator[dict[str, Any]]:
     Raises:
         ValueError: an event whose data is not a JSON object.
     """
-    buffer: list[str] = []
-
-    def flush() -> Iterator[dict[str, Any]]:
-        if buffer:
-            data = json.loads("\n".join(buffer))
-            buffer.clear()
+    decoder = SSEDecoder()
+    for line in [*text.splitlines(), ""]:
+        event = decoder.feed(line)
+        if event is not None:
+            data = json.loads(event.data)
             if not isinstance(data, dict):
-                raise ValueError(f"event data is not a JSON object: {str(data)[:200]!r}")
+                raise ValueError(f"event data is not a JSON object: {event.data[:200]!r}")
             yield data
-
-    for line in text.splitlines():
-        if not line.strip():
-            yield from flush()
-        elif line.startswith("data:"):
-            buffer.append(line[5:].lstrip(" "))
-    yield from flush()
 
 
 # --------------------------------------------------------------------------------------------------- errors

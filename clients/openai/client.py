@@ -28,10 +28,10 @@ from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.retry import PERMANENT_CODES
+from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
 from clients.openai.convert import (
     OpenAIChatOptions,
-    SSEDecoder,
     StreamState,
     build_request,
     decode_event,
@@ -66,7 +66,6 @@ def _status_failure(exc: openai.APIStatusError) -> Failure:
 
 async def _payloads(http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any] | str, None]:
     """The event payloads of a stream (``data:`` JSON objects, and ``"[DONE]"``); an error event raises `Failure`."""
-    decoder = SSEDecoder()
     request_id = http.headers.get("x-request-id")
 
     def decoded(payload: str) -> Mapping[str, Any] | str:
@@ -78,13 +77,8 @@ async def _payloads(http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any] |
             raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream
         return event
 
-    async for line in http.aiter_lines():
-        payload = decoder.feed(line)
-        if payload is not None:
-            yield decoded(payload)
-    tail = decoder.flush()
-    if tail is not None:
-        yield decoded(tail)
+    async for event in aiter_events(http.aiter_lines(), SSEDecoder()):
+        yield decoded(event.data)
 
 
 class RawOpenAIChatClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOptionsT]):

@@ -3,7 +3,7 @@
 Request side: ``convert_messages`` (MAF ``Message`` list → ``messages``), ``convert_options`` (MAF options → the
 other body keys) and ``build_request`` (the whole body of ``POST /v1/chat/completions``). Response side:
 ``parse_response`` (one JSON body → ``ChatResponse``), ``parse_stream_event`` (one SSE ``data:`` payload →
-``ChatResponseUpdate``), ``parse_usage``, ``finish_reason`` and ``parse_error``; ``SSEDecoder`` frames the stream.
+``ChatResponseUpdate``), ``parse_usage``, ``finish_reason`` and ``parse_error``; ``clients.core.sse`` frames the stream.
 Everything works on the plain wire dicts, so the recorded exchanges in ``shared/fixtures/openai-wire`` replay
 through it (their README documents the wire format; each rule below names its source). The decisions are
 explained in docs/openai.md.
@@ -56,7 +56,6 @@ __all__ = [
     "MAX_INLINE_BYTES",
     "NAME_PATTERN",
     "OpenAIChatOptions",
-    "SSEDecoder",
     "StreamState",
     "build_request",
     "convert_messages",
@@ -783,34 +782,6 @@ def parse_stream_event(
 
 
 # ------------------------------------------------------------------------------------------------- SSE
-
-
-@dataclass
-class SSEDecoder:
-    """OpenAI's SSE framing (wire README "Streaming"): each event is ``data: <payload>`` then a blank line; there
-    are no ``event:`` lines; the last event is ``data: [DONE]``. Data lines of one event are joined with ``"\\n"``
-    (the SSE spec); comment lines (``:``) and other fields are ignored."""
-
-    _data: list[str] = field(default_factory=list)
-
-    def feed(self, line: str) -> str | None:
-        """Take one line (without its newline); return the payload an empty line completes, else None."""
-        if not line:
-            if not self._data:
-                return None
-            payload, self._data = "\n".join(self._data), []
-            return payload
-        if line.startswith("data:"):
-            value = line[5:]
-            self._data.append(value[1:] if value.startswith(" ") else value)
-        return None
-
-    def flush(self) -> str | None:
-        """At the end of the body: an event whose blank line never came (None if none)."""
-        if not self._data:
-            return None
-        payload, self._data = "\n".join(self._data), []
-        return payload
 
 
 def decode_event(payload: str) -> Mapping[str, Any] | str:

@@ -27,7 +27,6 @@ from agent_framework.exceptions import ChatClientInvalidAuthException, ChatClien
 from pydantic import BaseModel, Field
 
 from clients.anthropic.convert import (
-    SSEDecoder,
     StreamState,
     build_request,
     parse_response,
@@ -35,6 +34,7 @@ from clients.anthropic.convert import (
     provider_error,
 )
 from clients.core.errors import to_chat_client_exception
+from clients.core.sse import SSEDecoder
 from tests.conftest import Interaction, cassette, cassettes
 
 PROVIDER = "anthropic"

@@ -29,8 +29,8 @@ from agent_framework.exceptions import (
 from pydantic import BaseModel, Field
 
 from clients.core.errors import to_chat_client_exception
+from clients.core.sse import SSEDecoder
 from clients.openai.convert import (
-    SSEDecoder,
     StreamState,
     build_request,
     decode_event,
@@ -501,9 +501,9 @@ def _replay_stream(text: str) -> tuple[ChatResponse[Any], StreamState, int]:
     """An SSE body fed line by line → the aggregated response, the final state, the number of updates."""
     decoder, state, updates = SSEDecoder(), StreamState(), []
     for line in text.splitlines():
-        payload = decoder.feed(line)
-        if payload is not None:
-            update = parse_stream_event(decode_event(payload), state, model="gpt-4o")
+        event = decoder.feed(line)
+        if event is not None:
+            update = parse_stream_event(decode_event(event.data), state, model="gpt-4o")
             if update is not None:
                 updates.append(update)
     assert decoder.flush() is None  # every event ended with its blank line
@@ -565,8 +565,8 @@ def test_a_streamed_parallel_call_keeps_each_calls_fragments_apart() -> None:
     decoder, state = SSEDecoder(), StreamState()
     fragments = []
     for line in text.splitlines():
-        payload = decoder.feed(line)
-        if payload is not None and (update := parse_stream_event(decode_event(payload), state)) is not None:
+        event = decoder.feed(line)
+        if event is not None and (update := parse_stream_event(decode_event(event.data), state)) is not None:
             fragments += [c for c in update.contents if c.type == "function_call"]
     ids = {c.call_id: c.id for c in fragments}
     assert list(ids) == ["call_M26z19sncd7b4LBgzKRRbaUE", "call_KPXe5NX7IcKkaBUhc6dto2QV"]

@@ -23,8 +23,9 @@ import pytest
 from agent_framework import ChatResponse, Content, FunctionTool, Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
+from clients.core.sse import SSEDecoder
 from qwen3 import video_frames
-from qwen3.convert import SSEDecoder, StreamState, build_request, parse_response, parse_stream_event
+from qwen3.convert import StreamState, build_request, parse_response, parse_stream_event
 from qwen3.routing import Endpoint, endpoint_for_model
 from tests.conftest import WIRE, wire_json, wire_text
 
@@ -1092,11 +1093,11 @@ def _assert_text(actual: str, expected: str | Long) -> None:
 
 def _replay(text: str) -> ChatResponse[Any]:
     """An SSE body fed line by line, as the client reads it, into one ``ChatResponse``."""
-    decoder, state = SSEDecoder(), StreamState()
+    decoder, state = SSEDecoder(complete_on_data=True), StreamState()
     events = [event for line in text.splitlines() if (event := decoder.feed(line)) is not None]
     assert events
     assert all((e.event, e.status) == ("result", 200) for e in events)
-    return ChatResponse.from_updates([parse_stream_event(e.data, state) for e in events])
+    return ChatResponse.from_updates([parse_stream_event(json.loads(e.data), state) for e in events])
 
 
 # ----------------------------------------------------------------------------------------------------- tests
@@ -1139,10 +1140,10 @@ def test_response_parses_to_the_right_contents(case: Case) -> None:
     if case.error is not None:
         status, code, message = case.error
         if stream:
-            decoder = SSEDecoder()
+            decoder = SSEDecoder(complete_on_data=True)
             events = [event for line in body.splitlines() if (event := decoder.feed(line)) is not None]
             assert [(e.event, e.status) for e in events] == [("error", status)]
-            data = events[0].data
+            data = json.loads(events[0].data)
         else:
             status_line = wire_text(f"{case.name}.response.header.txt").splitlines()[0]
             assert status_line.startswith(f"HTTP/1.1 {status} ")

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from clients.core.sse import SSEDecoder
 from qwen3.convert import (
-    SSEDecoder,
     StreamState,
     build_request,
     conversation_has_media,
@@ -415,11 +415,12 @@ def test_every_recorded_json_response_parses(name: str) -> None:
 
 
 def _replay(text: str) -> tuple[ChatResponse[Any], list[dict[str, Any]]]:
-    decoder, state = SSEDecoder(), StreamState()
+    decoder, state = SSEDecoder(complete_on_data=True), StreamState()
     events = [event for line in text.splitlines() if (event := decoder.feed(line)) is not None]
     assert all(e.event == "result" and e.status == 200 for e in events)
-    updates = [parse_stream_event(e.data, state) for e in events]
-    return ChatResponse.from_updates(updates), [e.data for e in events]
+    datas = [json.loads(e.data) for e in events]
+    updates = [parse_stream_event(data, state) for data in datas]
+    return ChatResponse.from_updates(updates), datas
 
 
 def _concat(events: list[dict[str, Any]], key: str) -> str:
@@ -462,7 +463,7 @@ def test_parallel_streamed_tool_calls_assemble_by_index() -> None:
 
 
 def test_sse_decoder_reads_events_without_blank_lines_and_error_status() -> None:
-    decoder = SSEDecoder()
+    decoder = SSEDecoder(complete_on_data=True)
     lines = [
         "id:1",
         "event:result",
@@ -475,8 +476,7 @@ def test_sse_decoder_reads_events_without_blank_lines_and_error_status() -> None
     ]
     events = [e for line in lines if (e := decoder.feed(line)) is not None]
     assert [(e.event, e.status) for e in events] == [("result", 200), ("error", 400)]
-    with pytest.raises(ValueError, match="not a JSON object"):
-        decoder.feed("data:[1]")
+    assert json.loads(events[1].data)["code"] == "InvalidParameter"
 
 
 def _stream_event(fragments: list[dict[str, Any]], finish: str = "null") -> dict[str, Any]:
