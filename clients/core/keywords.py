@@ -22,7 +22,7 @@ C = TypeVar("C", bound=type)
 def checked_keywords(cls: C) -> C:
     """Wrap ``cls.__init__`` so that a keyword it does not declare raises a `TypeError` naming the class actually
     being built and the closest declared keyword. The signature seen by ``inspect`` stays the declared one."""
-    init = cls.__init__
+    init = cls.__init__  # type: ignore[misc]
     parameters = inspect.signature(init).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         raise TypeError(f"{cls.__name__}.__init__ takes **kwargs: declare every keyword instead")
