@@ -1,0 +1,50 @@
+"""What the client tests of every provider share: a fast retry policy, a client pointed at an emulator, one
+question asked streamed or not, a stream read until it ends or fails, and a tool.
+
+Each provider's ``tests/<provider>/test_client.py`` uses these instead of its own copies, so that the same step has
+the same name everywhere (``client_for``, ``ask``, ``read_stream``, ``get_weather``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_framework import ChatResponse, Message, tool
+
+from clients.core.retry import RetryPolicy
+
+FAST = RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0)
+"""Retries without waiting: the retry tests count attempts, not seconds."""
+
+
+def client_for(cls: Any, emu: Any, *, model: str, key: str, **kwargs: Any) -> Any:
+    """``cls(model=…, api_key=…, base_url=emu.base_url, retry_policy=FAST, **kwargs)``."""
+    kwargs.setdefault("retry_policy", FAST)
+    return cls(model=model, api_key=key, base_url=emu.base_url, **kwargs)
+
+
+def hi(text: str = "hi") -> list[Message]:
+    return [Message("user", [text])]
+
+
+async def ask(client: Any, text: str = "hi", *, stream: bool = False, **options: Any) -> ChatResponse[Any]:
+    """One user turn; the final response, whether streamed or not."""
+    if stream:
+        return await client.get_response(hi(text), stream=True, options=options).get_final_response()  # type: ignore[no-any-return]
+    return await client.get_response(hi(text), options=options)  # type: ignore[no-any-return]
+
+
+async def read_stream(client: Any, text: str = "hi", **options: Any) -> tuple[list[str], BaseException | None]:
+    """The texts of the updates a consumer received, and what the stream raised (None when it ended well)."""
+    texts: list[str] = []
+    try:
+        async for update in client.get_response(hi(text), stream=True, options=options):
+            texts.append(update.text)
+    except Exception as exc:
+        return texts, exc
+    return texts, None
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the weather of a city."""
+    return f"{city}: sunny, 21°C"
