@@ -6,10 +6,17 @@ DashScope's parameters to MAF's ``ChatOptions``. ``image_content`` builds image 
 bytes (older MAF code wrote ``ImageContent(url=...)``). ``qwen3.testing`` has a loopback DashScope emulator.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from clients.core.media import image_content, video_frames
 from qwen3.client import DEFAULT_BASE_URL, INTL_BASE_URL, QwenChatClient, QwenVLChatClient, RawQwenChatClient
 from qwen3.convert import QwenChatOptions
 from qwen3.routing import endpoint_for_model
+
+try:
+    __version__ = version("agent-framework-qwen3")  # the one version source: pyproject.toml
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -18,6 +25,7 @@ __all__ = [
     "QwenChatOptions",
     "QwenVLChatClient",
     "RawQwenChatClient",
+    "__version__",
     "endpoint_for_model",
     "image_content",
     "video_frames",

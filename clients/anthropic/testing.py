@@ -18,8 +18,9 @@ Wire format as the recorded exchanges show (``shared/fixtures/anthropic-wire``, 
 * Redacted thinking: when thinking is on and the last user text contains Anthropic's documented trigger string
   (`REDACTED_TRIGGER`), the reasoning comes as ``redacted_thinking`` blocks with opaque ``data`` (whole in the
   block start when streamed), as capture ``pydantic-ai__test_anthropic_model_thinking_part_redacted_stream`` shows.
-* Auth: the ``x-api-key`` header; a wrong key gets 401 ``authentication_error`` "invalid x-api-key" with
-  ``x-should-retry: false`` (capture ``mirascope__test_authentication_error``). ``anthropic-version`` is required.
+* Auth: the ``x-api-key`` header (SDK 1.x) or ``Authorization: Bearer`` (SDK 2.x); a wrong key gets 401
+  ``authentication_error`` "invalid x-api-key" with ``x-should-retry: false`` (the live API's answer, recorded).
+  ``anthropic-version`` is required.
 
 Validation (``validate=True``) answers what the real API rejects with its status, type and message: see `_check`.
 Messages found in public reports are quoted as such; the rest are marked ``# ASSUMPTION:``.
@@ -321,7 +322,9 @@ class AnthropicEmulator(LoopbackServer[AnthropicRecordedRequest]):
         return self._chat(request, raw, body, request_id)
 
     def _key(self, headers: Mapping[str, str], query: Mapping[str, list[str]]) -> str | None:
-        return headers.get("x-api-key")
+        """``x-api-key`` (anthropic SDK 1.x), else ``Authorization: Bearer`` (the key as anthropic SDK 2.x sends
+        it, ``anthropic/_client.py`` ``_api_key_auth``)."""
+        return headers.get("x-api-key") or super()._key(headers, query)
 
     def _key_refused(self, request: AnthropicRecordedRequest, key: str | None, request_id: str) -> Answer:
         status, error_type, message = self.ERRORS["auth"]

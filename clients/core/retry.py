@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -31,7 +32,6 @@ from types import ModuleType
 from typing import TypeVar
 
 import httpx
-import httpx2
 
 from clients.core.errors import ProviderError
 
@@ -137,22 +137,25 @@ def is_transient(error: ProviderError, *, permanent_codes: frozenset[str] = PERM
     return error.status == 429 or error.status >= 500
 
 
-HTTPX_MODULES: tuple[ModuleType, ...] = (httpx, httpx2)
-"""The two HTTP stacks under the SDKs, with the same exception tree: ``httpx`` (dashscope, google-genai as driven
-here) and ``httpx2`` (openai 3.x, anthropic 1.x)."""
+def http_stacks() -> tuple[ModuleType, ...]:
+    """The HTTP stacks under the SDKs, which share one exception tree: ``httpx`` (dashscope, google-genai as driven
+    here), and ``httpx2`` (openai 3.x, anthropic 1.x) once one of those SDKs has imported it. Reading
+    ``sys.modules`` instead of importing keeps ``import qwen3`` free of httpx2: an httpx2 error can only come from an
+    SDK that loaded it."""
+    second = sys.modules.get("httpx2")
+    return (httpx,) if second is None else (httpx, second)
 
-_TRANSIENT_TRANSPORT: tuple[type[Exception], ...] = tuple(
-    error
-    for module in HTTPX_MODULES
-    for error in (module.NetworkError, module.RemoteProtocolError, module.ConnectTimeout)
-)
+
+def http_errors(name: str) -> tuple[type[Exception], ...]:
+    """The exception class ``name`` (``"TransportError"``, ``"TimeoutException"``…) of every loaded HTTP stack."""
+    return tuple(getattr(module, name) for module in http_stacks())
 
 
 def is_transient_transport_error(exc: BaseException) -> bool:
     """True for an httpx (or httpx2) failure worth another attempt: connection refused / reset / dropped
     (``NetworkError``, ``RemoteProtocolError``) and a connect timeout. Read, write and pool timeouts are not:
     the request may be running on the server, and waiting the whole timeout again rarely helps."""
-    return isinstance(exc, _TRANSIENT_TRANSPORT)
+    return any(isinstance(exc, http_errors(name)) for name in ("NetworkError", "RemoteProtocolError", "ConnectTimeout"))
 
 
 def retry_after_seconds(headers: Mapping[str, str], *, now: Callable[[], float] = time.time) -> float | None:

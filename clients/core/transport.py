@@ -38,11 +38,11 @@ from typing_extensions import Self, TypeVar
 from clients.core.errors import ProviderError, to_chat_client_exception
 from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
 from clients.core.retry import (
-    HTTPX_MODULES,
     PERMANENT_CODES,
     RetryAdvice,
     RetryPolicy,
     call_with_retries,
+    http_errors,
     is_transient,
     is_transient_transport_error,
     retry_after_seconds,
@@ -53,9 +53,6 @@ if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
 __all__ = [
-    "CONNECT_TIMEOUTS",
-    "TIMEOUTS",
-    "TRANSPORT_ERRORS",
     "Attempts",
     "EventStream",
     "Failure",
@@ -69,12 +66,6 @@ __all__ = [
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
-
-
-TRANSPORT_ERRORS: tuple[type[Exception], ...] = tuple(module.TransportError for module in HTTPX_MODULES)
-"""httpx's and httpx2's ``TransportError``: no answer, or a broken one."""
-TIMEOUTS: tuple[type[Exception], ...] = tuple(module.TimeoutException for module in HTTPX_MODULES)
-CONNECT_TIMEOUTS: tuple[type[Exception], ...] = tuple(module.ConnectTimeout for module in HTTPX_MODULES)
 
 
 class Failure(Exception):
@@ -230,7 +221,7 @@ class EventStream:
             raise ChatClientInvalidResponseException(
                 f"{exc.args[0]} ({self.so_far()}; the answer is incomplete)"
             ) from exc.__cause__
-        except TRANSPORT_ERRORS as exc:
+        except http_errors("TransportError") as exc:
             raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
         except ChatClientException:
             raise
@@ -422,7 +413,11 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         ``ChatClientException`` saying what happened (`_transport_message`); anything else an SDK raised as a
         ``ChatClientException`` too, never a raw SDK error."""
         attempts = Attempts()
-        unanswered: tuple[type[Exception], ...] = (*self._SDK_ERRORS, *TRANSPORT_ERRORS, asyncio.TimeoutError)
+        unanswered: tuple[type[Exception], ...] = (
+            *self._SDK_ERRORS,
+            *http_errors("TransportError"),
+            asyncio.TimeoutError,
+        )
         try:
             return await call_with_retries(attempt, self.retry_policy, self._advise, on_retry=attempts.count)
         except Failure as failure:
@@ -457,11 +452,13 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         cause = transport_cause(exc, self._SDK_ERRORS)
         where = f"{self._PROVIDER} at {self.base_url}"
         incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
-        if isinstance(cause, CONNECT_TIMEOUTS):
+        if isinstance(cause, http_errors("ConnectTimeout")):
             return f"Cannot reach {where}: no connection within connect_timeout={self.connect_timeout:g} s"
-        if isinstance(cause, asyncio.TimeoutError) or (isinstance(cause, TIMEOUTS) and not stream):
+        if isinstance(cause, asyncio.TimeoutError) or (
+            isinstance(cause, http_errors("TimeoutException")) and not stream
+        ):
             return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
-        if isinstance(cause, TIMEOUTS):
+        if isinstance(cause, http_errors("TimeoutException")):
             return f"{where} {self._STREAM_IDLE} for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
         detail = self._failure_detail(exc, cause)
         if so_far:

@@ -279,6 +279,9 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             vertexai=False,  # the Developer API, whatever GOOGLE_GENAI_USE_VERTEXAI says
             http_options=types.HttpOptions(
                 base_url=self.base_url,
+                # v1beta on every SDK major (google-genai 3 defaults to v1): the API version the recorded exchanges
+                # and Google's Gemini API reference show for thinking, system_instruction and JSON schemas
+                api_version="v1beta",
                 retry_options=types.HttpRetryOptions(attempts=1),
                 httpx_async_client=self._http,
             ),

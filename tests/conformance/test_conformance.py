@@ -33,13 +33,25 @@ def test_doc_matches_the_code() -> None:
     hint = f"docs/conformance.md is stale: run {COMMAND}"
     assert columns == [t.name for t in TARGETS], hint
     assert rows == [s.title for s in SCENARIOS], hint
-    for package in (*PACKAGES, *{t.package for t in TARGETS}):
-        assert versions.get(package, [None])[0] == importlib.metadata.version(package), f"{hint} ({package})"
     for line in text.split("## Scorecard", 1)[1].split("\n## ", 1)[0].splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == len(TARGETS) + 1 and cells[0] in rows:
             ours = [cell for cell, target in zip(cells[1:], TARGETS, strict=True) if target.ours]
             assert all(cell == "✅" for cell in ours), f"{hint} (a scenario shows our client failing: {cells[0]})"
+    differ = [
+        f"{package} {versions.get(package, ['?'])[0]} (installed: {installed})"
+        for package in (*PACKAGES, *{t.package for t in TARGETS})
+        if versions.get(package, [None])[0] != (installed := _installed(package))
+    ]
+    if differ:  # CI also runs the lowest and newest allowed versions: the doc shows one reference set
+        pytest.skip(f"docs/conformance.md was made with other versions ({'; '.join(differ)}): {COMMAND} to refresh")
+
+
+def _installed(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 # ------------------------------------------------------------------ the checks can fail: deliberately broken clients

@@ -1,0 +1,60 @@
+"""What users install: ``import qwen3`` loads no other provider's SDK (nor httpx2), and a peer client whose extra is
+missing says which extra to install. Each check runs in a fresh interpreter, since this process has loaded them all."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PEER_MODULES = ("openai", "anthropic", "google.genai", "httpx2")
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+
+
+def test_import_qwen3_loads_no_peer_sdk() -> None:
+    done = _run(f"""
+        import sys
+        import qwen3, qwen3.testing, clients, clients.testing
+        print(sorted(m for m in sys.modules if m.split(".")[0] in {PEER_MODULES!r} or m.startswith("google.genai")))
+        """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("name", "blocked", "extra"),
+    [
+        ("OpenAIChatClient", "openai", "openai"),
+        ("AnthropicChatClient", "anthropic", "anthropic"),
+        ("GeminiChatClient", "google", "gemini"),
+    ],
+)
+def test_a_peer_without_its_sdk_names_the_extra(name: str, blocked: str, extra: str) -> None:
+    """A real failed import (a finder that refuses the SDK, as if it were not installed), not a mock of our code."""
+    done = _run(f"""
+        import sys
+        class Missing:
+            def find_spec(self, fullname, path=None, target=None):
+                if fullname.split(".")[0] == {blocked!r}:
+                    raise ModuleNotFoundError(f"No module named {{fullname!r}}", name=fullname)
+        sys.meta_path.insert(0, Missing())
+        try:
+            from clients import {name}
+        except ImportError as exc:
+            print(exc)
+        """)
+    assert done.returncode == 0, done.stderr
+    assert f'pip install "agent-framework-qwen3[{extra}]"' in done.stdout
+    assert name in done.stdout
+
+
+def test_unknown_names_are_attribute_errors() -> None:
+    import clients
+
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        clients.Nope  # noqa: B018
