@@ -36,6 +36,7 @@ from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar
 
 from clients.core.errors import ProviderError, to_chat_client_exception
+from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
@@ -412,6 +413,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             self._learned_endpoints[model] = endpoint
 
 
+@checked_keywords
 class QwenChatClient(
     FunctionInvocationLayer[QwenOptionsT],
     ChatMiddlewareLayer[QwenOptionsT],
@@ -448,6 +450,7 @@ class QwenChatClient(
         retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
+        additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``, docs/multi-agent.md).
@@ -466,6 +469,49 @@ class QwenChatClient(
         ValueError: a bad ``endpoint`` or ``upload_local_files``, an OpenAI-compatible-mode ``base_url``, or
             ``upload_local_files`` with a ``base_url`` outside the China (Beijing) region.
     """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | SecretString | None = None,
+        base_url: str | None = None,
+        endpoint: Endpoint | None = None,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        stream_idle_timeout: float | None = None,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        rewrite_other_agents: bool = True,
+        upload_local_files: UploadLocalFiles = "never",
+        env_file_path: str | None = None,
+        env_file_encoding: str | None = None,
+        middleware: Sequence[Any] | None = None,
+        function_invocation_configuration: Any = None,
+        additional_properties: dict[str, Any] | None = None,
+        compaction_strategy: Any = None,
+        tokenizer: Any = None,
+    ) -> None:
+        super().__init__(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            endpoint=endpoint,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            stream_idle_timeout=stream_idle_timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            rewrite_other_agents=rewrite_other_agents,
+            upload_local_files=upload_local_files,
+            env_file_path=env_file_path,
+            env_file_encoding=env_file_encoding,
+            middleware=middleware,
+            function_invocation_configuration=function_invocation_configuration,
+            additional_properties=additional_properties,
+            compaction_strategy=compaction_strategy,
+            tokenizer=tokenizer,
+        )
 
 
 class QwenVLChatClient(QwenChatClient[QwenOptionsT], Generic[QwenOptionsT]):

@@ -40,8 +40,9 @@ from clients.anthropic.convert import (
     parse_stream_event,
     provider_error,
 )
+from clients.core.keywords import checked_keywords
 from clients.core.sse import SSEDecoder, aiter_events
-from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
+from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
 
@@ -224,6 +225,7 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         return await EventStream(self, _payloads(response), partial(manager.__aexit__, None, None, None)).start()
 
 
+@checked_keywords
 class AnthropicChatClient(
     FunctionInvocationLayer[AnthropicOptionsT],
     ChatMiddlewareLayer[AnthropicOptionsT],
@@ -256,6 +258,7 @@ class AnthropicChatClient(
         retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
+        additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
@@ -267,3 +270,5 @@ class AnthropicChatClient(
         SettingNotFoundError: no API key or no model, naming the variable to set.
         ValueError: a timeout that is not a positive number.
     """
+
+    __init__ = layered_init

@@ -28,6 +28,7 @@ from agent_framework import (
     BaseChatClient,
     ChatResponse,
     ChatResponseUpdate,
+    FunctionInvocationLayer,
     Message,
     ResponseStream,
     SecretString,
@@ -514,3 +515,49 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
                 events.check_complete(self._stream_finished(state))  # cut off: raise after what arrived
         except Failure as failure:  # an error answer, or an error event mid-stream
             raise to_chat_client_exception(failure.error) from None
+
+
+def layered_init(
+    self: Any,
+    *,
+    model: str | None = None,
+    api_key: str | SecretString | None = None,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    stream_idle_timeout: float | None = None,
+    max_retries: int | None = None,
+    retry_policy: RetryPolicy | None = None,
+    rewrite_other_agents: bool = True,
+    env_file_path: str | None = None,
+    env_file_encoding: str | None = None,
+    middleware: Sequence[Any] | None = None,
+    function_invocation_configuration: Any = None,
+    additional_properties: dict[str, Any] | None = None,
+    compaction_strategy: Any = None,
+    tokenizer: Any = None,
+) -> None:
+    """The explicit constructor of the peers' public classes (``OpenAIChatClient``…; each class's docstring says
+    what every keyword means): the provider's keywords, then MAF's (``middleware`` and
+    ``function_invocation_configuration`` for its tool and middleware layers, ``additional_properties``,
+    ``compaction_strategy`` and ``tokenizer`` for ``BaseChatClient``). Used as ``__init__ = layered_init`` under
+    `clients.core.keywords.checked_keywords`."""
+    FunctionInvocationLayer.__init__(
+        self,
+        model=model,
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        stream_idle_timeout=stream_idle_timeout,
+        max_retries=max_retries,
+        retry_policy=retry_policy,
+        rewrite_other_agents=rewrite_other_agents,
+        env_file_path=env_file_path,
+        env_file_encoding=env_file_encoding,
+        middleware=middleware,
+        function_invocation_configuration=function_invocation_configuration,
+        additional_properties=additional_properties,
+        compaction_strategy=compaction_strategy,
+        tokenizer=tokenizer,
+    )

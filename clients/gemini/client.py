@@ -43,7 +43,8 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from typing_extensions import TypeVar
 
-from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
+from clients.core.keywords import checked_keywords
+from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
 from clients.gemini.convert import (
     GeminiChatOptions,
     StreamState,
@@ -315,6 +316,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             _STREAMED.reset(token)
 
 
+@checked_keywords
 class GeminiChatClient(
     FunctionInvocationLayer[GeminiOptionsT],
     ChatMiddlewareLayer[GeminiOptionsT],
@@ -348,6 +350,7 @@ class GeminiChatClient(
         retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
+        additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
@@ -356,3 +359,5 @@ class GeminiChatClient(
         SettingNotFoundError: no API key or no model, naming the variables to set.
         ValueError: a bad timeout, or a Vertex AI ``base_url`` (out of scope).
     """
+
+    __init__ = layered_init

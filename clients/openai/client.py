@@ -27,9 +27,10 @@ from agent_framework.exceptions import ChatClientInvalidResponseException, Setti
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
+from clients.core.keywords import checked_keywords
 from clients.core.retry import PERMANENT_CODES
 from clients.core.sse import SSEDecoder, aiter_events
-from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
+from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
 from clients.openai.convert import (
     OpenAIChatOptions,
     StreamState,
@@ -194,6 +195,7 @@ class RawOpenAIChatClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOpti
         return await EventStream(self, _payloads(response.http_response), response.close).start()
 
 
+@checked_keywords
 class OpenAIChatClient(
     FunctionInvocationLayer[OpenAIOptionsT],
     ChatMiddlewareLayer[OpenAIOptionsT],
@@ -230,9 +232,12 @@ class OpenAIChatClient(
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
-        middleware, function_invocation_configuration: MAF's layers.
+        middleware, function_invocation_configuration: MAF's tool and middleware layers.
+        additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
 
     Raises:
         SettingNotFoundError: no API key or no model, naming the variable to set.
         ValueError: a timeout that is not a positive number.
     """
+
+    __init__ = layered_init
