@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
-"""Native API base, China (Beijing) region (protocol §1.5)."""
+"""Native API base, China (Beijing) region (Model Studio "Qwen via DashScope")."""
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
 """Native API base, international (Singapore) region; keys work only in their own region."""
 
@@ -70,7 +70,7 @@ QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions
 
 _AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key"})
 _FILTER_CODES = frozenset({"DataInspectionFailed", "data_inspection_failed", "InvalidParameter.DataInspection"})
-# HTTP status implied by a DashScope code, for errors that arrive without a usable one (protocol §6.2).
+# HTTP status implied by a DashScope code, for errors that arrive without a usable one (Model Studio "Error codes").
 _STATUS_BY_CODE_PREFIX = (
     ("InvalidApiKey", 401),
     ("AccessDenied", 403),
@@ -147,7 +147,8 @@ async def _sse_payloads(response: httpx.Response) -> AsyncGenerator[dict[str, An
 
 
 def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
-    """``X-DashScope-OssResourceResolve: enable`` when the body names ``oss://`` files (protocol §1.6)."""
+    """``X-DashScope-OssResourceResolve: enable`` when the body names ``oss://`` files (Model Studio "Upload a
+    local file")."""
     return {"X-DashScope-OssResourceResolve": "enable"} if needs_oss_resolve(body) else {}
 
 
@@ -297,7 +298,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         if response.status_code != 200:
             raise Failure(_error_from_body(response.status_code, response.content, response.headers), response.headers)
         data = json_object("DashScope", response.content)
-        if data.get("code"):  # a business error in a 200 body (protocol §6.1)
+        if data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
             raise Failure(_error_from_body(200, response.content, response.headers), response.headers)
         return data
 
@@ -330,7 +331,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         model = opts.get("model") or self.model
         if request_thinks(model, opts):
             # Thinking is refused in non-streamed calls by many models (qwq, qvq, open-source qwen3, qwen-plus in
-            # thinking mode: "enable_thinking must be set to false for non-streaming calls", protocol §5), and a
+            # thinking mode: "enable_thinking must be set to false for non-streaming calls", Model Studio "Deep
+            # thinking"), and a
             # stream gives the same answer for all: stream under the hood and aggregate.
             updates = [update async for update in self._stream_validated(messages, opts)]
             return ChatResponse.from_updates(updates, output_format_type=opts.get("response_format"))

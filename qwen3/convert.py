@@ -3,10 +3,11 @@
 Request side: ``convert_messages`` (MAF ``Message`` list → ``input.messages``), ``convert_parameters``
 (MAF options → ``parameters``) and ``build_request`` (the whole body). Response side: ``parse_response``
 (one JSON body → ``ChatResponse``) and ``parse_stream_event`` (one SSE ``data:`` payload →
-``ChatResponseUpdate``). The wire shapes are those of the recorded exchanges in
-``shared/fixtures/dashscope-wire`` and of dashscope-protocol.md; each rule names its source.
+``ChatResponseUpdate``). The wire shapes are those of Alibaba's Qwen API reference
+(https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference) and of the recorded exchanges with the live
+API that the test suite replays; each rule names its source.
 
-Body: ``{"model": …, "input": {"messages": […]}, "parameters": {…}}`` (protocol §2.1).
+Body: ``{"model": …, "input": {"messages": […]}, "parameters": {…}}`` (Model Studio "Qwen API reference").
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ logger = logging.getLogger("agent_framework.qwen3")
 
 
 class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
-    """MAF ``ChatOptions`` plus DashScope's own ``parameters`` (native names, protocol §2.2).
+    """MAF ``ChatOptions`` plus DashScope's own ``parameters`` (native names, Model Studio "Qwen API reference").
 
     Standard keys map as: ``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``seed``, ``presence_penalty``
     → same name; ``allow_multiple_tool_calls`` → ``parallel_tool_calls``; ``tools`` / ``tool_choice`` → the
@@ -94,7 +95,7 @@ class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], tota
     """Number of choices; only 1 is supported by this client (one MAF response is one answer)."""
     replay_reasoning: bool
     """Send earlier turns' reasoning back as ``reasoning_content`` (default False: DashScope's documented default
-    is not to, protocol §5; turn it on for models and prompts that benefit, e.g. long tool loops)."""
+    is not to, Model Studio "Deep thinking"; turn it on for models and prompts that benefit, e.g. long tool loops)."""
 
 
 _SAME_NAME = (
@@ -149,7 +150,8 @@ def _kind(content: Content) -> str | None:
 
 
 _PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate")
-"""Siblings DashScope accepts next to a modality key (protocol §4.2; ``enable_rotate`` for OCR models, capture
+"""Siblings DashScope accepts next to a modality key (Model Studio "Image and video understanding"; ``enable_rotate``
+for OCR models, capture
 ``multimodal-generation-vl-ocr-sse``), read from ``additional_properties``."""
 
 
@@ -253,10 +255,12 @@ def convert_messages(
     """MAF messages → DashScope ``input.messages`` for ``endpoint``.
 
     - ``instructions`` and every ``system`` message become one system message first (DashScope takes a
-      system message only as ``messages[0]``, protocol §2.1), texts joined by a blank line, repeats dropped.
+      system message only as ``messages[0]``, Model Studio "Qwen API reference"), texts joined by a blank line, repeats
+      dropped.
       Text endpoint: string content; multimodal: ``[{"text": …}]`` (capture ``multimodal-generation-vl-nosse``).
     - ``user``: a string on the text endpoint; on the multimodal endpoint one part per content, in order:
-      ``{"text"}``, ``{"image"}``, ``{"video"}``, ``{"audio"}`` (one modality key per part, protocol §4.2).
+      ``{"text"}``, ``{"image"}``, ``{"video"}``, ``{"audio"}`` (one modality key per part, Model Studio "Image and
+      video understanding").
       Media come as URLs and data URIs as given; local files (path or ``file://``) become data URIs.
     - ``assistant``: text, plus ``tool_calls`` ``[{"id", "type": "function", "function": {"name", "arguments":
       <JSON string>}}]``; content ``""`` (text) or ``[]`` (multimodal) beside calls (captures
@@ -310,7 +314,7 @@ def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[di
         if name is None:
             raise invalid(
                 "tool_choice='required' needs required_function_name with DashScope, which can force one "
-                "named function but not 'any tool' (protocol §2.2)."
+                "named function but not 'any tool' (Model Studio's Qwen API reference)."
             )
         return {"type": "function", "function": {"name": name}}, tools
     raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
@@ -367,7 +371,8 @@ def structured_output_instruction(value: Any, model: str) -> str | None:
 
 
 def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str) -> bool:
-    """Apply DashScope's thinking rules before sending (protocol §5, peer-survey §2 items 3 and 15); returns
+    """Apply DashScope's thinking rules before sending (Model Studio "Deep thinking", a failure users of other
+    frameworks report (docs/design.md, "Failures peers report")); returns
     whether the request thinks. ``enable_thinking`` is sent whenever the caller set it."""
     mode = thinking_mode(model)
     enabled = options.get("enable_thinking")
@@ -394,7 +399,8 @@ def convert_parameters(options: Mapping[str, Any], *, stream: bool, model: str =
     """MAF options → DashScope ``parameters``.
 
     Always ``result_format: "message"``; when streaming, ``incremental_output: true`` (never a ``stream`` key:
-    streaming is the ``X-DashScope-SSE`` header, protocol §1.7-1.8). ``tools`` are sent on every call of the
+    streaming is the ``X-DashScope-SSE`` header, Model Studio "Qwen API reference"-1.8). ``tools`` are sent on every
+    call of the
     tool loop; ``tool_choice`` and ``parallel_tool_calls`` only with tools (MAF's Agent always says
     ``tool_choice="auto"``, meaningless without them).
 
@@ -416,7 +422,7 @@ def convert_parameters(options: Mapping[str, Any], *, stream: bool, model: str =
         if value is None or key in _HANDLED or key in _SAME_NAME or key in _UNSUPPORTED:
             continue
         if key in ("n", "stream", "incremental_output", "result_format"):
-            continue  # n is 1 here; the others are transport-level, set by this client (protocol §1.8)
+            continue  # n is 1 here; the others are transport-level, set by this client (Qwen API reference)
         parameters[key] = value  # a DashScope parameter this package does not know yet: pass it on
     for key in _SAME_NAME:
         if options.get(key) is not None:
@@ -443,7 +449,8 @@ def convert_parameters(options: Mapping[str, Any], *, stream: bool, model: str =
 
 def needs_oss_resolve(body: Mapping[str, Any]) -> bool:
     """Whether a request body refers to ``oss://`` temporary files, which DashScope resolves only with the header
-    ``X-DashScope-OssResourceResolve: enable`` (protocol §1.6, §1.9; capture ``*-vl-video-file-sse``)."""
+    ``X-DashScope-OssResourceResolve: enable`` (Model Studio "Qwen API reference"; Model Studio "Upload a local file";
+    capture ``*-vl-video-file-sse``)."""
     for message in body["input"]["messages"]:
         content = message.get("content")
         for part in content if isinstance(content, list) else ():
@@ -463,7 +470,7 @@ def build_request(
     endpoint: Endpoint,
     stream: bool,
 ) -> dict[str, Any]:
-    """The whole request body: ``{"model", "input": {"messages"}, "parameters"}`` (protocol §2.1).
+    """The whole request body: ``{"model", "input": {"messages"}, "parameters"}`` (Model Studio "Qwen API reference").
 
     With structured output on a model without JSON Schema mode, the schema joins the system text.
     """
@@ -487,7 +494,8 @@ def build_request(
 
 
 def _output_contents(content: Any, merge_mode: str | None = None) -> list[Content]:
-    """A message ``content`` → MAF contents: a string (text endpoint), or parts (multimodal, protocol §4.3).
+    """A message ``content`` → MAF contents: a string (text endpoint), or parts (multimodal, Model Studio "Image and
+    video understanding").
 
     ``{"text"}`` parts become text; ``{"image"}``/``{"audio"}``/``{"video"}`` parts with a URL (image-generation
     and omni models, capture ``multimodal-generation-image-nosse``) become ``uri`` contents. Other keys of a part
@@ -519,7 +527,7 @@ def _finish_reason(value: Any, has_tool_calls: bool) -> str | None:
 
 
 def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
-    """DashScope ``usage`` → MAF ``UsageDetails`` (protocol §3.3).
+    """DashScope ``usage`` → MAF ``UsageDetails`` (Model Studio "Qwen API reference").
 
     ``input_tokens``/``output_tokens`` → input/output counts; ``total_tokens`` (computed when missing, as on
     qwen-vl replies, capture ``multimodal-generation-vl-nosse``); ``output_tokens_details.reasoning_tokens`` →
@@ -562,7 +570,7 @@ def _choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
     choices = output.get("choices")
     if choices:
         return choices[0]  # type: ignore[no-any-return]
-    # result_format "text" shape (protocol §3.1), kept for servers that ignore result_format
+    # result_format "text" shape (Model Studio "Qwen API reference"), kept for servers that ignore result_format
     return {"finish_reason": output.get("finish_reason"), "message": {"content": output.get("text") or ""}}
 
 
@@ -572,7 +580,7 @@ def parse_response(
     model: str | None = None,
     response_format: Any = None,
 ) -> ChatResponse[Any]:
-    """A non-streamed DashScope JSON body → ``ChatResponse`` (protocol §3.1).
+    """A non-streamed DashScope JSON body → ``ChatResponse`` (Model Studio "Qwen API reference").
 
     ``reasoning_content`` → ``text_reasoning``; ``content`` → ``text``; ``tool_calls`` → ``function_call``
     (arguments kept as the JSON string DashScope sent); ``request_id`` → ``response_id`` and ``message_id``;
@@ -603,7 +611,8 @@ def parse_response(
 def _split_inline_think(contents: list[Content]) -> list[Content]:
     """Text carrying ``<think>…</think>`` → ``text_reasoning`` + ``text`` (``clients.core.think``).
 
-    DashScope itself sends reasoning in ``reasoning_content`` and never inlines tags (protocol §5); open-source
+    DashScope itself sends reasoning in ``reasoning_content`` and never inlines tags (Model Studio "Deep thinking");
+    open-source
     Qwen3/QwQ served elsewhere do, often without the opening tag. Only text that contains ``</think>`` or starts
     with ``<think>`` is touched.
     """
@@ -629,7 +638,8 @@ class StreamState:
     tool_calls: StreamedToolCalls = field(default_factory=StreamedToolCalls)
     think: LeadingThinkSplitter = field(default_factory=LeadingThinkSplitter)
     finished: bool = False
-    """An event carried a ``finish_reason`` (there is no ``[DONE]``: the last event carries it, protocol §1.7)."""
+    """An event carried a ``finish_reason`` (there is no ``[DONE]``: the last event carries it, Model Studio "Qwen
+    API reference")."""
 
     def split(self, contents: list[Content], finished: bool) -> list[Content]:
         """Route streamed text through the ``<think>`` splitter when the answer opens with ``<think>``
@@ -649,9 +659,11 @@ class StreamState:
 def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: str | None = None) -> ChatResponseUpdate:
     """One SSE ``data:`` payload of an ``incremental_output: true`` stream → ``ChatResponseUpdate``.
 
-    Each event carries only new text / reasoning / tool-call fragments (protocol §3.2): they are emitted with
+    Each event carries only new text / reasoning / tool-call fragments (Model Studio "Qwen API reference"): they are
+    emitted with
     ``merge_mode="append"``; tool-call fragments keyed by ``index`` get their call's id and a stable
-    occurrence id from ``state`` (maf-contract.md §2.3). ``finish_reason`` is the string ``"null"`` until the
+    occurrence id from ``state`` (MAF 1.23's source). ``finish_reason`` is
+    the string ``"null"`` until the
     last event. ``usage`` is cumulative in every event, so only the last event's snapshot is reported, with
     ``merge_mode="replace"`` (never a sum). Answer text that opens with ``<think>`` is split into reasoning and
     text across events (``StreamState.split``).

@@ -2,7 +2,7 @@
 
 Endpoints: the "vision model routing" users keep tripping on.
 
-DashScope has two chat endpoints (dashscope-protocol.md §0, §4.1):
+DashScope has two chat endpoints (Model Studio "Qwen API reference"):
 
 - ``text``: ``POST {base}/services/aigc/text-generation/generation``
 - ``multimodal``: ``POST {base}/services/aigc/multimodal-generation/generation``
@@ -82,7 +82,7 @@ def is_url_error(code: str | None, message: str | None) -> bool:
 ThinkingMode = Literal["none", "hybrid", "only"]
 
 # Thinking-only families: `enable_thinking: false` is refused ("The value of the enable_thinking parameter is
-# restricted to True.", protocol §5, DOC-CN).
+# restricted to True.", Model Studio "Deep thinking", DOC-CN).
 _THINKING_ONLY = re.compile(r"^(qwq|qvq|deepseek-r1|qwen3-.*-thinking)")
 # Families without a thinking mode: the flag may be refused (400 InvalidParameter.NotSupportEnableThinking, §5).
 _NO_THINKING = re.compile(r"^(qwen-max|qwen3-.*-instruct|qwen2\.5|qwen2-|qwen-vl-(max|plus)|deepseek-v3|qwen-mt)")
@@ -93,7 +93,8 @@ _JSON_SCHEMA = re.compile(r"^qwen-plus")
 
 
 def thinking_mode(model: str) -> ThinkingMode:
-    """``"only"`` (always thinks), ``"hybrid"`` (``enable_thinking`` switches it) or ``"none"`` (protocol §5 table).
+    """``"only"`` (always thinks), ``"hybrid"`` (``enable_thinking`` switches it) or ``"none"`` (Model Studio "Deep
+    thinking" table).
 
     Unknown families count as hybrid: the flag is then sent only when the caller sets it.
     """
@@ -107,7 +108,8 @@ def thinking_mode(model: str) -> ThinkingMode:
 
 def thinks_by_default(model: str) -> bool:
     """Whether the model thinks when ``enable_thinking`` is not sent: thinking-only models, qwen3.5 and later, and
-    the open-source Qwen3 hybrids (protocol §4.4, §5). Others (qwen-plus, qwen3-vl-plus...) default to off."""
+    the open-source Qwen3 hybrids (Model Studio "Visual reasoning"; Model Studio "Deep thinking"). Others (qwen-plus,
+    qwen3-vl-plus...) default to off."""
     name = model.strip().lower()
     mode = thinking_mode(name)
     if mode != "hybrid":

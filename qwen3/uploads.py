@@ -1,7 +1,7 @@
 """Local media files → DashScope's temporary storage (``oss://``), for files too large to send inline.
 
 DashScope takes at most 10 MB per inline (base64) item. For larger local files it offers a temporary upload
-(protocol §1.9; captures ``get-upload-policy-nosse``, ``upload-temporary-file-nosse``): ``GET
+(Model Studio "Upload a local file"; captures ``get-upload-policy-nosse``, ``upload-temporary-file-nosse``): ``GET
 {base}/uploads?action=getPolicy&model=…`` with the API key returns an OSS post policy, the file is POSTed as a
 multipart form to the policy's ``upload_host``, and the request then names it ``oss://<upload_dir>/<name>`` with
 the header ``X-DashScope-OssResourceResolve: enable`` (added by the client whenever a body names ``oss://``
@@ -58,7 +58,7 @@ REUSE_SECONDS = 24 * 3600.0
 
 _MEDIA_KINDS = ("image", "video", "audio")
 _SNIFF_BYTES = 512
-# Hosts of regions without the temporary upload (protocol §1.5 endpoint table, §1.9: Beijing only).
+# Hosts of regions without the temporary upload (Model Studio "Qwen via DashScope" endpoint table, §1.9: Beijing only).
 _OTHER_REGION_HOSTS = {
     "dashscope-intl.aliyuncs.com": "the international (Singapore) region",
     "dashscope-us.aliyuncs.com": "the US (Virginia) region",

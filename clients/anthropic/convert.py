@@ -5,7 +5,8 @@ Request side: ``convert_messages`` (MAF ``Message`` list → top-level ``system`
 ``ChatResponse``) and ``parse_stream_event`` (one event's JSON → ``ChatResponseUpdate``, with a per-stream
 ``StreamState``); the stream's framing is ``clients.core.sse``'s.
 
-The wire shapes are those of the recorded exchanges in ``shared/fixtures/anthropic-wire`` (their README documents
+The wire shapes are those of the recorded exchanges in (the recorded exchanges with the live API) (their README
+documents
 them) and of Anthropic's API reference; each rule names its source. ``docs/anthropic.md`` explains the decisions.
 Sources used below, by short name:
 
@@ -755,7 +756,7 @@ def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
 
 def _reasoning_id(message_id: str | None, index: int) -> str:
     """A distinct ``id`` per thinking block, so that MAF never merges two blocks (and their signatures) into one
-    (``ChatResponse.from_updates`` splits reasoning runs only where ``id`` differs, maf-contract.md §2.2)."""
+    (``ChatResponse.from_updates`` splits reasoning runs only where ``id`` differs, MAF 1.23's source)."""
     return f"{message_id or 'msg'}#{index}"
 
 
@@ -925,7 +926,7 @@ def parse_stream_event(
     - ``redacted_thinking`` arrives whole in its ``content_block_start`` (capture
       ``pydantic-ai__test_anthropic_model_thinking_part_redacted_stream``);
     - ``tool_use`` start → ``function_call`` with its id and name; each ``input_json_delta`` (the first is ``""``)
-      → a fragment carrying the same ``call_id`` and a stable occurrence ``id`` (maf-contract.md §2.3);
+      → a fragment carrying the same ``call_id`` and a stable occurrence ``id`` (MAF 1.23's source);
     - ``message_delta`` → ``finish_reason`` and the usage (``message_start``'s counts updated by the final ones)
       as one snapshot with ``merge_mode="replace"``.
 

@@ -1,6 +1,6 @@
 """`AnthropicEmulator`: a loopback Anthropic Messages API (``POST /v1/messages``), answering from a script.
 
-Wire format as the recorded exchanges show (``shared/fixtures/anthropic-wire``, its README documents them):
+Wire format as the recorded exchanges show (the recorded exchanges with the live API):
 
 * JSON bodies: ``{"model","id","type":"message","role":"assistant","content":[…],"stop_reason","stop_sequence",
   "usage":{…}}``; errors ``{"type":"error","error":{"type","message"},"request_id"}`` with the HTTP status

@@ -45,7 +45,7 @@ MAF_OPTIONS = frozenset(
 """MAF options every converter maps itself (none is copied into a request as it is)."""
 
 NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_response", "error"})
-"""Contents that are MAF bookkeeping, never sent to a model (maf-contract.md §4: approval contents are skipped)."""
+"""Contents that are MAF bookkeeping, never sent to a model (MAF 1.23's chat clients skip approval contents too)."""
 
 
 def invalid(message: str) -> ChatClientInvalidRequestException:

@@ -1,6 +1,7 @@
 """Provider errors → MAF exceptions, one rule for every client.
 
-The mapping (maf-contract.md §3.6, as the official Anthropic, Gemini and Mistral clients do it, refined by
+The mapping (MAF 1.23's source, as the official Anthropic, Gemini and
+Mistral clients do it, refined by
 provider codes):
 
 ========================================================  =======================================

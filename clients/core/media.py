@@ -8,8 +8,8 @@ left it out, and builds image content from a path or URL (older MAF code wrote `
 Rules (and their sources):
 
 - A local file becomes a base64 ``data:`` URI. DashScope's ``oss://`` temporary upload works only in the
-  Beijing region, while data URIs work in every region (dashscope-protocol.md §1.9, §4.2).
-- Inline media is limited to 10 MB per item by DashScope (dashscope-protocol.md §4.2, DOC-CN error page);
+  Beijing region, while data URIs work in every region (Model Studio "Qwen API reference").
+- Inline media is limited to 10 MB per item by DashScope (Model Studio "Qwen API reference", DOC-CN error page);
   ``MAX_INLINE_BYTES`` is that limit and local files above it are refused before anything is sent.
 - The media type comes from the content, else from the data's magic bytes, else from the file name.
 """
@@ -211,7 +211,8 @@ def video_frames(
 ) -> Content:
     """A video given as a sequence of frame images (paths, URLs, data URIs or bytes), as one ``Content``.
 
-    Providers that take frame lists (DashScope: ``{"video": [frame, ...], "fps": …}``, protocol §4.2; Qwen3-VL and
+    Providers that take frame lists (DashScope: ``{"video": [frame, ...], "fps": …}``, Model Studio "Image and video
+    understanding"; Qwen3-VL and
     Qwen2.5-VL want 4-512 frames, other models 4-80) read it natively; ``fps`` says how far apart the frames are.
     Each frame is normalised like ``image_content`` (local files inlined now). The content is a ``uri`` content of
     the first frame with media type ``video/x-frames`` and the frame URIs under ``additional_properties["frames"]``.

@@ -1,12 +1,14 @@
 """Multi-agent conversations: show other agents' turns to the model as named user turns.
 
-MAF's ``Agent`` stamps its name on every message of its responses (``author_name``, maf-contract.md §4) and
+MAF's ``Agent`` stamps its name on every message of its responses (``author_name``, MAF 1.23's source) and
 stores them in the history it sends back. In a workflow or group chat one conversation therefore holds assistant
 messages written by *several* agents. Sent as they are, the model reads every one of them as its own earlier
 words. Chat APIs have no portable way to say "another assistant said this": OpenAI's ``name`` field needs
-sanitising and is ignored by most other providers (peer-survey.md §2 item 11, microsoft/agent-framework#7126);
+sanitising and is ignored by most other providers (a failure users of other frameworks report (docs/design.md, "Failures
+peers report"), microsoft/agent-framework#7126);
 DashScope, Anthropic and Gemini have no such field at all. The peers that handle it (AgentScope's multi-agent
-formatters, peer-survey.md §1A note 2) fold other speakers into user text ``"{name}: {text}"``. This module does
+formatters, a failure other frameworks' users report, docs/design.md note 2) fold other
+speakers into user text ``"{name}: {text}"``. This module does
 that once for every provider, per message:
 
 - An ``assistant`` message whose ``author_name`` is set and differs from this client's agent name becomes a
@@ -18,12 +20,12 @@ that once for every provider, per message:
   ``tool`` messages (a ``tool`` message left empty is dropped), and media a result carried follow the line. The
   call ids would otherwise dangle: once the call is user text, its ``tool`` turn follows no ``tool_calls``,
   which DashScope rejects (``messages with role "tool" must be a response to a preceeding message with
-  "tool_calls"``, dashscope-protocol.md §2.1) as OpenAI does; and keeping the call as a real ``tool_calls``
+  "tool_calls"``, Model Studio "Qwen API reference") as OpenAI does; and keeping the call as a real ``tool_calls``
   entry would present it as this model's own call. A result missing from the history gives the line without
   ``-> …``. The result text is the one MAF shows the model (``Error: Function failed.`` for failures); a
   result's ``exception`` is host-internal and never copied.
 - That agent's reasoning (``text_reasoning``) is dropped: it was not said to anyone, and other agents' hidden
-  chains of thought are noise (providers do not want it replayed either, dashscope-protocol.md §5). Bookkeeping
+  chains of thought are noise (providers do not want it replayed either, Model Studio "Qwen API reference"). Bookkeeping
   contents (usage, errors, approvals, hosted-tool records) are dropped too. A turn left with nothing (a
   reasoning-only turn) is dropped rather than sent as an empty user turn, which DashScope rejects.
 - Consecutive rewritten turns stay separate messages: merging would blur who said what.

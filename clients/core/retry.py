@@ -1,18 +1,23 @@
 """When and how long to wait before sending a failed request again: one policy for every provider client.
 
-Rules and their sources (*protocol* = ``shared/docs/dashscope-protocol.md``):
+Rules and their sources (Alibaba's error codes: https://www.alibabacloud.com/help/en/model-studio/error-code):
 
-* Retry HTTP 429 (throttling), every 5xx and connection failures; never 400, 401, 403 or 404 (protocol §6.3).
+* Retry HTTP 429 (throttling), every 5xx and connection failures; never 400, 401, 403 or 404 (Model Studio "Error
+codes").
 * A 429 that says the free quota is used up (``AllocationQuota.FreeTierOnly``, or the message "Free allocated
-  quota exceeded") is not transient: it stays until the account changes (protocol §6.2). Nor are the billing
-  429s ``CommodityNotPurchased``, ``PrepaidBillOverdue``, ``PostpaidBillOverdue`` (protocol §6.2, "retry? no"),
+  quota exceeded") is not transient: it stays until the account changes (Model Studio "Error codes"). Nor are the
+  billing
+  429s ``CommodityNotPurchased``, ``PrepaidBillOverdue``, ``PostpaidBillOverdue`` (Model Studio "Error codes", "retry?
+  no"),
   nor ``RequestTimeOut``: the request hit the server's 300 s limit for non-streamed calls and would hit it again
-  (protocol §6.2: "retry as a stream").
-* Back off exponentially with jitter and honour ``Retry-After`` / ``retry-after-ms`` (protocol §6.3; the header
-  forms as the dashscope SDK reads them, protocol §1.1, ``v2/transport/_retry.py``). ``x-should-retry: false``
+  (Model Studio "Error codes": "retry as a stream").
+* Back off exponentially with jitter and honour ``Retry-After`` / ``retry-after-ms`` (Model Studio "Error codes"; the
+header
+  forms as the dashscope SDK reads them, the dashscope SDK source, ``v2/transport/_retry.py``). ``x-should-retry:
+  false``
   vetoes a retry (same source).
 * Never resend a stream that has produced output; the caller decides what "before output" means and simply
-  does not call `call_with_retries` around the part after it (protocol §6.3).
+  does not call `call_with_retries` around the part after it (Model Studio "Error codes").
 
 Everything here is pure: `call_with_retries` takes the sleep function and the random source, so tests need
 neither real time nor luck.
@@ -52,16 +57,16 @@ T = TypeVar("T")
 
 PERMANENT_CODES: frozenset[str] = frozenset(
     {
-        "AllocationQuota.FreeTierOnly",  # free quota used up, no paid mode (protocol §6.2)
-        "CommodityNotPurchased",  # 429 billing codes, "retry? no" (protocol §6.2)
+        "AllocationQuota.FreeTierOnly",  # free quota used up, no paid mode (Model Studio "Error codes")
+        "CommodityNotPurchased",  # 429 billing codes, "retry? no" (Model Studio "Error codes")
         "PrepaidBillOverdue",
         "PostpaidBillOverdue",
-        "RequestTimeOut",  # the 300 s non-stream limit: resending hits it again (protocol §6.2)
+        "RequestTimeOut",  # the 300 s non-stream limit: resending hits it again (Model Studio "Error codes")
     }
 )
 """Provider codes that are never transient, whatever their HTTP status."""
 
-_FREE_QUOTA_MESSAGE = "free allocated quota exceeded"  # protocol §6.2, 429 row
+_FREE_QUOTA_MESSAGE = "free allocated quota exceeded"  # Model Studio "Error codes", 429 row
 
 
 @dataclass(frozen=True)
@@ -70,14 +75,14 @@ class RetryPolicy:
 
     Attributes:
         max_retries: retries after the first attempt (so at most ``max_retries + 1`` requests); 0 disables.
-        base_delay: seconds before the first retry; doubled for each further one (protocol §6.3).
+        base_delay: seconds before the first retry; doubled for each further one (Model Studio "Error codes").
         max_delay: seconds; cap of the exponential delay (before jitter takes a share off).
         jitter: fraction in [0, 1]; the delay is drawn uniformly from ``[(1 - jitter) * d, d]`` so clients that
             failed together do not come back together.
         max_retry_after: seconds; cap of a server-requested ``Retry-After`` (a server asking for an hour would
             otherwise hang the call for an hour).
 
-    The defaults (0.5 s doubling to 8 s, 2 retries) are the dashscope SDK's (protocol §1.1).
+    The defaults (0.5 s doubling to 8 s, 2 retries) are the dashscope SDK's (the dashscope SDK source).
     """
 
     max_retries: int = 2
@@ -124,7 +129,7 @@ class RetryAdvice:
 
 
 def is_transient(error: ProviderError, *, permanent_codes: frozenset[str] = PERMANENT_CODES) -> bool:
-    """True when sending the same request again later may succeed (protocol §6.2, §6.3).
+    """True when sending the same request again later may succeed (Model Studio "Error codes").
 
     429 and every 5xx are transient, except the ``permanent_codes`` and a 429 whose message says the free
     quota is exhausted; no HTTP status and no code (the request never got an answer) is transient; anything
@@ -184,7 +189,7 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: Callable[[], float] 
 
 
 def server_says_retry(headers: Mapping[str, str]) -> bool | None:
-    """The ``x-should-retry`` header: True, False, or None when absent (protocol §1.1)."""
+    """The ``x-should-retry`` header: True, False, or None when absent (the dashscope SDK source)."""
     value = (headers.get("x-should-retry") or "").strip().lower()
     return {"true": True, "false": False}.get(value)
 

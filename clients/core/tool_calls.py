@@ -2,12 +2,12 @@
 
 DashScope (and OpenAI Chat Completions) stream each tool call as fragments keyed by ``index``: the first
 fragment of an index carries ``id`` and ``function.name``, later ones carry ``"id": ""``, no name, and a
-piece of ``arguments``; one event can hold fragments of several indices (dashscope-protocol.md §3.4,
+piece of ``arguments``; one event can hold fragments of several indices (Model Studio "Qwen API reference",
 captures ``single-generation-message-with-parallel-tools-sse`` and
 ``multimodal-generation-message-with-parallel-function-call-sse``).
 
 MAF merges streamed ``function_call`` contents by ``call_id``, and a fragment without one is glued onto
-the *last* call, which corrupts interleaved parallel calls (maf-contract.md §2.3). So every fragment we
+the *last* call, which corrupts interleaved parallel calls (MAF 1.23's source). So every fragment we
 emit carries the provider's call id for its index and a stable occurrence ``id``; MAF then assembles each
 call correctly whatever the interleaving. The accumulator also keeps the joined arguments, so a client can
 tell which calls a stream produced.
@@ -99,7 +99,8 @@ def json_object_arguments(arguments: str | Mapping[str, Any] | None) -> str:
     """Tool-call arguments as a JSON *object* string, whatever the model produced.
 
     Strict providers reject anything else when a conversation is replayed (DashScope: 'The "function.arguments"
-    parameter of the code model must be in JSON format.', peer-survey §2 item 7). A valid object string is
+    parameter of the code model must be in JSON format.', a failure users of other frameworks report (docs/design.md,
+    "Failures peers report")). A valid object string is
     returned unchanged; a mapping is dumped (non-ASCII kept); a truncated object is closed; anything still not an
     object is wrapped as ``{"raw": <original text>}`` (MAF's own ``parse_arguments`` convention). The caller's
     ``Message`` keeps the original arguments: only the wire copy is repaired.

@@ -1,9 +1,10 @@
 """Media a tool returned, for providers whose tool messages carry text only.
 
 MAF tools may return images (and other media) beside text: ``Content.from_function_result(call_id,
-result=[text, image])`` keeps them in the result's ``items`` (maf-contract.md §1.1). DashScope's and OpenAI
+result=[text, image])`` keeps them in the result's ``items`` (MAF 1.23's source). DashScope's and OpenAI
 Chat Completions' ``role: "tool"`` messages take text only, and MAF's official OpenAI client drops such items
-with a warning (maf-contract.md §5.1, peer-survey.md §1A "Tool results with images"). The fix the peers settled
+with a warning (MAF 1.23's source, a failure users of other frameworks
+report (docs/design.md, "Failures peers report") "Tool results with images"). The fix the peers settled
 on (LiteLLM ``hoist_images_from_tool_messages``, AgentScope ``promote_tool_result_images``, pydantic-ai, see the
 recorded exchange ``openai-wire/pydantic-ai__test_image_url_tool_response.yaml``) is to keep the text in the tool
 message and send the media in a **user** message right after the tool messages of that batch, each item labelled

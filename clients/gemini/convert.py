@@ -5,10 +5,11 @@ carries it (camelCase keys, standard base64), ``convert_messages`` the ``content
 side: ``parse_response`` (one ``GenerateContentResponse`` JSON object → ``ChatResponse``), ``parse_stream_event``
 (one SSE event → ``ChatResponseUpdate``, with a ``StreamState``), ``parse_usage``, ``finish_reason`` and
 ``provider_error``. The parsers read both spellings of every key: camelCase as the REST API sends it (the recorded
-exchanges in ``shared/fixtures/gemini-wire``) and snake_case as ``google-genai`` dumps its objects
+exchanges in (the recorded exchanges with the live API) and snake_case as ``google-genai`` dumps its objects
 (``model_dump(by_alias=False)``) and writes inside some request objects (``include_thoughts``, ``file_uri``...).
 
-Each rule names its source: the recorded exchanges (``capture <name>``, in ``shared/fixtures/gemini-wire``), the
+Each rule names its source: the recorded exchanges (``capture <name>``, in (the recorded exchanges with the live API),
+the
 Gemini API docs (https://ai.google.dev/api/generate-content, /gemini-api/docs/function-calling,
 /gemini-api/docs/thought-signatures, /gemini-api/docs/file-input-methods), or an error text users reported. The
 decisions are explained in docs/gemini.md.

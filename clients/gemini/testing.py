@@ -1,7 +1,7 @@
 """`GeminiEmulator`: a loopback Gemini Developer API (``generateContent`` / ``streamGenerateContent``), answering
 from a script.
 
-Wire format as the recorded exchanges show (``shared/fixtures/gemini-wire``, its README documents them):
+Wire format as the recorded exchanges show (the recorded exchanges with the live API):
 
 * Routes: ``POST /v1beta/models/{model}:generateContent`` and ``…:streamGenerateContent?alt=sse`` (without
   ``alt=sse`` the stream comes as one JSON array, as the REST API does). Auth: the ``x-goog-api-key`` header or a

@@ -4,7 +4,7 @@ Request side: ``convert_messages`` (MAF ``Message`` list → ``messages``), ``co
 other body keys) and ``build_request`` (the whole body of ``POST /v1/chat/completions``). Response side:
 ``parse_response`` (one JSON body → ``ChatResponse``), ``parse_stream_event`` (one SSE ``data:`` payload →
 ``ChatResponseUpdate``), ``parse_usage``, ``finish_reason`` and ``parse_error``; ``clients.core.sse`` frames the stream.
-Everything works on the plain wire dicts, so the recorded exchanges in ``shared/fixtures/openai-wire`` replay
+Everything works on the plain wire dicts, so the recorded exchanges in (the recorded exchanges with the live API) replay
 through it (their README documents the wire format; each rule below names its source). The decisions are
 explained in docs/openai.md.
 """
@@ -191,7 +191,8 @@ def _is_refusal(content: Content) -> bool:
 
 def _name(message: Message) -> dict[str, str]:
     """``{"name": author_name}`` when OpenAI accepts it, else nothing: never mangled (MAF's official client turns
-    "Weather Bot-2" into "WeatherBot2" and drops "助手", maf-contract.md §5.1; other agents are named in the text by
+    "Weather Bot-2" into "WeatherBot2" and drops "助手", MAF 1.23's source;
+    other agents are named in the text by
     ``clients.core.multi_agent`` anyway)."""
     name = message.author_name
     return {"name": name} if name and NAME_PATTERN.match(name) else {}
@@ -261,7 +262,8 @@ def _media_part(content: Content, where: str, image_detail: str | None) -> dict[
 
 def _user_message(message: Message, where: str, image_detail: str | None) -> dict[str, Any] | None:
     """All parts of one MAF user message stay ONE OpenAI message (MAF's official client splits them,
-    maf-contract.md §5.1): a single text → a string, anything else → a list of parts in order."""
+    MAF 1.23's source): a single text → a string, anything else → a list of
+    parts in order."""
     parts: list[dict[str, Any]] = []
     for content in message.contents:
         if content.type == "text":
@@ -722,7 +724,8 @@ def parse_stream_event(
 
     Wire README "Streaming": ``delta.content`` / ``delta.refusal`` / ``delta.reasoning_content`` pieces are
     emitted with ``merge_mode="append"``; ``delta.tool_calls`` fragments keyed by ``index`` get their call's id and
-    a stable occurrence id from ``state`` (maf-contract.md §2.3), so interleaved parallel calls assemble
+    a stable occurrence id from ``state`` (MAF 1.23's source), so
+    interleaved parallel calls assemble
     correctly; ``finish_reason`` closes the choice; the usage-only last chunk (``choices: []``) becomes
     ``Content.from_usage(..., merge_mode="replace")``; the ``obfuscation`` padding is ignored.
     """

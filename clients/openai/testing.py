@@ -1,6 +1,6 @@
 """`OpenAIEmulator`: a loopback server speaking OpenAI Chat Completions (``POST /v1/chat/completions``).
 
-Wire format from the recorded exchanges in ``shared/fixtures/openai-wire`` (their README): JSON bodies
+Wire format from the recorded exchanges in (the recorded exchanges with the live API) (their README): JSON bodies
 (``chat.completion``), streams of ``data: {json}`` events each followed by a blank line, no ``event:`` lines, a
 usage-only last chunk (``choices: []``) when ``stream_options.include_usage`` is set, then ``data: [DONE]``; errors
 are ``{"error": {"message", "type", "param", "code"}}`` with their HTTP status, plain JSON even for stream requests

@@ -38,7 +38,7 @@ from ._validation import EMPTY_MODEL, ApiError
 from ._wire import error_body
 
 UPLOADS_PATH = "/api/v1/uploads"
-"""The policy endpoint: ``{base}/uploads`` (protocol §1.9; the SDK's ``OssUtils.SUB_PATH``)."""
+"""The policy endpoint: ``{base}/uploads`` (Model Studio "Upload a local file"; the SDK's ``OssUtils.SUB_PATH``)."""
 OSS_PATH = "/"
 """Where the form goes: the root of ``upload_host`` (capture ``upload-temporary-file-nosse``: ``POST /``)."""
 ACCESS_KEY_ID = "emulatorAccessKeyId"

@@ -1,7 +1,8 @@
 """Request-shape validation with DashScope's own error codes and messages.
 
-Every rule names its source: a capture in /work/shared/fixtures/dashscope-wire (cnblogs/dashscope-sdk @ 7afccbd)
-or a section of docs/dashscope-protocol.md ([DOC-CN] = the official Chinese API reference / error-code pages).
+Every rule names its source: a recorded exchange with the live API (the cnblogs/dashscope-sdk test recordings) or
+Alibaba's Model Studio pages ([DOC-CN] = the official Chinese API reference / error-code pages,
+https://help.aliyun.com/zh/model-studio/qwen-api-reference and https://help.aliyun.com/zh/model-studio/error-code).
 Rules marked ASSUMPTION have no verbatim source; they encode the documented constraint with a message of ours.
 """
 

@@ -1,0 +1,52 @@
+"""Runs the Python blocks of README.md and docs/*.md as tests (pytest-markdown-docs; ``pytest`` collects them as
+``[CodeFence#N]`` items). A block runs as written, in a fresh namespace, from a scratch directory holding
+``chart.png``. Where a block would call a real service, the provider's own environment variables point it at the
+bundled loopback emulator (a key and a base URL, as a user's environment would hold the real ones), so every block
+runs offline. A block that is deliberately a fragment is fenced ```` ```python notest ```` and is only compiled
+(tests/test_docs.py)."""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+# a 1x1 PNG, the chart the README's examples read
+_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+@pytest.fixture(autouse=True)
+def _docs_offline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    if request.node.get_closest_marker("markdown-docs") is None:
+        yield
+        return
+    from clients.testing import Reply
+    from qwen3.testing import DashScopeEmulator
+
+    answer = Reply(text="(an emulated answer)")
+    with ExitStack() as stack:
+        servers = {"DASHSCOPE": stack.enter_context(DashScopeEmulator(api_key="sk-docs", default_reply=answer))}
+        try:
+            from clients.anthropic.testing import AnthropicEmulator
+            from clients.gemini.testing import GeminiEmulator
+            from clients.openai.testing import OpenAIEmulator
+        except ImportError:  # a Qwen-only environment: the peers' blocks fail with the extra to install
+            pass
+        else:
+            servers["OPENAI"] = stack.enter_context(OpenAIEmulator(api_key="sk-docs", default_reply=answer))
+            servers["ANTHROPIC"] = stack.enter_context(AnthropicEmulator(api_key="sk-docs", default_reply=answer))
+            servers["GEMINI"] = stack.enter_context(GeminiEmulator(api_key="sk-docs", default_reply=answer))
+        for name in [n for n in os.environ if n.startswith(("DASHSCOPE_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_"))]:
+            monkeypatch.delenv(name)
+        for prefix, server in servers.items():
+            monkeypatch.setenv(f"{prefix}_API_KEY", "sk-docs")
+            monkeypatch.setenv(f"{prefix}_BASE_URL", server.base_url)
+        (tmp_path / "chart.png").write_bytes(_PNG)
+        monkeypatch.chdir(tmp_path)
+        yield
