@@ -53,12 +53,12 @@ from run import (
     with_emulator,
 )
 
-from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatClient
+from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.anthropic.client import RawAnthropicChatClient
 from clients.anthropic.testing import AnthropicEmulator
 from clients.gemini.client import RawGeminiChatClient
 from clients.gemini.testing import GeminiEmulator
-from clients.openai.client import RawOpenAIChatClient
+from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import RecordedRequest, Reply
 
@@ -98,8 +98,8 @@ def _ask(client: Any, conversation: list[Message]) -> Callable[[], Awaitable[Non
 
 async def _openai(base_url: str, repeats: int) -> None:
     model = "gpt-4o"
-    ours = OpenAIChatClient(model=model, api_key=KEY, base_url=base_url, max_retries=0)
-    bare = RawOpenAIChatClient(model=model, api_key=KEY, base_url=base_url, max_retries=0)
+    ours = OpenAIChatCompletionClient(model=model, api_key=KEY, base_url=base_url, max_retries=0)
+    bare = RawOpenAIChatCompletionClient(model=model, api_key=KEY, base_url=base_url, max_retries=0)
     raw = openai.AsyncOpenAI(api_key=KEY, base_url=base_url, max_retries=0)
     conversation = reference_conversation()
     native = ours._convert_messages(conversation)  # what a raw-SDK user would hold
@@ -117,15 +117,18 @@ async def _openai(base_url: str, repeats: int) -> None:
         assert "".join(parts) == STREAM_TEXT
 
     jobs: Jobs = {
-        CONVERSATION: {"OpenAIChatClient": _ask(ours, conversation), "raw SDK (AsyncOpenAI)": raw_conversation},
+        CONVERSATION: {
+            "OpenAIChatCompletionClient": _ask(ours, conversation),
+            "raw SDK (AsyncOpenAI)": raw_conversation,
+        },
         STREAM: {
-            "OpenAIChatClient": lambda: _drain(ours, model),
-            "RawOpenAIChatClient (no MAF layers)": lambda: _drain(bare, model),
+            "OpenAIChatCompletionClient": lambda: _drain(ours, model),
+            "RawOpenAIChatCompletionClient (no MAF layers)": lambda: _drain(bare, model),
             "raw SDK (AsyncOpenAI)": raw_stream,
         },
     }
     try:
-        await _report("OpenAI", "openai", jobs, repeats, "OpenAIChatClient")
+        await _report("OpenAI", "openai", jobs, repeats, "OpenAIChatCompletionClient")
     finally:
         await ours.close()
         await bare.close()

@@ -1,6 +1,7 @@
 """Peer chat clients built like ``qwen3``'s, so an agent or a workflow can swap its model without noticing.
 
-- ``OpenAIChatClient`` (``clients.openai``: OpenAI Chat Completions and compatible servers; extra ``[openai]``),
+- ``OpenAIChatCompletionClient`` (``clients.openai``: OpenAI Chat Completions and compatible servers; extra
+  ``[openai]``; ``OpenAIChatClient`` is its deprecated old name),
 - ``AnthropicChatClient`` (``clients.anthropic``: Anthropic Messages; extra ``[anthropic]``),
 - ``GeminiChatClient`` (``clients.gemini``: the Gemini API through google-genai; extra ``[gemini]``).
 
@@ -17,6 +18,7 @@ Also here, for building messages: ``image_content`` (image content from a path, 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from clients.core.media import MediaError, image_content, video_frames
@@ -24,11 +26,11 @@ from clients.core.media import MediaError, image_content, video_frames
 if TYPE_CHECKING:
     from clients.anthropic import AnthropicChatClient
     from clients.gemini import GeminiChatClient
-    from clients.openai import OpenAIChatClient
+    from clients.openai import OpenAIChatCompletionClient
 
 # public name → (subpackage, the extra that installs its SDK)
 _PEERS = {
-    "OpenAIChatClient": ("clients.openai", "openai"),
+    "OpenAIChatCompletionClient": ("clients.openai", "openai"),
     "AnthropicChatClient": ("clients.anthropic", "anthropic"),
     "GeminiChatClient": ("clients.gemini", "gemini"),
 }
@@ -40,6 +42,9 @@ def __getattr__(name: str) -> Any:
     Raises:
         ImportError: the provider's SDK is not installed; the message names the extra that installs it.
     """
+    if name == "OpenAIChatClient":  # the name before 0.2: clients.openai.DEPRECATED says why it changed
+        warnings.warn("OpenAIChatClient is now OpenAIChatCompletionClient", DeprecationWarning, stacklevel=2)
+        name = "OpenAIChatCompletionClient"
     if name not in _PEERS:
         raise AttributeError(f"module 'clients' has no attribute {name!r}")
     module, extra = _PEERS[name]
@@ -62,7 +67,7 @@ __all__ = [
     "AnthropicChatClient",
     "GeminiChatClient",
     "MediaError",
-    "OpenAIChatClient",
+    "OpenAIChatCompletionClient",
     "image_content",
     "video_frames",
 ]

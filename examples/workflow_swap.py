@@ -5,7 +5,8 @@ Two agents, two workflows (``agent_framework_orchestrations``):
 
 - ``ChartReader`` (``QwenVLChatClient``, e.g. qwen3-vl-plus) is the only one that sees the K-line chart image; it
   describes what the chart shows (and, in the group chat, checks the analyst's view against the chart).
-- ``Analyst`` (``make_client(provider, model)``: ``QwenChatClient`` / ``OpenAIChatClient`` / ``AnthropicChatClient``
+- ``Analyst`` (``make_client(provider, model)``: ``QwenChatClient`` / ``OpenAIChatCompletionClient`` /
+``AnthropicChatClient``
   / ``GeminiChatClient``) works from ChartReader's description plus the exact numbers of the indicator tool, and
   gives the technical view. The chart image is replaced by a one-line note in the Analyst's requests (chat
   middleware ``chart_for_reader_only``), so a text-only analyst model (qwen-plus) works and no provider is billed for
@@ -153,7 +154,7 @@ PROVIDERS: dict[str, Provider] = {
         Provider(
             "openai",
             "OpenAI",
-            ("clients", "OpenAIChatClient"),
+            ("clients", "OpenAIChatCompletionClient"),
             "gpt-4o",
             ("OPENAI_API_KEY",),
             ("clients.openai.testing", "OpenAIEmulator"),

@@ -29,7 +29,7 @@ def test_import_qwen3_loads_no_peer_sdk() -> None:
 @pytest.mark.parametrize(
     ("name", "blocked", "extra"),
     [
-        ("OpenAIChatClient", "openai", "openai"),
+        ("OpenAIChatCompletionClient", "openai", "openai"),
         ("AnthropicChatClient", "anthropic", "anthropic"),
         ("GeminiChatClient", "google", "gemini"),
     ],
@@ -58,3 +58,14 @@ def test_unknown_names_are_attribute_errors() -> None:
 
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         clients.Nope  # noqa: B018
+
+
+def test_the_old_openai_names_still_work_and_say_the_new_ones() -> None:
+    import clients
+    import clients.openai
+
+    with pytest.warns(DeprecationWarning, match="OpenAIChatClient is now OpenAIChatCompletionClient"):
+        assert clients.OpenAIChatClient is clients.OpenAIChatCompletionClient
+    for old, new in clients.openai.DEPRECATED.items():
+        with pytest.warns(DeprecationWarning, match=f"{old} is now {new}"):
+            assert getattr(clients.openai, old) is getattr(clients.openai, new)

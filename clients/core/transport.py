@@ -537,8 +537,8 @@ def layered_init(
     compaction_strategy: Any = None,
     tokenizer: Any = None,
 ) -> None:
-    """The explicit constructor of the peers' public classes (``OpenAIChatClient``…; each class's docstring says
-    what every keyword means): the provider's keywords, then MAF's (``middleware`` and
+    """The explicit constructor of the peers' public classes (``OpenAIChatCompletionClient``…; each class's
+    docstring says what every keyword means): the provider's keywords, then MAF's (``middleware`` and
     ``function_invocation_configuration`` for its tool and middleware layers, ``additional_properties``,
     ``compaction_strategy`` and ``tokenizer`` for ``BaseChatClient``). Used as ``__init__ = layered_init`` under
     `clients.core.keywords.checked_keywords`."""

@@ -1,10 +1,34 @@
-"""OpenAI Chat Completions (and compatible servers) for MAF: ``OpenAIChatClient`` on the ``openai`` SDK.
+"""OpenAI Chat Completions (and compatible servers) for MAF: ``OpenAIChatCompletionClient`` on the ``openai`` SDK.
 
 ``client`` holds the chat client, ``convert`` the pure MAF ⇄ Chat Completions translation, ``testing`` the loopback
 emulator. Needs the ``openai`` extra: ``pip install "agent-framework-qwen3[openai]"``.
 """
 
-from clients.openai.client import OpenAIChatClient, RawOpenAIChatClient
-from clients.openai.convert import OpenAIChatOptions
+import warnings
+from typing import Any
 
-__all__ = ["OpenAIChatClient", "OpenAIChatOptions", "RawOpenAIChatClient"]
+from clients.openai.client import OpenAIChatCompletionClient, RawOpenAIChatCompletionClient
+from clients.openai.convert import OpenAIChatCompletionOptions
+
+__all__ = ["OpenAIChatCompletionClient", "OpenAIChatCompletionOptions", "RawOpenAIChatCompletionClient"]
+
+# The names before 0.2, when MAF's own OpenAIChatClient (its Responses client) was not yet the name to avoid.
+DEPRECATED = {
+    "OpenAIChatClient": "OpenAIChatCompletionClient",
+    "RawOpenAIChatClient": "RawOpenAIChatCompletionClient",
+    "OpenAIChatOptions": "OpenAIChatCompletionOptions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The old names, with a ``DeprecationWarning`` naming the new one (PEP 562)."""
+    if name in DEPRECATED:
+        new = DEPRECATED[name]
+        warnings.warn(
+            f"{name} is now {new} (MAF's OpenAIChatClient is its Responses client; this one speaks Chat "
+            f"Completions, like MAF's OpenAIChatCompletionClient); the old name will be removed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module 'clients.openai' has no attribute {name!r}")

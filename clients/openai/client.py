@@ -1,4 +1,4 @@
-"""MAF chat client for OpenAI Chat Completions (and OpenAI-compatible servers): ``OpenAIChatClient``.
+"""MAF chat client for OpenAI Chat Completions (and OpenAI-compatible servers): ``OpenAIChatCompletionClient``.
 
 Thin on purpose: the translation lives in ``clients.openai.convert``. This module resolves settings, sends the body
 with the ``openai`` SDK (``AsyncOpenAI``, its own retries off, asked for the raw HTTP response so the wire JSON goes
@@ -32,7 +32,7 @@ from clients.core.retry import PERMANENT_CODES
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
 from clients.openai.convert import (
-    OpenAIChatOptions,
+    OpenAIChatCompletionOptions,
     StreamState,
     build_request,
     decode_event,
@@ -41,12 +41,12 @@ from clients.openai.convert import (
     parse_stream_event,
 )
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIChatClient", "OpenAISettings", "RawOpenAIChatClient"]
+__all__ = ["DEFAULT_BASE_URL", "OpenAIChatCompletionClient", "OpenAISettings", "RawOpenAIChatCompletionClient"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """The openai SDK's default base URL (it includes ``/v1``)."""
 
-OpenAIOptionsT = TypeVar("OpenAIOptionsT", bound=TypedDict, default="OpenAIChatOptions", covariant=True)  # type: ignore[valid-type]
+OpenAIOptionsT = TypeVar("OpenAIOptionsT", bound=TypedDict, default="OpenAIChatCompletionOptions", covariant=True)  # type: ignore[valid-type]
 
 
 class OpenAISettings(TypedDict, total=False):
@@ -82,8 +82,9 @@ async def _payloads(http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any] |
         yield decoded(event.data)
 
 
-class RawOpenAIChatClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOptionsT]):
-    """OpenAI Chat Completions, without MAF's function, middleware and telemetry layers (use ``OpenAIChatClient``)."""
+class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOptionsT]):
+    """OpenAI Chat Completions, without MAF's function, middleware and telemetry layers (use
+    ``OpenAIChatCompletionClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "openai"
     _PROVIDER: ClassVar[str] = "OpenAI"
@@ -196,11 +197,11 @@ class RawOpenAIChatClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOpti
 
 
 @checked_keywords
-class OpenAIChatClient(
+class OpenAIChatCompletionClient(
     FunctionInvocationLayer[OpenAIOptionsT],
     ChatMiddlewareLayer[OpenAIOptionsT],
     ChatTelemetryLayer[OpenAIOptionsT],
-    RawOpenAIChatClient[OpenAIOptionsT],
+    RawOpenAIChatCompletionClient[OpenAIOptionsT],
     Generic[OpenAIOptionsT],
 ):
     """OpenAI Chat Completions (or an OpenAI-compatible server) as a MAF chat client with tools, middleware and
@@ -209,9 +210,9 @@ class OpenAIChatClient(
     Example::
 
         from agent_framework import Agent
-        from clients import OpenAIChatClient
+        from clients import OpenAIChatCompletionClient
 
-        agent = Agent(client=OpenAIChatClient(model="gpt-4o"), name="helper", instructions="Be brief.")
+        agent = Agent(client=OpenAIChatCompletionClient(model="gpt-4o"), name="helper", instructions="Be brief.")
         print(await agent.run("Hello"))
 
     Keyword Args:

@@ -55,7 +55,7 @@ __all__ = [
     "FILTER_CODES",
     "MAX_INLINE_BYTES",
     "NAME_PATTERN",
-    "OpenAIChatOptions",
+    "OpenAIChatCompletionOptions",
     "StreamState",
     "build_request",
     "convert_messages",
@@ -93,7 +93,7 @@ mode, vLLM < 0.10), ``reasoning`` (vLLM >= 0.10, OpenRouter, Ollama). OpenAI its
 ``reasoning_tokens`` in usage, wire README)."""
 
 
-class OpenAIChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
+class OpenAIChatCompletionOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
     """MAF ``ChatOptions`` plus OpenAI Chat Completions' own parameters (native names).
 
     Standard keys: ``temperature``, ``top_p``, ``seed``, ``stop``, ``frequency_penalty``, ``presence_penalty``,

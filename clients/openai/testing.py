@@ -554,7 +554,7 @@ class OpenAIEmulator(LoopbackServer[OpenAIRecordedRequest]):
     """A loopback server speaking OpenAI Chat Completions, answering from a script.
 
     ``OpenAIEmulator(api_key=None, validate=True, default_reply=None, host="127.0.0.1", port=0)``; point
-    ``AsyncOpenAI(base_url=emu.base_url, api_key=…)`` or ``OpenAIChatClient(base_url=emu.base_url, …)`` at it.
+    ``AsyncOpenAI(base_url=emu.base_url, api_key=…)`` or ``OpenAIChatCompletionClient(base_url=emu.base_url, …)`` at it.
 
     * ``api_key``: when set, a request whose ``Authorization`` is not ``Bearer <api_key>`` gets OpenAI's 401
       ``invalid_api_key`` (recorded ``mirascope__test_authentication_error_stream``), streams included.

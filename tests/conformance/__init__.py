@@ -3,7 +3,8 @@
 One list of scenarios (`tests.conformance.scenarios.SCENARIOS`), written once against MAF's API and the
 provider-neutral view of what reached the server (``clients.testing``), run over real HTTP on 127.0.0.1 against every
 client in `tests.conformance.targets.TARGETS`: our four (``QwenChatClient``/``QwenVLChatClient``,
-``OpenAIChatClient``, ``AnthropicChatClient``, ``GeminiChatClient``) and MAF's official OpenAI, Anthropic and Gemini
+``OpenAIChatCompletionClient``, ``AnthropicChatClient``, ``GeminiChatClient``) and MAF's official OpenAI, Anthropic and
+Gemini
 clients, each pointed at its provider's loopback emulator with the provider's own SDK doing the HTTP.
 
 * ``.venv/bin/pytest tests/conformance`` runs every scenario against our four clients (all must pass) and checks

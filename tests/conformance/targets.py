@@ -309,10 +309,10 @@ OURS: list[Target] = [
     Target(
         name="OpenAI (ours)",
         ours=True,
-        classes="clients.OpenAIChatClient",
+        classes="clients.OpenAIChatCompletionClient",
         package="agent-framework-qwen3",
         module="clients.openai.client",
-        make=_ours("clients.openai.client.OpenAIChatClient"),
+        make=_ours("clients.openai.client.OpenAIChatCompletionClient"),
         **_OPENAI,
     ),
     Target(

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatClient
+from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.core.keywords import checked_keywords
 from qwen3 import QwenChatClient, QwenVLChatClient
 
-PUBLIC = [QwenChatClient, QwenVLChatClient, OpenAIChatClient, AnthropicChatClient, GeminiChatClient]
+PUBLIC = [QwenChatClient, QwenVLChatClient, OpenAIChatCompletionClient, AnthropicChatClient, GeminiChatClient]
 COMMON = [
     "model",
     "api_key",

@@ -1,4 +1,5 @@
-"""OpenAIChatClient end to end: the real ``openai`` SDK over real HTTP to the loopback ``OpenAIEmulator``; plus the
+"""OpenAIChatCompletionClient end to end: the real ``openai`` SDK over real HTTP to the loopback ``OpenAIEmulator``;
+plus the
 converter's rules that need no server (``clients.openai.convert``)."""
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from clients import OpenAIChatClient
+from clients import OpenAIChatCompletionClient
 from clients.core.retry import RetryPolicy
 from clients.core.think import LeadingThinkSplitter, split_leading_think
-from clients.openai.client import RawOpenAIChatClient
+from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.convert import (
     StreamState,
     build_request,
@@ -51,19 +52,21 @@ def emu() -> Iterator[OpenAIEmulator]:
         yield server
 
 
-def openai_client(emu: OpenAIEmulator, model: str = "gpt-4o", **kwargs: Any) -> OpenAIChatClient:
+def openai_client(emu: OpenAIEmulator, model: str = "gpt-4o", **kwargs: Any) -> OpenAIChatCompletionClient:
     kwargs.setdefault("retry_policy", FAST)
-    return OpenAIChatClient(model=model, api_key=KEY, base_url=emu.base_url, **kwargs)
+    return OpenAIChatCompletionClient(model=model, api_key=KEY, base_url=emu.base_url, **kwargs)
 
 
-async def ask(client: OpenAIChatClient, text: str = "hi", *, stream: bool = False, **options: Any) -> ChatResponse[Any]:
+async def ask(
+    client: OpenAIChatCompletionClient, text: str = "hi", *, stream: bool = False, **options: Any
+) -> ChatResponse[Any]:
     if stream:
         run = client.get_response([Message("user", [text])], stream=True, options=options)
         return await run.get_final_response()
     return await client.get_response([Message("user", [text])], options=options)
 
 
-async def read_stream(client: OpenAIChatClient) -> tuple[list[str], BaseException | None]:
+async def read_stream(client: OpenAIChatCompletionClient) -> tuple[list[str], BaseException | None]:
     """The texts of the updates a consumer received, and what the stream raised (None when it ended well)."""
     texts: list[str] = []
     try:
@@ -365,7 +368,7 @@ async def test_usage_totals_across_a_tool_loop_include_cached_and_reasoning_toke
 )
 async def test_finish_reasons(emu: OpenAIEmulator, stream: bool, reply: Reply, expected: str) -> None:
     emu.script(reply)
-    raw = RawOpenAIChatClient(model="gpt-4o", api_key=KEY, base_url=emu.base_url)  # no tool loop: one call
+    raw = RawOpenAIChatCompletionClient(model="gpt-4o", api_key=KEY, base_url=emu.base_url)  # no tool loop: one call
     response = await ask(raw, stream=stream, tools=[get_weather])  # type: ignore[arg-type]
     assert response.finish_reason == expected
 
@@ -375,7 +378,7 @@ async def test_finish_reasons(emu: OpenAIEmulator, stream: bool, reply: Reply, e
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_an_invalid_key_raises_invalid_auth(emu: OpenAIEmulator, stream: bool) -> None:
-    client = OpenAIChatClient(model="gpt-4o", api_key="sk-wrong-key-00001234", base_url=emu.base_url)
+    client = OpenAIChatCompletionClient(model="gpt-4o", api_key="sk-wrong-key-00001234", base_url=emu.base_url)
     with pytest.raises(ChatClientInvalidAuthException) as caught:
         await ask(client, stream=stream)
     message = str(caught.value)
@@ -450,7 +453,7 @@ async def test_insufficient_quota_is_not_retried(emu: OpenAIEmulator) -> None:
 async def test_a_connection_refused_is_retried_and_then_explained() -> None:
     with OpenAIEmulator() as gone:
         url = gone.base_url
-    client = OpenAIChatClient(model="gpt-4o", api_key=KEY, base_url=url, retry_policy=FAST)
+    client = OpenAIChatCompletionClient(model="gpt-4o", api_key=KEY, base_url=url, retry_policy=FAST)
     with pytest.raises(ChatClientException, match=r"^Cannot reach OpenAI at .*gave up after 3 attempts$"):
         await ask(client)
 
@@ -531,7 +534,7 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     monkeypatch.setenv("OPENAI_MODEL", "gpt-4o-mini")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8000/v1/")
-    client = OpenAIChatClient()
+    client = OpenAIChatCompletionClient()
     assert (client.model, client.base_url, client.OTEL_PROVIDER_NAME) == (
         "gpt-4o-mini",
         "http://localhost:8000/v1",
@@ -540,26 +543,26 @@ def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "sk-env" not in repr(client)
     assert "sk-env" not in json.dumps(client.to_dict(), default=str)
     monkeypatch.setenv("OPENAI_CHAT_COMPLETION_MODEL", "gpt-5")  # MAF's official variable: a fallback
-    assert OpenAIChatClient().model == "gpt-4o-mini"
-    assert OpenAIChatClient(model="o3").model == "o3"
+    assert OpenAIChatCompletionClient().model == "gpt-4o-mini"
+    assert OpenAIChatCompletionClient(model="o3").model == "o3"
     monkeypatch.delenv("OPENAI_MODEL")
-    assert OpenAIChatClient().model == "gpt-5"
+    assert OpenAIChatCompletionClient().model == "gpt-5"
 
 
 def test_settings_from_an_env_file(tmp_path: Path) -> None:
     env = tmp_path / ".env"
     env.write_text("OPENAI_API_KEY=sk-file\nOPENAI_MODEL=gpt-4.1\n", encoding="utf-8")
-    client = OpenAIChatClient(env_file_path=str(env))
+    client = OpenAIChatCompletionClient(env_file_path=str(env))
     assert (client.model, client.base_url) == ("gpt-4.1", "https://api.openai.com/v1")
 
 
 def test_missing_settings_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SettingNotFoundError, match=r"OPENAI_MODEL \(or OPENAI_CHAT_COMPLETION_MODEL\) environment"):
-        OpenAIChatClient(api_key="sk-x")
+        OpenAIChatCompletionClient(api_key="sk-x")
     with pytest.raises(SettingNotFoundError, match="set the OPENAI_API_KEY environment variable"):
-        OpenAIChatClient(model="gpt-4o")
+        OpenAIChatCompletionClient(model="gpt-4o")
     with pytest.raises(ValueError, match="timeout must be a number of seconds > 0"):
-        OpenAIChatClient(model="gpt-4o", api_key="k", timeout=0)
+        OpenAIChatCompletionClient(model="gpt-4o", api_key="k", timeout=0)
 
 
 # ------------------------------------------------------------------------------------------------ multi-agent
