@@ -26,33 +26,12 @@ import asyncio
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")  # headless rendering; must precede any pyplot / mplfinance import
-
-import mplfinance as mpf
-import numpy as np
-import pandas as pd
-from matplotlib import font_manager
-from matplotlib import pyplot as plt
-from matplotlib.ticker import FuncFormatter
-
-try:
-    import qwen3  # noqa: F401
-except ImportError:  # a source checkout without `pip install -e .`: use the package next to this example
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agent_framework import Agent, Content, FunctionTool, Message, tool
-
-from clients import MediaError, image_content
-from qwen3 import QwenVLChatClient
-from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall
 
 DEFAULT_DAYS = 120
 DEFAULT_OUT = "kline.png"
@@ -69,6 +48,10 @@ INSTRUCTIONS = (
     "the tool. Be concise; use short headed sections. Never give personalised investment advice."
 )
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
+CN_LAYOUTS = frozenset({"akshare-cn", "tushare", "czsc"})  # Chinese A-share sources: red up, green down
+A_SHARE_CODE = re.compile(
+    r"(?<![0-9])[0-9]{6}\.(?:SZ|SH|BJ)(?![A-Za-z])|(?<![A-Za-z])(?:sh|sz|bj)[0-9]{6}(?![0-9])", re.I
+)
 MA_WINDOWS = (5, 10, 20)
 MA_COLORS = ("#f0a30a", "#1f77b4", "#9b59b6")
 FIGSIZE = (12.0, 7.0)
@@ -170,6 +153,65 @@ LAYOUTS: tuple[CsvLayout, ...] = (
 )
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Render a K-line chart from daily OHLCV data and have Qwen-VL analyse it (MAF agent + tool).",
+        epilog=(
+            "Without DASHSCOPE_API_KEY the run is EMULATED by a local DashScope stand-in. CSV layouts accepted: "
+            + "; ".join(layout.description for layout in LAYOUTS)
+        ),
+    )
+    parser.add_argument("--csv", type=Path, help="daily OHLCV CSV (default: matplotlib's bundled GOOG sample)")
+    parser.add_argument("--days", type=int, default=DEFAULT_DAYS, help=f"sessions to chart (default {DEFAULT_DAYS})")
+    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"PNG to write (default ./{DEFAULT_OUT})")
+    parser.add_argument(
+        "--model",
+        default=os.environ.get("DASHSCOPE_VL_MODEL") or DEFAULT_MODEL,
+        help=f"vision model (default $DASHSCOPE_VL_MODEL or {DEFAULT_MODEL})",
+    )
+    parser.add_argument("--question", default=DEFAULT_QUESTION, help="what to ask about the chart")
+    parser.add_argument("--title", help="chart title (default: symbol, date range and session count)")
+    parser.add_argument(
+        "--style",
+        choices=("auto", "cn", "us"),
+        default="auto",
+        help="candle colours: cn = red up / green down (A-share custom), us = green up / red down; auto (default): "
+        "cn for the Chinese A-share layouts (akshare Chinese, tushare, czsc), us otherwise",
+    )
+    args = parser.parse_args(argv)
+    if args.days < 2:
+        parser.error("--days must be at least 2")
+    return args
+
+
+if __name__ == "__main__":
+    CLI_ARGS = parse_args()  # --help and usage errors answer before the heavy imports below
+
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless rendering; must precede any pyplot / mplfinance import
+
+import mplfinance as mpf
+import numpy as np
+import pandas as pd
+from matplotlib import font_manager
+from matplotlib import pyplot as plt
+from matplotlib.ticker import FuncFormatter
+
+try:
+    import qwen3  # noqa: F401
+except ImportError:  # a source checkout without `pip install -e .`: use the package next to this example
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agent_framework import Agent, Content, FunctionTool, Message, tool
+from agent_framework.exceptions import SettingNotFoundError
+
+from clients import MediaError, image_content
+from qwen3 import QwenVLChatClient
+from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall
+
+
 def _norm(column: object) -> str:
     return str(column).replace("\ufeff", "").strip().lower()
 
@@ -249,6 +291,7 @@ def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
             if not values.empty:
                 symbol = str(values.iloc[0])
                 break
+    data.attrs["layout"] = layout.name
     return data, symbol or file.stem
 
 
@@ -404,6 +447,22 @@ def default_title(symbol: str, window: pd.DataFrame) -> str:
     return f"{symbol} daily K-line  {start} to {end}  ({len(window)} sessions)"
 
 
+def chart_style(data: pd.DataFrame, choice: str = "auto", symbol: str = "") -> str:
+    """``"cn"`` (red up, green down: how Chinese A-share charts are read) or ``"us"`` (green up, red down).
+    ``choice`` ``"auto"`` picks ``"cn"`` for data loaded from a Chinese A-share layout (akshare Chinese, tushare,
+    czsc; ``load_csv`` records the layout in ``data.attrs["layout"]``) or with an A-share code in its symbol
+    (``000002.SZ``, ``sh600000``), else ``"us"``."""
+    if choice in ("cn", "us"):
+        return choice
+    return "cn" if data.attrs.get("layout") in CN_LAYOUTS or A_SHARE_CODE.search(symbol) else "us"
+
+
+def market_colors(style: str) -> dict[str, Any]:
+    """mplfinance market colours for ``style`` (``"cn"``: up red / down green; ``"us"``: up green / down red)."""
+    up, down = ("#e03a3e", "#1a9c4a") if style == "cn" else ("#1a9c4a", "#e03a3e")
+    return mpf.make_marketcolors(up=up, down=down, edge="inherit", wick="inherit", volume="in")
+
+
 def render_chart(
     data: pd.DataFrame,
     out: str | os.PathLike[str],
@@ -411,10 +470,12 @@ def render_chart(
     days: int = DEFAULT_DAYS,
     title: str | None = None,
     symbol: str = "",
+    style: str = "auto",
 ) -> Path:
     """Render the last ``days`` sessions as candles + volume + MA5/10/20 to a PNG and return its path.
 
     The moving averages are computed on the full history, so MA20 is defined from the first displayed candle.
+    ``style``: candle colours, see `chart_style`.
     """
     if data.empty:
         raise DataError("no data to plot")
@@ -428,7 +489,10 @@ def render_chart(
         if ma.notna().any():
             addplots.append(mpf.make_addplot(ma, color=color, width=1.1, label=f"MA{w}"))
 
-    style = mpf.make_mpf_style(base_mpf_style="yahoo", gridstyle=":", y_on_right=True, rc={"font.size": 10})
+    colors = market_colors(chart_style(data, style, symbol))
+    style = mpf.make_mpf_style(
+        base_mpf_style="yahoo", marketcolors=colors, gridstyle=":", y_on_right=True, rc={"font.size": 10}
+    )
     fig, axes = mpf.plot(
         window,
         type="candle",
@@ -627,6 +691,8 @@ class RunReport:
     requests: list[RecordedRequest] = field(default_factory=list)  # what the emulator received (emulated runs)
 
 
+THINKING = "thinking…"  # shown while a reasoning model thinks, before its answer
+
 EMULATED_BANNER = (
     "=" * 100 + "\n"
     "EMULATED RUN - DASHSCOPE_API_KEY is not set, so no model is called.\n"
@@ -662,8 +728,14 @@ async def analyze(
     message = Message("user", [Content.from_text(question), image_content(chart)])
     stream = agent.run(message, stream=True)
     parts: list[str] = []
+    thinking = False
     async for update in stream:
+        if not parts and not thinking and any(c.type == "text_reasoning" for c in update.contents):
+            thinking = True  # a reasoning model thinks before it answers: say so instead of a silent wait
+            print(THINKING, end="", flush=True)
         if update.text:
+            if thinking and not parts:
+                print("\n")
             parts.append(update.text)
             print(update.text, end="", flush=True)
     final = await stream.get_final_response()
@@ -686,16 +758,23 @@ def _png_size(path: Path) -> tuple[int, int]:
     return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
 
 
+USAGE_ORDER = ("input_token_count", "output_token_count", "total_token_count")
+
+
+def _usage_order(key: str) -> tuple[int, str]:
+    """input, output, total first, then the rest by name: the summary reads the same on every run."""
+    return (USAGE_ORDER.index(key) if key in USAGE_ORDER else len(USAGE_ORDER), key)
+
+
 def print_summary(report: RunReport, window: pd.DataFrame) -> None:
     width, height = _png_size(report.chart)
     size_kb = report.chart.stat().st_size / 1024
     start, end = window.index[0].strftime("%Y-%m-%d"), window.index[-1].strftime("%Y-%m-%d")
-    calls = ", ".join(f"{name} x{report.tool_calls.count(name)}" for name in dict.fromkeys(report.tool_calls))
+    calls = ", ".join(f"{name} x{report.tool_calls.count(name)}" for name in sorted(set(report.tool_calls)))
     if report.usage:
+        counts = {k: v for k, v in report.usage.items() if k.endswith("_token_count") and v is not None}
         usage = ", ".join(
-            f"{key.removesuffix('_token_count')} {value}"
-            for key, value in report.usage.items()
-            if key.endswith("_token_count") and value is not None
+            f"{key.removesuffix('_token_count')} {counts[key]}" for key in sorted(counts, key=_usage_order)
         )
     else:
         usage = "not reported"
@@ -710,38 +789,16 @@ def print_summary(report: RunReport, window: pd.DataFrame) -> None:
     print(f"  tokens:     {usage or 'not reported'}")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Render a K-line chart from daily OHLCV data and have Qwen-VL analyse it (MAF agent + tool).",
-        epilog=(
-            "Without DASHSCOPE_API_KEY the run is EMULATED by a local DashScope stand-in. CSV layouts accepted: "
-            + "; ".join(layout.description for layout in LAYOUTS)
-        ),
-    )
-    parser.add_argument("--csv", type=Path, help="daily OHLCV CSV (default: matplotlib's bundled GOOG sample)")
-    parser.add_argument("--days", type=int, default=DEFAULT_DAYS, help=f"sessions to chart (default {DEFAULT_DAYS})")
-    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"PNG to write (default ./{DEFAULT_OUT})")
-    parser.add_argument(
-        "--model",
-        default=os.environ.get("DASHSCOPE_VL_MODEL") or DEFAULT_MODEL,
-        help=f"vision model (default $DASHSCOPE_VL_MODEL or {DEFAULT_MODEL})",
-    )
-    parser.add_argument("--question", default=DEFAULT_QUESTION, help="what to ask about the chart")
-    parser.add_argument("--title", help="chart title (default: symbol, date range and session count)")
-    args = parser.parse_args(argv)
-    if args.days < 2:
-        parser.error("--days must be at least 2")
-    return args
-
-
 async def run(args: argparse.Namespace) -> RunReport:
     """Load, render, analyse, summarise. Raises :class:`DataError` / ``MediaError`` on bad input."""
     data, symbol = load_csv(args.csv) if args.csv else load_goog_sample()
     window = data.iloc[-args.days :]
-    chart = render_chart(data, args.out, days=args.days, title=args.title, symbol=symbol)
+    style = chart_style(data, args.style, symbol)
+    chart = render_chart(data, args.out, days=args.days, title=args.title, symbol=symbol, style=style)
+    colours = "red up / green down" if style == "cn" else "green up / red down"
     print(
         f"Chart: {chart.resolve()} - {symbol}, {len(window)} sessions "
-        f"{window.index[0]:%Y-%m-%d}..{window.index[-1]:%Y-%m-%d}"
+        f"{window.index[0]:%Y-%m-%d}..{window.index[-1]:%Y-%m-%d} ({colours})"
     )
 
     api_key = os.environ.get("DASHSCOPE_API_KEY", "").strip()
@@ -784,9 +841,13 @@ def run_cli(job: Coroutine[Any, Any, None], user_errors: tuple[type[Exception], 
     return 0
 
 
+USER_ERRORS: tuple[type[Exception], ...] = (ValueError, MediaError, SettingNotFoundError)
+"""Bad data, media or configuration (a missing key or model, a bad base URL): exit 2, like a usage error."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli(run(parse_args(argv)), (DataError, MediaError))
+    return run_cli(run(parse_args(argv)), USER_ERRORS)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(run(CLI_ARGS), USER_ERRORS))

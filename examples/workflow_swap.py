@@ -78,7 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # kline_analysis.py be
 
 import kline_analysis as kline
 
-from clients import MediaError, image_content
+from clients import image_content
 from clients.testing import LoopbackServer, RecordedRequest, Reply, ToolCall, Turn
 from qwen3 import QwenVLChatClient
 
@@ -727,7 +727,21 @@ def banner(settings: Settings, offline: bool, environ: Mapping[str, str]) -> str
     return "=" * 100 + "\nAgents\n" + "\n".join(lines) + note + "\n" + "=" * 100
 
 
+def configured_analyst(path: Path = DEFAULT_CONFIG) -> str | None:
+    """``provider:model`` that the config file's ``[analyst]`` table sets, or None (no file, no table, unreadable)."""
+    try:
+        analyst = load_config(path).get("analyst", {}) if path.is_file() else {}
+        if "provider" not in analyst:
+            return None
+        chosen = provider(analyst["provider"], source=path.name)
+    except ConfigError:
+        return None
+    return f"{chosen.name}:{analyst.get('model') or chosen.default_model}"
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    configured = configured_analyst()
+    default = f"{configured} (set by {DEFAULT_CONFIG.name})" if configured else DEFAULT_ANALYST
     parser = argparse.ArgumentParser(
         description="ChartReader (Qwen-VL) and a swappable Analyst (qwen/openai/anthropic/gemini) read a K-line "
         "chart in a MAF sequential workflow and a group chat.",
@@ -735,7 +749,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"Providers and default models: {', '.join(f'{p.name}:{p.default_model}' for p in PROVIDERS.values())}. "
         "Agents whose provider has no API key in the environment run on a local emulator (EMULATED).",
     )
-    parser.add_argument("--analyst", metavar="PROVIDER[:MODEL]", help=f"analyst provider and model ({VALID_PROVIDERS})")
+    parser.add_argument(
+        "--analyst",
+        metavar="PROVIDER[:MODEL]",
+        help=f"analyst provider and model ({VALID_PROVIDERS}; default {default})",
+    )
     parser.add_argument("--reader-model", help=f"ChartReader's Qwen-VL model (default {DEFAULT_READER_MODEL})")
     parser.add_argument(
         "--config",
@@ -789,7 +807,7 @@ async def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return kline.run_cli(run(parse_args(argv)), (ConfigError, kline.DataError, MediaError))
+    return kline.run_cli(run(parse_args(argv)), kline.USER_ERRORS)  # ConfigError is a ValueError
 
 
 if __name__ == "__main__":

@@ -302,11 +302,15 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
         Raises:
             SettingNotFoundError: no API key or no model, naming the variable to set.
-            ValueError: a timeout that is not a positive number (or what the provider's ``_settings`` refuses).
+            ValueError: a timeout that is not a positive number, a ``base_url`` that is not an http(s) URL (or what
+                the provider's ``_settings`` refuses).
         """
         given = {"model": model, "api_key": api_key, "base_url": base_url}
         files = {"env_file_path": env_file_path, "env_file_encoding": env_file_encoding}
         resolved_model, key, url = self._settings({**given, **files})
+        scheme, _, rest = url.partition("://")
+        if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
+            raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {url!r}")
         default_timeout, default_connect, default_idle = self._DEFAULT_TIMEOUTS
         self.model: str = resolved_model
         self.base_url: str = url

@@ -42,6 +42,9 @@ JSON_WORD = "'messages' must contain the word 'json' in some form, to use 'respo
 SYSTEM_FIRST = "System message must be at the beginning."  # ASSUMPTION: §2.1 says system only at messages[0]
 BAD_URL = "The provided URL does not appear to be valid. Ensure it is correctly formatted."  # §4.2 [DOC-CN]
 MAX_DATA_URI_BYTES = 10 * 1024 * 1024  # §1.9 / §4.2 [DOC-CN]: base64 items at most 10 MB
+# what the native API answers (HTTP 400 InvalidParameter) for a model it does not serve; the error-code page lists
+# 404 ModelNotFound, which the live native API has not been seen to send
+MODEL_NOT_EXIST = "Model not exist."
 DATA_URI_TOO_BIG = f"Exceeded limit on max bytes per data-uri item : {MAX_DATA_URI_BYTES}"
 
 BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
@@ -78,7 +81,8 @@ _DATA_URI = re.compile(r"data:[^,;]*(;[^,;]*)*;base64,", re.IGNORECASE)
 
 def endpoint_for(model: str, models: Mapping[str, Endpoint] | None = None) -> Endpoint | None:
     """The endpoint serving ``model``: ``models`` entries (exact names or globs) first, then `BUILTIN_MODELS`;
-    None when nothing matches (then both endpoints accept it, so future models keep working)."""
+    None when nothing matches: the emulator then answers as DashScope does for a model it does not serve
+    (400 ``InvalidParameter`` "Model not exist."); name newer models with ``DashScopeEmulator(models=...)``."""
     name = model.lower()
     for pattern, endpoint in (*(models or {}).items(), *BUILTIN_MODELS):
         if fnmatchcase(name, pattern.lower()):
@@ -186,7 +190,9 @@ def validate(body: dict[str, Any], endpoint: Endpoint, stream: bool, models: Map
     if not isinstance(model, str) or not model:
         return ApiError(400, "BadRequest.EmptyModel", EMPTY_MODEL)
     expected = endpoint_for(model, models)
-    if expected is not None and expected != endpoint:
+    if expected is None:
+        return _invalid(MODEL_NOT_EXIST)
+    if expected != endpoint:
         return _invalid(URL_ERROR)
     inp = body.get("input")
     inp = inp if isinstance(inp, dict) else {}

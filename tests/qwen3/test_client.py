@@ -162,6 +162,7 @@ async def test_vl_client_always_uses_multimodal_endpoint_with_parts(emu: DashSco
 async def test_text_client_routes_by_model_and_by_media(emu: DashScopeEmulator) -> None:
     await qwen(emu, "qwen-max").get_response([Message("user", ["text only"])])
     await qwen(emu, "qwen3.6-plus").get_response([Message("user", ["text only, unified model"])])
+    emu.models["my-finetuned-model"] = "multimodal"  # a model the emulator's table does not know
     await qwen(emu, "my-finetuned-model").get_response([Message("user", ["look", image_content(PNG)])])
     assert [r.path for r in emu.requests] == [TEXT_PATH, MM_PATH, MM_PATH]
     assert emu.requests[1].messages == [{"role": "user", "content": [{"text": "text only, unified model"}]}]

@@ -448,11 +448,16 @@ def test_default_reply_and_models_override() -> None:
         assert answer_text(post(emu, text_body(user("x")))) == "fixed"
         rejected = post(emu, text_body(user("x"), model="my-vision-1"))
         assert rejected.json()["message"] == "url error, please check url!"
-        for path in (TEXT_PATH, MM_PATH):  # unknown models are accepted on both endpoints
+        for path in (TEXT_PATH, MM_PATH):  # a model DashScope does not serve: its own answer, on both endpoints
             body = text_body(
                 [{"role": "user", "content": [{"text": "x"}] if path == MM_PATH else "x"}], model="qwen9-future"
             )
-            assert post(emu, body, path=path).status_code == 200
+            refused = post(emu, body, path=path)
+            assert (refused.status_code, refused.json()["code"], refused.json()["message"]) == (
+                400,
+                "InvalidParameter",
+                "Model not exist.",
+            )
         assert post(emu, {"model": "qwen-max", "input": {"prompt": "1+1?"}}).status_code == 200  # prompt-style request
     with DashScopeEmulator(validate=False) as loose:
         assert post(loose, text_body([{"role": "tool", "content": 1}], model="qwen-vl-max")).status_code == 200

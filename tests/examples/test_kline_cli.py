@@ -1,0 +1,173 @@
+"""examples/kline_analysis.py as users meet it: A-share colours, a --help that answers before the heavy imports,
+configuration errors that exit 2, a visible thinking indicator, and a summary that reads the same on every run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from qwen3.testing import DashScopeEmulator, Reply, ToolCall
+from tests.conftest import example_module
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "kline_analysis.py"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def ka() -> Iterator[ModuleType]:
+    with example_module("kline_analysis") as module:
+        yield module
+
+
+def _rising(days: int = 30) -> pd.DataFrame:
+    index = pd.date_range("2024-01-01", periods=days, freq="B", name="Date")
+    opens = np.linspace(10, 20, days)
+    return pd.DataFrame(
+        {"Open": opens, "High": opens + 1.5, "Low": opens - 0.2, "Close": opens + 1.0, "Volume": 1e6},
+        index=index,
+    )
+
+
+def _dominant_candle_colour(path: Path) -> str:
+    """Whether the chart's strongly coloured pixels are mostly red or mostly green."""
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(path)[..., :3]
+    red = ((pixels[..., 0] > 0.75) & (pixels[..., 1] < 0.4)).sum()
+    green = ((pixels[..., 1] > 0.5) & (pixels[..., 0] < 0.3)).sum()
+    return "red" if red > green else "green"
+
+
+@pytest.mark.parametrize(("style", "colour"), [("cn", "red"), ("us", "green")])
+def test_rising_candles_are_red_in_the_a_share_style_and_green_in_the_us_style(
+    ka: ModuleType, tmp_path: Path, style: str, colour: str
+) -> None:
+    chart = ka.render_chart(_rising(), tmp_path / f"{style}.png", days=30, style=style)
+    assert _dominant_candle_colour(chart) == colour
+
+
+def test_auto_style_follows_the_layout_and_the_symbol(ka: ModuleType, tmp_path: Path) -> None:
+    tushare = tmp_path / "t.csv"
+    tushare.write_text("ts_code,trade_date,open,high,low,close,vol\n600000.SH,20240102,1,2,0.5,1.5,100\n")
+    data, symbol = ka.load_csv(tushare)
+    assert ka.chart_style(data, "auto", symbol) == "cn"
+    assert ka.chart_style(data, "us", symbol) == "us"  # --style overrides
+    plain = _rising()
+    assert ka.chart_style(plain, "auto", "GOOG") == "us"
+    assert ka.chart_style(plain, "auto", "vanke-000002.SZ-daily") == "cn"
+    assert ka.chart_style(plain, "auto", "sh600519") == "cn"
+    assert ka.chart_style(plain, "auto", "1234567.SZX") == "us"
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the real A-share CSVs live in ../shared/data (absent here)")
+@pytest.mark.parametrize(
+    ("name", "style"),
+    [
+        ("vanke-000002.SZ-daily-2015-2025.csv", "cn"),
+        ("sse-composite-000001.SH-daily-2006-2020.csv", "cn"),
+        ("aapl-daily-2004-2018.csv", "us"),
+    ],
+)
+def test_real_files_get_their_market_style(ka: ModuleType, name: str, style: str) -> None:
+    data, symbol = ka.load_csv(SHARED_DATA / name)
+    assert ka.chart_style(data, "auto", symbol) == style
+
+
+def test_help_answers_before_the_heavy_imports() -> None:
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = [{str(EXAMPLE)!r}, '--help']\n"
+        "try:\n"
+        f"    runpy.run_path({str(EXAMPLE)!r}, run_name='__main__')\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0\n"
+        "print(sorted(m for m in ('pandas', 'numpy', 'matplotlib', 'mplfinance', 'agent_framework', 'qwen3') "
+        "if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert "--style {auto,cn,us}" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DASHSCOPE_BASE_URL": "https://dashscope.aliyuncs.com/compatible-mode/v1"}, "OpenAI-compatible API"),
+        ({"DASHSCOPE_BASE_URL": "ftp://nowhere"}, "base_url must be an http:// or https:// URL"),
+    ],
+)
+def test_configuration_errors_exit_2_with_one_line(
+    ka: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    env: dict[str, str],
+    message: str,
+) -> None:
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-configured")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert ka.main(["--out", str(tmp_path / "k.png"), "--days", "30"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: ")
+    assert message in error
+    assert len(error.splitlines()) == 1
+
+
+async def test_a_thinking_model_shows_that_it_thinks(
+    ka: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _rising(40)
+    chart = ka.render_chart(data, tmp_path / "k.png", days=40)
+    with DashScopeEmulator(api_key="k") as emu:
+        emu.script(
+            Reply(reasoning="First the trend, then the numbers.", tool_calls=[ToolCall(ka.TOOL_NAME, {})]),
+            Reply(reasoning="MA5 above MA20.", text="An uptrend.", chunks=3),
+        )
+        report = await ka.analyze(
+            data, chart, symbol="X", question="?", model="qvq-max", api_key="k", base_url=emu.base_url, emulated=True
+        )
+    out = capsys.readouterr().out
+    assert out.startswith(ka.THINKING)
+    assert out.index(ka.THINKING) < out.index("An uptrend.")
+    assert out.count(ka.THINKING) == 1
+    assert report.text == "An uptrend."
+
+
+def test_the_summary_reads_the_same_whatever_the_order_things_came_in(
+    ka: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _rising()
+    chart = ka.render_chart(data, tmp_path / "k.png", days=30)
+    usages = [
+        {"total_token_count": 30, "output_token_count": 10, "input_token_count": 20, "cached_token_count": 5},
+        {"cached_token_count": 5, "input_token_count": 20, "total_token_count": 30, "output_token_count": 10},
+    ]
+    outputs = []
+    for calls, usage in zip((["b", "a", "b"], ["b", "b", "a"]), usages, strict=True):
+        report = ka.RunReport(chart=chart, model="m", emulated=True, text="t", tool_calls=calls, usage=usage)
+        ka.print_summary(report, data)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert "tool calls: a x1, b x2" in outputs[0]
+    assert "tokens:     input 20, output 10, total 30, cached 5" in outputs[0]
+
+
+def test_workflow_help_names_the_analyst_workflow_toml_sets(capsys: pytest.CaptureFixture[str]) -> None:
+    with example_module("workflow_swap") as ws:
+        configured = ws.configured_analyst()
+        with pytest.raises(SystemExit):
+            ws.parse_args(["--help"])
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    table = tomllib.loads((ROOT / "examples" / "workflow.toml").read_text(encoding="utf-8"))["analyst"]
+    assert configured == f"{table['provider']}:{table['model']}"
+    assert f"default {configured} (set by workflow.toml)" in " ".join(capsys.readouterr().out.split())
