@@ -1,0 +1,138 @@
+"""MAF's integrations with our clients, checked where docs/integrations.md only prints: OpenTelemetry spans (provider
+name and usage for every client, no key in any attribute), a YAML agent's settings on the wire, and a serialized
+session's history reaching the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+from agent_framework import Agent, AgentSession
+
+from clients.testing import Reply
+from qwen3 import QwenChatClient
+from qwen3.testing import DashScopeEmulator
+
+KEY = "sk-integration-secret-0123456789"
+
+SPANS = """
+import asyncio, json, sys
+from agent_framework import Agent
+from agent_framework.observability import enable_instrumentation
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from clients.testing import Reply
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+enable_instrumentation()
+name, key = sys.argv[1], sys.argv[2]
+if name == "qwen":
+    from qwen3 import QwenChatClient as Client
+    from qwen3.testing import DashScopeEmulator as Emulator
+    model = "qwen-plus"
+elif name == "openai":
+    from clients import OpenAIChatCompletionClient as Client
+    from clients.openai.testing import OpenAIEmulator as Emulator
+    model = "gpt-4o"
+elif name == "anthropic":
+    from clients import AnthropicChatClient as Client
+    from clients.anthropic.testing import AnthropicEmulator as Emulator
+    model = "claude-sonnet-4-6"
+else:
+    from clients import GeminiChatClient as Client
+    from clients.gemini.testing import GeminiEmulator as Emulator
+    model = "gemini-2.5-flash"
+with Emulator(api_key=key, default_reply=Reply(text="ok")) as emu:
+    agent = Agent(client=Client(model=model, api_key=key, base_url=emu.base_url), name="Analyst")
+    asyncio.run(agent.run("hi"))
+print(json.dumps([{"name": s.name, "attributes": dict(s.attributes or {})} for s in exporter.get_finished_spans()]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("client", "provider", "model"),
+    [
+        ("qwen", "dashscope", "qwen-plus"),
+        ("openai", "openai", "gpt-4o"),
+        ("anthropic", "anthropic", "claude-sonnet-4-6"),
+        ("gemini", "gcp.gemini", "gemini-2.5-flash"),
+    ],
+)
+def test_every_client_reports_gen_ai_spans_with_its_provider_name(client: str, provider: str, model: str) -> None:
+    """In a fresh interpreter: the global tracer provider can be set once per process."""
+    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed (extra: integrations)")
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SPANS), client, KEY], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    spans: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    chat = [s for s in spans if s["name"] == f"chat {model}"]
+    assert len(chat) == 1, [s["name"] for s in spans]
+    attributes = chat[0]["attributes"]
+    assert (attributes.get("gen_ai.provider.name") or attributes.get("gen_ai.system")) == provider
+    assert attributes["gen_ai.request.model"] == model
+    assert attributes["gen_ai.usage.input_tokens"] > 0
+    assert [s["name"] for s in spans][-1] == "invoke_agent Analyst"
+    assert KEY not in done.stdout  # no attribute of any span carries the key
+
+
+def test_a_yaml_agent_gets_our_client_and_its_options_reach_the_wire() -> None:
+    declarative = pytest.importorskip("agent_framework_declarative", reason="extra: integrations")
+    from qwen3.declarative import PROVIDERS
+
+    with DashScopeEmulator(api_key=KEY, default_reply=Reply(text="up")) as emu:
+        yaml = f"""
+kind: Prompt
+name: Analyst
+instructions: You are a careful technical analyst.
+model:
+  id: qwen3-vl-plus
+  provider: Qwen
+  apiType: Vision
+  options:
+    temperature: 0.2
+    maxOutputTokens: 64
+  connection:
+    kind: key
+    apiKey: {KEY}
+    endpoint: {emu.base_url}
+"""
+        with pytest.warns(Warning, match="experimental"):  # MAF marks AgentFactory experimental
+            agent = declarative.AgentFactory(additional_mappings=PROVIDERS).create_agent_from_yaml(yaml)
+        assert asyncio.run(agent.run("Trend?")).text == "up"
+    assert type(agent.client).__name__ == "QwenVLChatClient"
+    (request,) = emu.requests
+    assert request.endpoint == "multimodal"
+    assert (request.model, request.parameters["temperature"], request.parameters["max_tokens"]) == (
+        "qwen3-vl-plus",
+        0.2,
+        64,
+    )
+    assert request.messages[0] == {"role": "system", "content": [{"text": "You are a careful technical analyst."}]}
+
+
+async def test_a_restored_session_sends_the_whole_history() -> None:
+    with DashScopeEmulator(api_key=KEY) as emu:
+        emu.script(Reply(text="Noted: 600519."), Reply(text="600519."))
+        agent = Agent(client=QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url), name="Analyst")
+        session = agent.create_session()
+        await agent.run("Remember the ticker 600519.", session=session)
+        saved = json.dumps(session.to_dict())
+        restored = AgentSession.from_dict(json.loads(saved))
+        assert (await agent.run("Which ticker?", session=restored)).text == "600519."
+    assert KEY not in saved
+    assert emu.requests[1].messages == [
+        {"role": "user", "content": "Remember the ticker 600519."},
+        {"role": "assistant", "content": "Noted: 600519."},
+        {"role": "user", "content": "Which ticker?"},
+    ]
