@@ -7,10 +7,12 @@ runs offline. A block that is deliberately a fragment is fenced ```` ```python n
 
 from __future__ import annotations
 
+import ast
 import base64
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -21,11 +23,29 @@ _PNG = base64.b64decode(
 )
 
 
+def _imports(code: str) -> set[str]:
+    """The top-level packages a block imports."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+            namespace = node.module.split(".")[1] if node.module.startswith("agent_framework.") else ""
+            spec = find_spec(f"agent_framework.{namespace}") if namespace else None
+            if spec is not None and spec.submodule_search_locations:  # a lazy namespace: .openai → its package
+                names.add(f"agent_framework_{namespace}")
+    return names
+
+
 @pytest.fixture(autouse=True)
 def _docs_offline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     if request.node.get_closest_marker("markdown-docs") is None:
         yield
         return
+    missing = sorted(name for name in _imports(getattr(request.node, "code", "")) if find_spec(name) is None)
+    if missing:  # e.g. an integration's package in an environment without the extra
+        pytest.skip(f"this block needs {', '.join(missing)}, which is not installed")
     from clients.testing import Reply
     from qwen3.testing import DashScopeEmulator
 
@@ -42,7 +62,9 @@ def _docs_offline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
             servers["OPENAI"] = stack.enter_context(OpenAIEmulator(api_key="sk-docs", default_reply=answer))
             servers["ANTHROPIC"] = stack.enter_context(AnthropicEmulator(api_key="sk-docs", default_reply=answer))
             servers["GEMINI"] = stack.enter_context(GeminiEmulator(api_key="sk-docs", default_reply=answer))
-        for name in [n for n in os.environ if n.startswith(("DASHSCOPE_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_"))]:
+        for name in [
+            n for n in os.environ if n.startswith(("DASHSCOPE_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_"))
+        ]:
             monkeypatch.delenv(name)
         for prefix, server in servers.items():
             monkeypatch.setenv(f"{prefix}_API_KEY", "sk-docs")

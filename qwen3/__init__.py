@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from clients.core.media import image_content, video_frames
 from qwen3.client import DEFAULT_BASE_URL, INTL_BASE_URL, QwenChatClient, QwenVLChatClient, RawQwenChatClient
-from qwen3.convert import QwenChatOptions
+from qwen3.options import QwenChatOptions
 from qwen3.routing import endpoint_for_model
 
 try:

@@ -10,7 +10,6 @@ Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see 
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -35,21 +34,15 @@ from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar
 
-from clients.core.errors import ProviderError, to_chat_client_exception
+from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
-from qwen3.convert import (
-    QwenChatOptions,
-    StreamState,
-    build_request,
-    conversation_has_media,
-    needs_oss_resolve,
-    parse_response,
-    parse_stream_event,
-    request_thinks,
-)
+from qwen3.convert import build_request, conversation_has_media, needs_oss_resolve
+from qwen3.errors import error_from_body, parse_error
+from qwen3.options import QwenChatOptions, request_thinks
+from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
 from qwen3.uploads import UPLOAD_MODES, UploadedFiles, UploadLocalFiles, upload_region_error, with_uploaded_files
 
@@ -68,30 +61,6 @@ INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
 
 QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions", covariant=True)  # type: ignore[valid-type]
 
-_AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key"})
-_FILTER_CODES = frozenset({"DataInspectionFailed", "data_inspection_failed", "InvalidParameter.DataInspection"})
-# HTTP status implied by a DashScope code, for errors that arrive without a usable one (Model Studio "Error codes").
-_STATUS_BY_CODE_PREFIX = (
-    ("InvalidApiKey", 401),
-    ("AccessDenied", 403),
-    ("Model.AccessDenied", 403),
-    ("Workspace.AccessDenied", 403),
-    ("ModelNotFound", 404),
-    ("Throttling", 429),
-    ("InternalError", 500),
-    ("SystemError", 500),
-    ("ModelServiceFailed", 500),
-    ("RequestTimeOut", 500),
-    ("ModelServingError", 503),
-    ("ModelUnavailable", 503),
-    ("InvalidParameter", 400),
-    ("DataInspectionFailed", 400),
-    ("Arrearage", 400),
-    ("BadRequest", 400),
-    ("InvalidURL", 400),
-    ("InvalidFile", 400),
-)
-
 
 class QwenSettings(TypedDict, total=False):
     """Settings read by ``load_settings`` with prefix ``DASHSCOPE_`` (e.g. ``DASHSCOPE_API_KEY``)."""
@@ -101,34 +70,6 @@ class QwenSettings(TypedDict, total=False):
     http_base_url: str | None  # DASHSCOPE_HTTP_BASE_URL: the dashscope SDK's own variable, used as a fallback
     model: str | None  # DASHSCOPE_MODEL (QwenChatClient)
     vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
-
-
-def _provider_error(status: int | None, code: str | None, message: str, request_id: str | None) -> ProviderError:
-    if status is None or status == 200:  # an in-stream error's 200 says nothing: infer from the code
-        status = next((s for prefix, s in _STATUS_BY_CODE_PREFIX if (code or "").startswith(prefix)), None)
-    return ProviderError(
-        provider="DashScope",
-        status=status,
-        code=code,
-        message=message,
-        request_id=request_id,
-        auth_codes=_AUTH_CODES,
-        filter_codes=_FILTER_CODES,
-    )
-
-
-def _error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
-    """``{"code","message","request_id"}`` (capture auth-error-nosse), or whatever a proxy sent instead."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    request_id = headers.get("x-request-id")
-    if isinstance(data, Mapping):
-        return _provider_error(
-            status, data.get("code"), str(data.get("message") or ""), data.get("request_id") or request_id
-        )
-    return _provider_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)
 
 
 async def _sse_payloads(response: httpx.Response) -> AsyncGenerator[dict[str, Any], None]:
@@ -141,7 +82,7 @@ async def _sse_payloads(response: httpx.Response) -> AsyncGenerator[dict[str, An
         data = json_object("DashScope", event.data, what="event")
         if event.event == "error" or data.get("code"):
             message = str(data.get("message") or "")
-            error = _provider_error(event.status, data.get("code"), message, data.get("request_id"))
+            error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
             raise Failure(error, response.headers)
         yield data
 
@@ -296,10 +237,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
         )
         if response.status_code != 200:
-            raise Failure(_error_from_body(response.status_code, response.content, response.headers), response.headers)
+            raise Failure(error_from_body(response.status_code, response.content, response.headers), response.headers)
         data = json_object("DashScope", response.content)
         if data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
-            raise Failure(_error_from_body(200, response.content, response.headers), response.headers)
+            raise Failure(error_from_body(200, response.content, response.headers), response.headers)
         return data
 
     async def _open_events_at(self, endpoint: Endpoint, body: dict[str, Any]) -> EventStream:
@@ -316,7 +257,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         except DashScopeError as exc:
             if exc.status_code is None:  # no answer: classified and described from its httpx cause
                 raise
-            error = _provider_error(exc.status_code, exc.code, exc.message, exc.request_id)
+            error = parse_error(exc.status_code, exc.code, exc.message, exc.request_id)
             raise Failure(error, exc.headers) from exc
         return await EventStream(self, _sse_payloads(response), response.aclose).start()
 

@@ -5,6 +5,6 @@ emulator. Needs the ``anthropic`` extra: ``pip install "agent-framework-qwen3[an
 """
 
 from clients.anthropic.client import AnthropicChatClient, RawAnthropicChatClient
-from clients.anthropic.convert import AnthropicChatOptions
+from clients.anthropic.options import AnthropicChatOptions
 
 __all__ = ["AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]

@@ -31,15 +31,10 @@ from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic
 from anthropic.resources.messages.messages import AsyncMessages
 from typing_extensions import TypeVar
 
-from clients.anthropic.convert import (
-    AnthropicChatOptions,
-    StreamError,
-    StreamState,
-    build_request,
-    parse_response,
-    parse_stream_event,
-    provider_error,
-)
+from clients.anthropic.convert import build_request
+from clients.anthropic.errors import StreamError, parse_error
+from clients.anthropic.options import AnthropicChatOptions
+from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.core.keywords import checked_keywords
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
@@ -82,7 +77,7 @@ class AnthropicSettings(TypedDict, total=False):
 def _status_failure(exc: APIStatusError) -> Failure:
     """The SDK's status error (a non-2xx answer) as a `Failure`, from the error body it read."""
     body: Any = exc.body if exc.body is not None else exc.message
-    error = provider_error(exc.status_code, body, exc.request_id)
+    error = parse_error(exc.status_code, body, exc.request_id)
     return Failure(error, exc.response.headers)
 
 
@@ -111,7 +106,7 @@ def _payload(response: Any, text: str) -> dict[str, Any]:
     if data.get("type") == "error":
         failed = StreamError(data)
         raw = {"type": "error", "error": {"type": failed.error_type, "message": failed.message}}
-        error = provider_error(None, raw, failed.request_id or response.request_id)
+        error = parse_error(None, raw, failed.request_id or response.request_id)
         raise Failure(error, response.http_response.headers)
     return data
 

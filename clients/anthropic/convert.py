@@ -1,25 +1,7 @@
-"""MAF ⇄ Anthropic Messages API: pure translation on plain wire JSON, no network.
-
-Request side: ``convert_messages`` (MAF ``Message`` list → top-level ``system`` text + ``messages``) and
-``build_request`` (the whole ``POST /v1/messages`` body). Response side: ``parse_response`` (one JSON body →
-``ChatResponse``) and ``parse_stream_event`` (one event's JSON → ``ChatResponseUpdate``, with a per-stream
-``StreamState``); the stream's framing is ``clients.core.sse``'s.
-
-The wire shapes are those of the recorded exchanges in (the recorded exchanges with the live API) (their README
-documents
-them) and of Anthropic's API reference; each rule names its source. ``docs/anthropic.md`` explains the decisions.
-Sources used below, by short name:
-
-* *messages*: https://docs.claude.com/en/api/messages (request and response shapes);
-* *streaming*: https://docs.claude.com/en/docs/build-with-claude/streaming (event order, deltas, ``error`` events);
-* *thinking*: https://docs.claude.com/en/docs/build-with-claude/extended-thinking (budgets, signatures, replay,
-  feature compatibility);
-* *tool use*: https://docs.claude.com/en/docs/agents-and-tools/tool-use/implement-tool-use (tool_result placement);
-* *structured outputs*: https://platform.claude.com/docs/en/build-with-claude/structured-outputs
-  (``output_config.format``, GA; the beta ``output_format`` + ``anthropic-beta: structured-outputs-2025-11-13`` of
-  capture ``mirascope__test_structured_output__strict`` still works "for a transition period");
-* *vision* / *pdf*: https://docs.claude.com/en/docs/build-with-claude/vision and …/pdf-support;
-* *prompt caching*: https://docs.claude.com/en/docs/build-with-claude/prompt-caching (how the input counts add up).
+"""MAF ⇄ Anthropic Messages, request side: ``convert_messages`` (MAF ``Message`` list → top-level ``system`` text +
+``messages``) and ``build_request`` (the whole ``POST /v1/messages`` body). Pure: plain wire dicts, no I/O except
+reading local media files. Sources: https://docs.claude.com/en/api/messages and the pages each rule names;
+docs/anthropic.md explains the decisions.
 """
 
 from __future__ import annotations
@@ -28,48 +10,35 @@ import base64
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from agent_framework import ChatOptions, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
-from anthropic import transform_schema
-from pydantic import BaseModel
+from agent_framework import Content, Message
 
+from clients.anthropic.options import (
+    _HANDLED,
+    _NOT_COPIED,
+    _UNSUPPORTED,
+    _metadata,
+    _response_schema,
+    _sampling,
+    _thinking,
+    _tool_choice,
+    _tools,
+)
 from clients.core.conversion import (
-    MAF_OPTIONS,
     NOT_SENT,
-    ResponseModelT,
     add_system_text,
-    as_list,
-    function_spec,
     invalid,
     refuse_unsupported,
-    response_schema,
     result_text,
 )
-from clients.core.errors import ProviderError
 from clients.core.media import MediaError, local_file, media_type_of, resolve_uri
-from clients.core.tool_calls import StreamedToolCalls, json_object_arguments
-
-__all__ = [
-    "CONTINUE_TEXT",
-    "DEFAULT_MAX_TOKENS",
-    "AnthropicChatOptions",
-    "StreamError",
-    "StreamState",
-    "build_request",
-    "convert_messages",
-    "finish_reason",
-    "parse_response",
-    "parse_stream_event",
-    "parse_usage",
-    "provider_error",
-    "request_thinks",
-]
+from clients.core.tool_calls import json_object_arguments
 
 logger = logging.getLogger("agent_framework.qwen3.anthropic")
+
 
 DEFAULT_MAX_TOKENS = 8192
 """``max_tokens`` when the caller sets none (the API requires it, *messages*). 8192 is within every current Claude
@@ -91,59 +60,6 @@ MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
 _FOREIGN_NAMESPACES = ("openai", "gemini", "google", "dashscope")
 """``additional_properties`` namespaces of other providers: reasoning they signed is never sent as Anthropic's."""
-
-
-class AnthropicChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
-    """MAF ``ChatOptions`` plus Anthropic's own request fields.
-
-    Standard keys map as: ``max_tokens`` → ``max_tokens`` (default `DEFAULT_MAX_TOKENS`); ``temperature``,
-    ``top_p`` → same name; ``stop`` → ``stop_sequences``; ``instructions`` and system messages → ``system``;
-    ``tools`` / ``tool_choice`` / ``allow_multiple_tool_calls`` → ``tools``, ``tool_choice`` and its
-    ``disable_parallel_tool_use``; ``response_format`` → ``output_config.format``; ``user`` →
-    ``metadata.user_id``; ``metadata`` → ``metadata`` (Anthropic takes only ``user_id`` there). Anthropic has no
-    ``seed``, ``frequency_penalty``, ``presence_penalty``, ``logit_bias``, ``store`` or server-side
-    ``conversation_id``: setting one raises ``ChatClientInvalidRequestException``.
-
-    Any key not declared here or in ``ChatOptions`` goes into the request body verbatim (``service_tier``,
-    ``cache_control``, ``container``, ``inference_geo``, ``speed``…), so new API fields work without a release.
-    """
-
-    thinking: dict[str, Any]
-    """Anthropic's ``thinking`` object as is: ``{"type": "enabled", "budget_tokens": N}`` (N ≥ 1024 and below
-    ``max_tokens``), ``{"type": "adaptive"}``, ``{"type": "disabled"}`` (*thinking*)."""
-    thinking_budget: int
-    """Shorthand for ``thinking={"type": "enabled", "budget_tokens": thinking_budget}``."""
-    top_k: int
-    """Sample from the top K tokens only (not with thinking)."""
-    effort: Literal["low", "medium", "high", "xhigh", "max"]
-    """``output_config.effort``: how much effort the model puts in (models that support it)."""
-    prefill: bool
-    """True: a history ending on an assistant turn is sent as is, as a prefill Claude continues (models before
-    Claude 4.6 only). False (default): `CONTINUE_TEXT` is appended as a user turn."""
-
-
-_HANDLED = MAF_OPTIONS | {
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "top_k",
-    "stop",
-    "thinking",
-    "thinking_budget",
-    "effort",
-    "prefill",
-    "user",
-    "metadata",
-}
-_UNSUPPORTED = {
-    "seed": "Anthropic has no seed: sampling cannot be made reproducible.",
-    "frequency_penalty": "Anthropic has no frequency_penalty.",
-    "presence_penalty": "Anthropic has no presence_penalty.",
-    "logit_bias": "Anthropic has no logit_bias.",
-    "conversation_id": "The Messages API is stateless: pass the history as messages (MAF sessions do this for you).",
-    "store": "the Messages API keeps no conversation state.",
-}
-_NOT_COPIED = frozenset({"stream", "n"})  # stream: set by the client itself; n: 1 here
 
 
 # ---------------------------------------------------------------------------------------------- media
@@ -490,142 +406,6 @@ def convert_messages(
     return "\n\n".join(system_texts), wire
 
 
-# -------------------------------------------------------------------------------------------- parameters
-
-
-def _function_tool(tool: Any) -> dict[str, Any]:
-    spec = function_spec(tool)  # a FunctionTool, or the OpenAI-style dict MAF documents
-    if spec is None:
-        if isinstance(tool, Mapping) and ("input_schema" in tool or "type" in tool):
-            return dict(tool)  # Anthropic's own tool dict (client tool, or a server tool such as web_search)
-        raise invalid(
-            f"Tool {tool!r} is not a function tool: pass a @tool function, a FunctionTool, or a tool dict "
-            "({'name', 'description', 'input_schema'} or Anthropic's server tool {'type': 'web_search_…', …})."
-        )
-    wire: dict[str, Any] = {"name": spec["name"]}
-    if spec.get("description"):
-        wire["description"] = spec["description"]
-    wire["input_schema"] = dict(spec.get("parameters") or {"type": "object", "properties": {}})
-    return wire
-
-
-def _tools(tools: Any) -> list[dict[str, Any]]:
-    """MAF tools → ``[{"name", "description", "input_schema"}]`` (capture ``mirascope__test_call_with_tools__*``)."""
-    return [_function_tool(tool) for tool in as_list(tools)]
-
-
-def _tool_choice(
-    options: Mapping[str, Any], tools: list[dict[str, Any]]
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """MAF ``tool_choice`` → ``{"type": "auto" | "any" | "tool" | "none"}`` (*tool use*); ``allowed_tools`` keeps
-    only those tools; ``allow_multiple_tool_calls=False`` → ``disable_parallel_tool_use: true``."""
-    choice = options.get("tool_choice")
-    mode = {"mode": choice} if isinstance(choice, str) else dict(choice or {})
-    allowed = mode.get("allowed_tools")
-    if allowed is not None:
-        tools = [t for t in tools if t.get("name") in allowed]
-    wire: dict[str, Any] | None
-    if not mode or mode.get("mode") is None:
-        wire = None
-    elif mode["mode"] == "auto":
-        wire = {"type": "auto"}
-    elif mode["mode"] == "none":
-        wire = {"type": "none"}
-    elif mode["mode"] == "required":
-        name = mode.get("required_function_name")
-        wire = {"type": "tool", "name": name} if name else {"type": "any"}
-    else:
-        raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
-    if options.get("allow_multiple_tool_calls") is False:
-        wire = {"type": "auto"} if wire is None else wire
-        if wire["type"] != "none":
-            wire["disable_parallel_tool_use"] = True
-    return wire, tools
-
-
-def _thinking(options: Mapping[str, Any]) -> dict[str, Any] | None:
-    thinking = options.get("thinking")
-    budget = options.get("thinking_budget")
-    if thinking is not None and budget is not None:
-        raise invalid("Set either thinking={...} or thinking_budget=N, not both.")
-    if budget is not None:
-        thinking = {"type": "enabled", "budget_tokens": budget}
-    if thinking is None:
-        return None
-    if not isinstance(thinking, Mapping) or not isinstance(thinking.get("type"), str):
-        raise invalid(
-            f"thinking must be Anthropic's object, e.g. {{'type': 'enabled', 'budget_tokens': 4096}}, "
-            f"{{'type': 'adaptive'}} or {{'type': 'disabled'}}; got {thinking!r}."
-        )
-    thinking = dict(thinking)
-    if thinking["type"] == "enabled":
-        budget = thinking.get("budget_tokens")
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1024:
-            raise invalid(
-                f"thinking budget_tokens must be an int >= 1024 (Anthropic's minimum), not {budget!r} "
-                "(https://docs.claude.com/en/docs/build-with-claude/extended-thinking)."
-            )
-    return thinking
-
-
-def request_thinks(options: Mapping[str, Any]) -> bool:
-    """Whether the request turns thinking on (``thinking`` enabled or adaptive, or ``thinking_budget``)."""
-    thinking = _thinking(options)
-    return thinking is not None and thinking["type"] in ("enabled", "adaptive")
-
-
-def _response_schema(value: Any) -> dict[str, Any]:
-    """``response_format`` → the JSON schema for ``output_config.format``.
-
-    A Pydantic model goes through the SDK's own ``anthropic.transform_schema`` (``additionalProperties: false`` on
-    every object, unsupported constraints moved into descriptions: what *structured outputs* accept; capture
-    ``mirascope__test_structured_output__strict``). A mapping is the caller's schema, sent as given; an OpenAI-style
-    ``{"type": "json_schema", "json_schema": {"schema": …}}`` or ``{"type": "json_schema", "schema": …}`` wrapper
-    is unwrapped (``clients.core.conversion.response_schema``); one without a schema (``{"type": "json_object"}``)
-    raises: Anthropic has no schema-less JSON mode.
-    """
-    if isinstance(value, type) and issubclass(value, BaseModel):
-        return transform_schema(value)
-    schema = response_schema(value)
-    if schema is None:
-        raise invalid(f"response_format {value!r} has no JSON schema: Anthropic's structured outputs need one.")
-    return schema
-
-
-def _sampling(body: dict[str, Any], options: Mapping[str, Any], thinks: bool) -> None:
-    """``temperature``, ``top_p``, ``top_k``; with thinking only ``temperature`` 1 and ``top_p`` in [0.95, 1] are
-    allowed ("`temperature` may only be set to 1 when thinking is enabled or in adaptive mode", *thinking*)."""
-    temperature, top_p, top_k = options.get("temperature"), options.get("top_p"), options.get("top_k")
-    if thinks:
-        if temperature is not None and temperature != 1:
-            raise invalid(
-                f"temperature={temperature!r} cannot be used while Claude thinks: Anthropic allows only 1 with "
-                "thinking enabled or adaptive. Drop temperature or turn thinking off."
-            )
-        if top_k is not None:
-            raise invalid(
-                "top_k cannot be used while Claude thinks (Anthropic refuses it): drop it or turn thinking off."
-            )
-        if top_p is not None and not 0.95 <= top_p <= 1:
-            raise invalid(f"top_p={top_p!r} cannot be used while Claude thinks: Anthropic allows 0.95 to 1 there.")
-    for key, value in (("temperature", temperature), ("top_p", top_p), ("top_k", top_k)):
-        if value is not None:
-            body[key] = value
-
-
-def _metadata(options: Mapping[str, Any]) -> dict[str, Any] | None:
-    metadata = dict(options.get("metadata") or {})
-    extra = sorted(set(metadata) - {"user_id"})
-    if extra:
-        raise invalid(
-            f"Anthropic's metadata takes only 'user_id', not {extra}: keep other values on the Message or in "
-            "middleware."
-        )
-    if options.get("user") is not None:
-        metadata["user_id"] = options["user"]
-    return metadata or None
-
-
 def build_request(
     messages: Sequence[Message],
     options: Mapping[str, Any],
@@ -697,307 +477,3 @@ def build_request(
     if stream:
         body["stream"] = True
     return body
-
-
-# ---------------------------------------------------------------------------------------------- responses
-
-_FINISH_REASONS = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool_calls",
-    "refusal": "content_filter",
-}
-
-
-def finish_reason(stop_reason: Any) -> str | None:
-    """Anthropic ``stop_reason`` → MAF finish reason: ``end_turn``, ``stop_sequence``, ``pause_turn`` → ``stop``;
-    ``max_tokens``, ``model_context_window_exceeded`` → ``length``; ``tool_use`` → ``tool_calls``; ``refusal`` →
-    ``content_filter`` (*messages*, "Handling stop reasons"); anything else passed through; None stays None."""
-    if not stop_reason:
-        return None
-    return _FINISH_REASONS.get(str(stop_reason), str(stop_reason))
-
-
-def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
-    """Anthropic ``usage`` → MAF ``UsageDetails``.
-
-    Anthropic's ``input_tokens`` counts only the input after the last cache breakpoint; the prompt's full size is
-    ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` (*prompt caching*). MAF's
-    ``input_token_count`` is the full prompt (as OpenAI and Gemini report it), so it is that sum; the parts are
-    ``cache_read_input_token_count``, ``cache_creation_input_token_count`` and ``anthropic.input_tokens`` (the
-    uncached rest). ``output_tokens`` → ``output_token_count`` (thinking included);
-    ``output_tokens_details.thinking_tokens`` → ``reasoning_output_token_count``; ``total_token_count`` = input +
-    output. Captures ``mirascope__test_caching_system_message`` (creation then read of 4167 tokens).
-    """
-    if not usage:
-        return None
-    details: dict[str, int] = {}
-    uncached, output = usage.get("input_tokens"), usage.get("output_tokens")
-    cache_read, cache_creation = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
-    if isinstance(uncached, int):
-        details["input_token_count"] = uncached + (cache_read or 0) + (cache_creation or 0)
-        details["anthropic.input_tokens"] = uncached
-    if isinstance(output, int):
-        details["output_token_count"] = output
-    if details:
-        details["total_token_count"] = details.get("input_token_count", 0) + details.get("output_token_count", 0)
-    if isinstance(cache_read, int):
-        details["cache_read_input_token_count"] = cache_read
-    if isinstance(cache_creation, int):
-        details["cache_creation_input_token_count"] = cache_creation
-    thinking_tokens = (usage.get("output_tokens_details") or {}).get("thinking_tokens")
-    if isinstance(thinking_tokens, int):
-        details["reasoning_output_token_count"] = thinking_tokens
-    return details or None  # type: ignore[return-value]  # UsageDetails admits extra int keys
-
-
-def _reasoning_id(message_id: str | None, index: int) -> str:
-    """A distinct ``id`` per thinking block, so that MAF never merges two blocks (and their signatures) into one
-    (``ChatResponse.from_updates`` splits reasoning runs only where ``id`` differs, MAF 1.23's source)."""
-    return f"{message_id or 'msg'}#{index}"
-
-
-def _thinking_content(block: Mapping[str, Any], message_id: str | None, index: int) -> Content:
-    if block.get("type") == "redacted_thinking":
-        return Content.from_text_reasoning(
-            id=_reasoning_id(message_id, index),
-            protected_data=block.get("data"),
-            additional_properties={"anthropic": {"type": "redacted_thinking"}},
-        )
-    return Content.from_text_reasoning(
-        id=_reasoning_id(message_id, index),
-        text=block.get("thinking") or "",
-        protected_data=block.get("signature") or None,
-        additional_properties={"anthropic": {"type": "thinking"}},
-    )
-
-
-def parse_response(
-    body: Mapping[str, Any],
-    *,
-    model: str | None = None,
-    response_format: Any = None,
-) -> ChatResponse[Any]:
-    """A non-streamed ``message`` body → ``ChatResponse`` (*messages*; captures ``mirascope__*__sync``).
-
-    Blocks, in order: ``text`` → text; ``thinking`` → ``text_reasoning(text, protected_data=signature)``;
-    ``redacted_thinking`` → ``text_reasoning(protected_data=data)`` marked ``{"anthropic": {"type":
-    "redacted_thinking"}}``; ``tool_use`` → ``function_call`` (arguments: the ``input`` object as a JSON string,
-    as a stream delivers it). Server-tool blocks (``server_tool_use``, ``web_search_tool_result``…) stay in
-    ``raw_representation``. ``id`` → ``response_id`` and ``message_id``; ``model`` → ``model``.
-    ``conversation_id`` stays None: the API is stateless.
-    """
-    message_id = body.get("id")
-    contents: list[Content] = []
-    for index, block in enumerate(body.get("content") or ()):
-        kind = block.get("type") if isinstance(block, Mapping) else None
-        if kind == "text":
-            if block.get("text"):
-                contents.append(Content.from_text(block["text"], raw_representation=block))
-        elif kind in ("thinking", "redacted_thinking"):
-            contents.append(_thinking_content(block, message_id, index))
-        elif kind == "tool_use":
-            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
-            contents.append(
-                Content.from_function_call(block.get("id") or "", block.get("name") or "", arguments=arguments)
-            )
-    return ChatResponse(
-        messages=[Message("assistant", contents, message_id=message_id)],
-        response_id=message_id,
-        model=body.get("model") or model,
-        finish_reason=finish_reason(body.get("stop_reason")),  # type: ignore[arg-type]
-        usage_details=parse_usage(body.get("usage")),
-        response_format=response_format,
-        raw_representation=body,
-    )
-
-
-# ------------------------------------------------------------------------------------------------- streams
-
-
-AUTH_TYPES = frozenset({"authentication_error", "permission_error"})
-"""Error types that mean bad credentials (https://docs.claude.com/en/api/errors)."""
-
-STATUS_BY_TYPE = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
-"""The HTTP status each error ``type`` comes with (https://docs.claude.com/en/api/errors; 402/504 from the SDK's
-``ErrorType`` and its ``_make_status_error``), for errors that arrive without one (an ``error`` event in a stream)."""
-
-
-def provider_error(status: int | None, body: Any, request_id: str | None = None) -> ProviderError:
-    """An Anthropic error → ``ProviderError`` (for ``clients.core.errors.to_chat_client_exception``).
-
-    ``body`` is the error JSON ``{"type": "error", "error": {"type", "message"}, "request_id"}`` (captures
-    ``mirascope__test_authentication_error``, ``…_model_not_found_stream``), as a mapping, ``bytes`` or text; a body
-    that is not that shape (a proxy's HTML page) gives its first 300 characters as the message. ``status`` None or
-    200 (an in-stream ``error`` event) is inferred from the error type (`STATUS_BY_TYPE`). ``request_id``: the
-    ``request-id`` header, used when the body has none.
-    """
-    data: Any = body
-    if isinstance(body, (bytes, str)):
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = text
-    error = data.get("error") if isinstance(data, Mapping) else None
-    if isinstance(error, Mapping):
-        code = error.get("type")
-        message = str(error.get("message") or "")
-        request_id = data.get("request_id") or request_id
-    else:
-        code = None
-        message = (data if isinstance(data, str) else json.dumps(data, default=str))[:300] or "empty response"
-    if status in (None, 200):
-        status = STATUS_BY_TYPE.get(str(code)) if code else None
-    return ProviderError(
-        provider="Anthropic",
-        status=status,
-        code=str(code) if code else None,
-        message=message,
-        request_id=request_id,
-        auth_codes=AUTH_TYPES,
-    )
-
-
-class StreamError(Exception):
-    """An ``event: error`` in a stream (*streaming*: "errors after a 200 arrive as an ``error`` event"):
-    ``error_type`` (e.g. ``"overloaded_error"``), ``message``, and the whole ``payload``."""
-
-    def __init__(self, payload: Mapping[str, Any]) -> None:
-        raw = payload.get("error")
-        error: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        self.payload = dict(payload)
-        self.error_type: str | None = error.get("type")
-        self.message: str = str(error.get("message") or "")
-        self.request_id: str | None = payload.get("request_id")
-        super().__init__(f"{self.error_type}: {self.message}")
-
-
-@dataclass
-class StreamState:
-    """What one stream's events share: the message id and model (from ``message_start``), the type of each open
-    block by index, the tool calls by block index, the usage seen so far, and whether ``message_stop`` came."""
-
-    message_id: str | None = None
-    model: str | None = None
-    blocks: dict[int, str] = field(default_factory=dict)
-    tool_calls: StreamedToolCalls = field(default_factory=StreamedToolCalls)
-    usage: dict[str, Any] = field(default_factory=dict)
-    stop_reason: str | None = None
-    finished: bool = False
-
-
-def _update(state: StreamState, contents: list[Content], **fields: Any) -> ChatResponseUpdate:
-    return ChatResponseUpdate(
-        role="assistant",
-        contents=contents,
-        response_id=state.message_id,
-        message_id=state.message_id,
-        model=state.model,
-        **fields,
-    )
-
-
-def parse_stream_event(
-    event: Mapping[str, Any], state: StreamState, *, model: str | None = None
-) -> ChatResponseUpdate | None:
-    """One stream event's ``data`` JSON → ``ChatResponseUpdate``, or None for events that carry nothing for MAF
-    (``ping``, ``content_block_stop``, ``message_stop``, empty block starts). Order (*streaming*; captures
-    ``mirascope__*__stream``): ``message_start`` → per block ``content_block_start`` / ``…_delta``* /
-    ``…_stop`` → ``message_delta`` (``stop_reason``, cumulative ``usage``) → ``message_stop``.
-
-    - ``text_delta`` → text (``append``);
-    - ``thinking_delta`` → ``text_reasoning`` (``append``), then the block's one ``signature_delta`` →
-      ``text_reasoning(protected_data=signature)`` with the same ``id``, so MAF joins them into one signed block;
-    - ``redacted_thinking`` arrives whole in its ``content_block_start`` (capture
-      ``pydantic-ai__test_anthropic_model_thinking_part_redacted_stream``);
-    - ``tool_use`` start → ``function_call`` with its id and name; each ``input_json_delta`` (the first is ``""``)
-      → a fragment carrying the same ``call_id`` and a stable occurrence ``id`` (MAF 1.23's source);
-    - ``message_delta`` → ``finish_reason`` and the usage (``message_start``'s counts updated by the final ones)
-      as one snapshot with ``merge_mode="replace"``.
-
-    Raises:
-        StreamError: an ``error`` event.
-    """
-    kind = event.get("type")
-    if kind == "message_start":
-        message = event.get("message") or {}
-        state.message_id = message.get("id")
-        state.model = message.get("model") or model
-        state.usage = dict(message.get("usage") or {})
-        return _update(state, [])
-    if kind == "content_block_start":
-        index = int(event.get("index", 0))
-        block = event.get("content_block") or {}
-        block_type = str(block.get("type"))
-        state.blocks[index] = block_type
-        if block_type == "text" and block.get("text"):
-            return _update(state, [Content.from_text(block["text"], merge_mode="append")])
-        if block_type == "thinking" and (block.get("thinking") or block.get("signature")):
-            content = _thinking_content(block, state.message_id, index)
-            content.merge_mode = "append"
-            return _update(state, [content])
-        if block_type == "redacted_thinking":
-            content = _thinking_content(block, state.message_id, index)
-            content.merge_mode = "append"
-            return _update(state, [content])
-        if block_type == "tool_use":
-            start_input = block.get("input")
-            arguments = json.dumps(start_input, ensure_ascii=False) if start_input else ""
-            return _update(state, [state.tool_calls.fragment(index, block.get("id"), block.get("name"), arguments)])
-        return None
-    if kind == "content_block_delta":
-        index = int(event.get("index", 0))
-        delta = event.get("delta") or {}
-        delta_type = delta.get("type")
-        if delta_type == "text_delta":
-            text = delta.get("text") or ""
-            return _update(state, [Content.from_text(text, merge_mode="append")]) if text else None
-        if delta_type == "thinking_delta":
-            text = delta.get("thinking") or ""
-            if not text:
-                return None
-            reasoning = Content.from_text_reasoning(
-                id=_reasoning_id(state.message_id, index), text=text, merge_mode="append"
-            )
-            return _update(state, [reasoning])
-        if delta_type == "signature_delta":
-            signature = Content.from_text_reasoning(
-                id=_reasoning_id(state.message_id, index),
-                protected_data=delta.get("signature"),
-                merge_mode="append",
-                additional_properties={"anthropic": {"type": "thinking"}},
-            )
-            return _update(state, [signature])
-        if delta_type == "input_json_delta" and index in state.tool_calls.calls:
-            piece = delta.get("partial_json") or ""
-            return _update(state, [state.tool_calls.fragment(index, None, None, piece)]) if piece else None
-        return None
-    if kind == "message_delta":
-        state.stop_reason = (event.get("delta") or {}).get("stop_reason") or state.stop_reason
-        state.usage.update(event.get("usage") or {})
-        contents: list[Content] = []
-        usage = parse_usage(state.usage)
-        if usage:
-            contents.append(Content.from_usage(usage, merge_mode="replace"))
-        return _update(state, contents, finish_reason=finish_reason(state.stop_reason))
-    if kind == "message_stop":
-        state.finished = True
-        return None
-    if kind == "error":
-        raise StreamError(event)
-    return None  # ping, content_block_stop, and event types added later

@@ -5,6 +5,6 @@ emulator. Needs the ``gemini`` extra: ``pip install "agent-framework-qwen3[gemin
 """
 
 from clients.gemini.client import GeminiChatClient, RawGeminiChatClient
-from clients.gemini.convert import GeminiChatOptions
+from clients.gemini.options import GeminiChatOptions
 
 __all__ = ["GeminiChatClient", "GeminiChatOptions", "RawGeminiChatClient"]

@@ -45,16 +45,10 @@ from typing_extensions import TypeVar
 
 from clients.core.keywords import checked_keywords
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
-from clients.gemini.convert import (
-    GeminiChatOptions,
-    StreamState,
-    build_request,
-    convert_messages,
-    parse_response,
-    parse_stream_event,
-    provider_error,
-    retry_delay_seconds,
-)
+from clients.gemini.convert import build_request, convert_messages
+from clients.gemini.errors import parse_error, retry_delay_seconds
+from clients.gemini.options import GeminiChatOptions
+from clients.gemini.parse import StreamState, parse_response, parse_stream_event
 
 __all__ = ["DEFAULT_BASE_URL", "GeminiChatClient", "GeminiChatOptions", "GeminiSettings", "RawGeminiChatClient"]
 
@@ -87,7 +81,7 @@ def _api_failure(exc: genai_errors.APIError) -> Failure:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     header_map: Mapping[str, str] = headers if isinstance(headers, (httpx.Headers, Mapping)) else {}
-    error = provider_error(exc.code, exc.details, fallback=str(exc.message or exc))
+    error = parse_error(exc.code, exc.details, fallback=str(exc.message or exc))
     return Failure(error, header_map, retry_delay_seconds(exc.details))
 
 

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 from clients.openai.client import OpenAIChatCompletionClient, RawOpenAIChatCompletionClient
-from clients.openai.convert import OpenAIChatCompletionOptions
+from clients.openai.options import OpenAIChatCompletionOptions
 
 __all__ = ["OpenAIChatCompletionClient", "OpenAIChatCompletionOptions", "RawOpenAIChatCompletionClient"]
 

@@ -1,9 +1,10 @@
 """MAF chat client for OpenAI Chat Completions (and OpenAI-compatible servers): ``OpenAIChatCompletionClient``.
 
-Thin on purpose: the translation lives in ``clients.openai.convert``. This module resolves settings, sends the body
-with the ``openai`` SDK (``AsyncOpenAI``, its own retries off, asked for the raw HTTP response so the wire JSON goes
-to the converter as is), retries transient failures with ``clients.core.retry`` (streams only before their first event),
-reads the SSE stream line by line, closes it when the consumer stops early, and turns failures into MAF exceptions.
+Thin on purpose: the translation lives in ``clients.openai.convert`` (requests) and ``clients.openai.parse``
+(responses). This module resolves settings, sends the body with the ``openai`` SDK (``AsyncOpenAI``, its own retries
+off, asked for the raw HTTP response so the wire JSON goes to the parser as is), retries transient failures with
+``clients.core.retry`` (streams only before their first event), reads the SSE stream line by line, closes it when the
+consumer stops early, and turns failures into MAF exceptions.
 Decisions and sources: docs/openai.md.
 """
 
@@ -31,15 +32,10 @@ from clients.core.keywords import checked_keywords
 from clients.core.retry import PERMANENT_CODES
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
-from clients.openai.convert import (
-    OpenAIChatCompletionOptions,
-    StreamState,
-    build_request,
-    decode_event,
-    parse_error,
-    parse_response,
-    parse_stream_event,
-)
+from clients.openai.convert import build_request
+from clients.openai.errors import parse_error
+from clients.openai.options import OpenAIChatCompletionOptions
+from clients.openai.parse import StreamState, decode_event, parse_response, parse_stream_event
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatCompletionClient", "OpenAISettings", "RawOpenAIChatCompletionClient"]
 
@@ -130,7 +126,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         return body["messages"]  # type: ignore[no-any-return]
 
     def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
-        """A ``chat.completion`` JSON body → ``ChatResponse`` (``clients.openai.convert.parse_response``)."""
+        """A ``chat.completion`` JSON body → ``ChatResponse`` (``clients.openai.parse.parse_response``)."""
         options = options or {}
         return parse_response(
             body,
@@ -150,7 +146,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     def _parse_stream_event(
         self, event: Mapping[str, Any] | str, state: StreamState, options: Mapping[str, Any] | None = None
     ) -> ChatResponseUpdate | None:
-        """One stream payload → ``ChatResponseUpdate`` or None (``clients.openai.convert.parse_stream_event``)."""
+        """One stream payload → ``ChatResponseUpdate`` or None (``clients.openai.parse.parse_stream_event``)."""
         return parse_stream_event(event, state, model=(options or {}).get("model") or self.model)
 
     # ------------------------------------------------------------------------------------------- transport

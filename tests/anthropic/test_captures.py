@@ -26,13 +26,9 @@ from agent_framework import ChatResponse, Content, FunctionTool, Message
 from agent_framework.exceptions import ChatClientInvalidAuthException, ChatClientInvalidRequestException
 from pydantic import BaseModel, Field
 
-from clients.anthropic.convert import (
-    StreamState,
-    build_request,
-    parse_response,
-    parse_stream_event,
-    provider_error,
-)
+from clients.anthropic.convert import build_request
+from clients.anthropic.errors import parse_error
+from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.core.errors import to_chat_client_exception
 from clients.core.sse import SSEDecoder
 from tests.conftest import Interaction, cassette, cassettes
@@ -544,7 +540,7 @@ def test_response_parsed(name: str) -> None:
         status, error_type, message, exception = case.error
         for interaction in interactions:
             assert interaction.status == status
-            error = provider_error(
+            error = parse_error(
                 interaction.status, interaction.response_text, interaction.response_headers.get("request-id")
             )
             assert (error.status, error.code, error.message) == (status, error_type, message)

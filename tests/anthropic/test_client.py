@@ -26,7 +26,8 @@ from pydantic import BaseModel
 
 from clients import AnthropicChatClient
 from clients.anthropic.client import RawAnthropicChatClient
-from clients.anthropic.convert import CONTINUE_TEXT, DEFAULT_MAX_TOKENS, StreamState
+from clients.anthropic.convert import CONTINUE_TEXT, DEFAULT_MAX_TOKENS
+from clients.anthropic.parse import StreamState
 from clients.anthropic.testing import REDACTED_TRIGGER, AnthropicEmulator, sign
 from clients.core.retry import RetryPolicy
 from clients.testing import Reply, ToolCall

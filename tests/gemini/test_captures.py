@@ -21,18 +21,9 @@ from google.genai import types
 
 from clients.core.errors import to_chat_client_exception
 from clients.core.retry import is_transient
-from clients.gemini.convert import (
-    GEMINI_NAMESPACE,
-    SIGNATURE_KEY,
-    StreamState,
-    base64_bytes,
-    build_request,
-    decode_sse,
-    field_of,
-    parse_response,
-    parse_stream_event,
-    provider_error,
-)
+from clients.gemini.convert import GEMINI_NAMESPACE, SIGNATURE_KEY, base64_bytes, build_request, field_of
+from clients.gemini.errors import parse_error
+from clients.gemini.parse import StreamState, decode_sse, parse_response, parse_stream_event
 from tests.conftest import Interaction, cassette, cassettes
 
 MIRA = "mirascope__test_"
@@ -330,7 +321,7 @@ def test_sdk_snake_case_dump_parses_the_same(name: str, index: int) -> None:
 
 def test_bad_key_is_an_auth_error_although_http_400() -> None:
     (item,) = interactions(f"{MIRA}authentication_error__google_gemini_2_5_flash.yaml")
-    error = provider_error(item.status, item.response_json)
+    error = parse_error(item.status, item.response_json)
     assert (error.status, error.code) == (400, "API_KEY_INVALID")
     exception = to_chat_client_exception(error)
     assert isinstance(exception, ChatClientInvalidAuthException)
@@ -341,7 +332,7 @@ def test_bad_key_is_an_auth_error_although_http_400() -> None:
 def test_unknown_model_on_the_stream_endpoint_is_a_plain_json_404() -> None:
     for item in interactions(f"{MIRA}model_not_found_stream__google_gemini_2_5_flash.yaml"):
         assert item.response_headers["content-type"].startswith("text/event-stream")  # though the body is JSON
-        error = provider_error(item.status, item.response_json)
+        error = parse_error(item.status, item.response_json)
         assert (error.status, error.code) == (404, "NOT_FOUND")
         exception = to_chat_client_exception(error)
         assert isinstance(exception, ChatClientInvalidRequestException)

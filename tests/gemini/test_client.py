@@ -29,7 +29,8 @@ from pydantic import BaseModel
 
 from clients.core.retry import RetryPolicy
 from clients.gemini.client import DEFAULT_BASE_URL, GeminiChatClient, RawGeminiChatClient
-from clients.gemini.convert import DUMMY_THOUGHT_SIGNATURE, GEMINI_NAMESPACE, SIGNATURE_KEY, StreamState, field_of
+from clients.gemini.convert import DUMMY_THOUGHT_SIGNATURE, GEMINI_NAMESPACE, SIGNATURE_KEY, field_of
+from clients.gemini.parse import StreamState
 from clients.gemini.testing import GeminiEmulator
 from clients.testing import Media, Reply, ToolCall
 from tests.conftest import PNG

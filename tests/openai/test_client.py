@@ -30,13 +30,8 @@ from clients import OpenAIChatCompletionClient
 from clients.core.retry import RetryPolicy
 from clients.core.think import LeadingThinkSplitter, split_leading_think
 from clients.openai.client import RawOpenAIChatCompletionClient
-from clients.openai.convert import (
-    StreamState,
-    build_request,
-    convert_messages,
-    parse_response,
-    parse_stream_event,
-)
+from clients.openai.convert import build_request, convert_messages
+from clients.openai.parse import StreamState, parse_response, parse_stream_event
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Reply, ToolCall
 from tests.conftest import PNG

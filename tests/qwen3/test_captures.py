@@ -25,7 +25,8 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 
 from clients.core.sse import SSEDecoder
 from qwen3 import video_frames
-from qwen3.convert import StreamState, build_request, parse_response, parse_stream_event
+from qwen3.convert import build_request
+from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.routing import Endpoint, endpoint_for_model
 from tests.conftest import WIRE, wire_json, wire_text
 

@@ -16,16 +16,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from clients.core.sse import SSEDecoder
-from qwen3.convert import (
-    StreamState,
-    build_request,
-    conversation_has_media,
-    convert_messages,
-    convert_parameters,
-    parse_response,
-    parse_stream_event,
-    parse_usage,
-)
+from qwen3.convert import build_request, conversation_has_media, convert_messages
+from qwen3.options import convert_options
+from qwen3.parse import StreamState, parse_response, parse_stream_event, parse_usage
 from tests.conftest import PNG, nosse_captures, sse_captures, wire_json, wire_text
 
 PNG_URI = "data:image/png;base64," + base64.b64encode(PNG).decode()
@@ -204,8 +197,8 @@ def test_failed_tool_and_reasoning_only_turn() -> None:
 
 
 def test_parameters_always_message_format_and_stream_only_by_incremental_output() -> None:
-    assert convert_parameters({}, stream=False) == {"result_format": "message"}
-    streamed = convert_parameters({"temperature": 0.7, "top_k": 20, "enable_thinking": False}, stream=True)
+    assert convert_options({}, stream=False) == {"result_format": "message"}
+    streamed = convert_options({"temperature": 0.7, "top_k": 20, "enable_thinking": False}, stream=True)
     assert streamed == {
         "result_format": "message",
         "incremental_output": True,
@@ -213,23 +206,23 @@ def test_parameters_always_message_format_and_stream_only_by_incremental_output(
         "top_k": 20,
         "enable_thinking": False,
     }
-    assert "stream" not in convert_parameters({"stream": True}, stream=True)
+    assert "stream" not in convert_options({"stream": True}, stream=True)
 
 
 def test_tool_choice_mapping_and_no_tools_means_no_tool_choice() -> None:
     spec = {"tools": [get_current_weather]}
-    assert "tool_choice" not in convert_parameters({"tool_choice": "auto"}, stream=False)
-    assert convert_parameters({**spec, "tool_choice": "auto"}, stream=False)["tool_choice"] == "auto"
-    assert convert_parameters({**spec, "tool_choice": "none"}, stream=False)["tool_choice"] == "none"
+    assert "tool_choice" not in convert_options({"tool_choice": "auto"}, stream=False)
+    assert convert_options({**spec, "tool_choice": "auto"}, stream=False)["tool_choice"] == "auto"
+    assert convert_options({**spec, "tool_choice": "none"}, stream=False)["tool_choice"] == "none"
     forced = {"type": "function", "function": {"name": "get_current_weather"}}
     required = {"mode": "required", "required_function_name": "get_current_weather"}
-    assert convert_parameters({**spec, "tool_choice": required}, stream=False)["tool_choice"] == forced
-    assert convert_parameters({**spec, "tool_choice": "required"}, stream=False)["tool_choice"] == forced  # one tool
+    assert convert_options({**spec, "tool_choice": required}, stream=False)["tool_choice"] == forced
+    assert convert_options({**spec, "tool_choice": "required"}, stream=False)["tool_choice"] == forced  # one tool
 
     other = FunctionTool(name="other", description="d", func=lambda: None)
     with pytest.raises(ChatClientInvalidRequestException, match="required_function_name"):
-        convert_parameters({"tools": [get_current_weather, other], "tool_choice": "required"}, stream=False)
-    allowed = convert_parameters(
+        convert_options({"tools": [get_current_weather, other], "tool_choice": "required"}, stream=False)
+    allowed = convert_options(
         {"tools": [get_current_weather, other], "tool_choice": {"mode": "auto", "allowed_tools": ["other"]}},
         stream=False,
     )
@@ -238,10 +231,10 @@ def test_tool_choice_mapping_and_no_tools_means_no_tool_choice() -> None:
 
 def test_unsupported_options_are_errors_and_unknown_ones_pass_through() -> None:
     with pytest.raises(ChatClientInvalidRequestException, match="frequency_penalty"):
-        convert_parameters({"frequency_penalty": 0.5}, stream=False)
+        convert_options({"frequency_penalty": 0.5}, stream=False)
     with pytest.raises(ChatClientInvalidRequestException, match="'n'"):
-        convert_parameters({"n": 2}, stream=False)
-    passed = convert_parameters({"translation_options": {"source_lang": "auto"}}, stream=False)
+        convert_options({"n": 2}, stream=False)
+    passed = convert_options({"translation_options": {"source_lang": "auto"}}, stream=False)
     assert passed["translation_options"] == {"source_lang": "auto"}
 
 
@@ -250,7 +243,7 @@ class Answer(BaseModel):
 
 
 def test_structured_output_json_schema_where_documented() -> None:
-    fmt = convert_parameters({"response_format": Answer}, stream=False, model="qwen-plus")["response_format"]
+    fmt = convert_options({"response_format": Answer}, stream=False, model="qwen-plus")["response_format"]
     assert fmt == {
         "type": "json_schema",
         "json_schema": {"name": "Answer", "schema": Answer.model_json_schema(), "strict": True},
@@ -269,25 +262,25 @@ def test_structured_output_elsewhere_is_json_object_with_the_schema_in_the_promp
     assert system["role"] == "system"
     assert system["content"].startswith("Be exact.\n\nRespond with a single JSON object")
     assert json.dumps(Answer.model_json_schema(), ensure_ascii=False) in system["content"]
-    raw = convert_parameters({"response_format": {"type": "json_object"}}, stream=False, model="qwen-max")
+    raw = convert_options({"response_format": {"type": "json_object"}}, stream=False, model="qwen-max")
     assert raw["response_format"] == {"type": "json_object"}
 
 
 def test_thinking_rules_before_sending(caplog: pytest.LogCaptureFixture) -> None:
-    assert convert_parameters({"enable_thinking": False}, stream=False, model="qwen-plus")["enable_thinking"] is False
-    assert "enable_thinking" not in convert_parameters({}, stream=False, model="qwen-plus")
+    assert convert_options({"enable_thinking": False}, stream=False, model="qwen-plus")["enable_thinking"] is False
+    assert "enable_thinking" not in convert_options({}, stream=False, model="qwen-plus")
     with pytest.raises(ChatClientInvalidRequestException, match="always thinks"):
-        convert_parameters({"enable_thinking": False}, stream=True, model="qwq-plus")
+        convert_options({"enable_thinking": False}, stream=True, model="qwq-plus")
     with pytest.raises(ChatClientInvalidRequestException, match="not available while"):
-        convert_parameters({"response_format": Answer}, stream=True, model="qvq-max")
+        convert_options({"response_format": Answer}, stream=True, model="qvq-max")
     with pytest.raises(ChatClientInvalidRequestException, match="not available while"):
-        convert_parameters({"response_format": Answer, "enable_thinking": True}, stream=True, model="qwen-plus")
+        convert_options({"response_format": Answer, "enable_thinking": True}, stream=True, model="qwen-plus")
     # qwen3.5+ think unless told not to: structured output turns thinking off, explicitly
-    unified = convert_parameters({"response_format": Answer}, stream=False, model="qwen3.6-plus")
+    unified = convert_options({"response_format": Answer}, stream=False, model="qwen3.6-plus")
     assert unified["enable_thinking"] is False
     forced = {"mode": "required", "required_function_name": "get_current_weather"}
     with caplog.at_level(logging.WARNING, logger="qwen3"):
-        params = convert_parameters(
+        params = convert_options(
             {"tools": [get_current_weather], "tool_choice": forced, "enable_thinking": True},
             stream=True,
             model="qwen-plus",

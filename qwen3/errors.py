@@ -1,0 +1,67 @@
+"""DashScope errors → ``ProviderError``: ``parse_error`` (a native error's code, message and request id; the HTTP
+status an in-stream error implies), ``error_from_body`` (a non-200 response body), and the codes that mean bad
+credentials or content moderation (Model Studio "Error codes":
+https://www.alibabacloud.com/help/en/model-studio/error-code).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from clients.core.errors import ProviderError
+
+AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key"})
+FILTER_CODES = frozenset({"DataInspectionFailed", "data_inspection_failed", "InvalidParameter.DataInspection"})
+# HTTP status implied by a DashScope code, for errors that arrive without a usable one (Model Studio "Error codes").
+STATUS_BY_CODE_PREFIX = (
+    ("InvalidApiKey", 401),
+    ("AccessDenied", 403),
+    ("Model.AccessDenied", 403),
+    ("Workspace.AccessDenied", 403),
+    ("ModelNotFound", 404),
+    ("Throttling", 429),
+    ("InternalError", 500),
+    ("SystemError", 500),
+    ("ModelServiceFailed", 500),
+    ("RequestTimeOut", 500),
+    ("ModelServingError", 503),
+    ("ModelUnavailable", 503),
+    ("InvalidParameter", 400),
+    ("DataInspectionFailed", 400),
+    ("Arrearage", 400),
+    ("BadRequest", 400),
+    ("InvalidURL", 400),
+    ("InvalidFile", 400),
+)
+
+
+def parse_error(status: int | None, code: str | None, message: str, request_id: str | None) -> ProviderError:
+    """A DashScope error (``code``, ``message``, ``request_id`` of a body or an ``event:error``) → ``ProviderError``.
+    An in-stream error comes with HTTP 200 (or none): its status is inferred from the code's prefix."""
+    if status is None or status == 200:  # an in-stream error's 200 says nothing: infer from the code
+        status = next((s for prefix, s in STATUS_BY_CODE_PREFIX if (code or "").startswith(prefix)), None)
+    return ProviderError(
+        provider="DashScope",
+        status=status,
+        code=code,
+        message=message,
+        request_id=request_id,
+        auth_codes=AUTH_CODES,
+        filter_codes=FILTER_CODES,
+    )
+
+
+def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
+    """An error response body ``{"code", "message", "request_id"}`` → ``ProviderError``; a body that is not
+    DashScope's (a proxy's HTML) keeps its first 300 characters as the message."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    request_id = headers.get("x-request-id")
+    if isinstance(data, Mapping):
+        return parse_error(
+            status, data.get("code"), str(data.get("message") or ""), data.get("request_id") or request_id
+        )
+    return parse_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)
