@@ -28,6 +28,11 @@ from qwen3.routing import Endpoint
 
 logger = logging.getLogger("agent_framework.qwen3")
 
+MAX_INLINE_BYTES = 10 * 1024 * 1024
+"""DashScope's limit for one inline (base64) media item, in bytes of decoded data: local files above it are
+refused before sending (Model Studio "Qwen API reference": base64 items at most 10 MB), or uploaded with
+``upload_local_files``."""
+
 
 # ---------------------------------------------------------------------------------------------- messages
 
@@ -73,7 +78,11 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
         )
     frames = (content.additional_properties or {}).get(FRAMES_KEY)
     try:
-        value: str | list[str] = [resolve_uri(frame) for frame in frames] if frames else media_uri(content)
+        value: str | list[str] = (
+            [resolve_uri(frame, max_bytes=MAX_INLINE_BYTES) for frame in frames]
+            if frames
+            else media_uri(content, max_bytes=MAX_INLINE_BYTES)
+        )
     except MediaError as exc:
         raise invalid(f"{where}: {exc}") from exc
     part: dict[str, Any] = {kind: value}

@@ -38,7 +38,8 @@ from agent_framework import Content, Message
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 from dashscope.utils.oss_utils import OssUtils
 
-from clients.core.media import FRAMES_KEY, MAX_INLINE_BYTES, local_file, sniff_media_type
+from clients.core.media import FRAMES_KEY, local_file, sniff_media_type
+from qwen3.convert import MAX_INLINE_BYTES
 
 __all__ = [
     "REUSE_SECONDS",

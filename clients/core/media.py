@@ -7,10 +7,11 @@ left it out, and builds image content from a path or URL (older MAF code wrote `
 
 Rules (and their sources):
 
-- A local file becomes a base64 ``data:`` URI. DashScope's ``oss://`` temporary upload works only in the
-  Beijing region, while data URIs work in every region (Model Studio "Qwen API reference").
-- Inline media is limited to 10 MB per item by DashScope (Model Studio "Qwen API reference", DOC-CN error page);
-  ``MAX_INLINE_BYTES`` is that limit and local files above it are refused before anything is sent.
+- A local file becomes a base64 ``data:`` URI, refused before anything is sent when it is larger than the limit
+  the calling provider passes (``max_bytes``: each provider package has its own ``MAX_INLINE_BYTES``).
+- ``image_content`` and ``video_frames`` build content before any provider is known: their default limit,
+  ``DEFAULT_MAX_BYTES``, is the smallest of the providers' (DashScope's 10 MB per item), so what they build fits
+  every client.
 - The media type comes from the content, else from the data's magic bytes, else from the file name.
 """
 
@@ -27,8 +28,8 @@ from urllib.parse import unquote, urlparse
 from agent_framework import Content, detect_media_type_from_base64
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "FRAMES_KEY",
-    "MAX_INLINE_BYTES",
     "MediaError",
     "MediaKind",
     "image_content",
@@ -41,8 +42,9 @@ __all__ = [
     "video_frames",
 ]
 
-MAX_INLINE_BYTES = 10 * 1024 * 1024
-"""DashScope's limit for one inline (base64) media item, in bytes of decoded data."""
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+"""``image_content`` / ``video_frames``' default limit, in bytes of decoded data: the smallest provider limit
+(DashScope's 10 MB per inline item), so content built before a provider is chosen fits every client."""
 
 MediaKind = Literal["image", "video", "audio"]
 
@@ -177,7 +179,7 @@ def _sniff(data: bytes) -> str | None:
     return next((kind for offset, magic, kind in _SIGNATURES if data[offset : offset + len(magic)] == magic), None)
 
 
-def resolve_uri(uri: str, media_type: str | None = None, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
+def resolve_uri(uri: str, media_type: str | None = None, *, max_bytes: int) -> str:
     """The URI to send for ``uri``: http(s)/oss URLs and data URIs as given, a local file (``file://`` or a plain
     path) read and returned as ``data:<type>;base64,…``.
 
@@ -192,7 +194,7 @@ def resolve_uri(uri: str, media_type: str | None = None, *, max_bytes: int = MAX
     return _read_local(path, media_type, max_bytes)
 
 
-def media_uri(content: Content, *, max_bytes: int = MAX_INLINE_BYTES) -> str:
+def media_uri(content: Content, *, max_bytes: int) -> str:
     """``resolve_uri`` for a ``data``/``uri`` content (its declared media type is used for local files).
 
     Raises:
@@ -207,7 +209,7 @@ def video_frames(
     frames: Sequence[str | os.PathLike[str] | bytes],
     *,
     fps: float | None = None,
-    max_bytes: int = MAX_INLINE_BYTES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Content:
     """A video given as a sequence of frame images (paths, URLs, data URIs or bytes), as one ``Content``.
 
@@ -233,7 +235,7 @@ def image_content(
     source: str | os.PathLike[str] | bytes,
     media_type: str | None = None,
     *,
-    max_bytes: int = MAX_INLINE_BYTES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Content:
     """Make image content from a local path, a ``file://``/http(s) URL, a data URI, or raw bytes.
 
@@ -243,7 +245,7 @@ def image_content(
     Args:
         source: a path (``str`` or ``PathLike``), ``file://`` URI, ``http(s)://`` URL, ``data:`` URI, or bytes.
         media_type: e.g. ``"image/png"``; detected from the bytes or the name when omitted.
-        max_bytes: refuse local files and bytes larger than this (default: DashScope's 10 MB).
+        max_bytes: refuse local files and bytes larger than this (default ``DEFAULT_MAX_BYTES``, 10 MB).
 
     Returns:
         ``Content`` of type ``data`` (local file, bytes, data URI) or ``uri`` (remote URL).

@@ -19,8 +19,9 @@ import pytest
 from agent_framework import Agent, Content, Message, tool
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 
-from clients.core.media import FRAMES_KEY, MAX_INLINE_BYTES
+from clients.core.media import FRAMES_KEY
 from qwen3 import QwenChatClient, QwenVLChatClient
+from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from qwen3.uploads import UploadedFiles, upload_region_error, with_uploaded_files
 from tests.conftest import PNG, wire_json, wire_text
