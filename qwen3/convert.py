@@ -178,7 +178,8 @@ def convert_messages(
     - ``assistant``: text, plus ``tool_calls`` ``[{"id", "type": "function", "function": {"name", "arguments":
       <JSON string>}}]``; content ``""`` (text) or ``[]`` (multimodal) beside calls (captures
       ``*-with-tools-sse.request``). Arguments are always a JSON object string (repaired if the model produced a
-      broken one). Reasoning is sent back as ``reasoning_content`` only with ``replay_reasoning`` (§5).
+      broken one). Reasoning is sent back as ``reasoning_content`` only with ``replay_reasoning`` (Model Studio "Deep
+      thinking").
     - ``tool``: one message per ``function_result`` with ``tool_call_id``; media a tool returned follow the
       tool turns as a user message, so they reach the model.
 

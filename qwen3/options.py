@@ -96,7 +96,7 @@ _UNSUPPORTED = {
 
 
 def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
-    """MAF ``tool_choice`` → DashScope ``tool_choice`` (``"auto"``, ``"none"`` or one named function, §2.2)."""
+    """MAF ``tool_choice`` → DashScope ``tool_choice`` (``"auto"``, ``"none"`` or one named function, API ref)."""
     if choice is None:
         return None, tools
     mode = {"mode": choice} if isinstance(choice, str) else dict(choice)
@@ -120,7 +120,8 @@ def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[di
 
 def request_thinks(model: str, options: Mapping[str, Any]) -> bool:
     """Whether a request makes the model think: ``enable_thinking`` if set; else off when structured output is
-    asked of a hybrid model (this client then sends ``enable_thinking: false``); else the model's default (§5)."""
+    asked of a hybrid model (this client then sends ``enable_thinking: false``); else the model's default (Model Studio
+    "Deep thinking")."""
     if options.get("enable_thinking") is not None:
         return bool(options["enable_thinking"])
     if options.get("response_format") is not None and thinking_mode(model) == "hybrid":

@@ -8,7 +8,8 @@ DashScope has two chat endpoints (Model Studio "Qwen API reference"):
 - ``multimodal``: ``POST {base}/services/aigc/multimodal-generation/generation``
 
 Sending a model to the wrong one gives HTTP 400 ``InvalidParameter`` "url error, please check url!"
-(DOC-CN error page). The table below follows §4.1 of the protocol notes; the unified Qwen 3.5+ models
+(DOC-CN error page). The table below follows Model Studio "Image and video understanding" and the model list; the
+unified Qwen 3.5+ models
 (qwen3.5/3.6/3.7…) are multimodal **even for text-only input** ("The DashScope API for the Qwen3.5 series
 uses a multimodal interface", Alibaba deep-thinking doc; capture ``multimodal-generation-message-with-tools-sse``
 serves qwen3.6-plus there). A model the table does not know goes to ``text``; the client retries once on the
@@ -84,7 +85,8 @@ ThinkingMode = Literal["none", "hybrid", "only"]
 # Thinking-only families: `enable_thinking: false` is refused ("The value of the enable_thinking parameter is
 # restricted to True.", Model Studio "Deep thinking", DOC-CN).
 _THINKING_ONLY = re.compile(r"^(qwq|qvq|deepseek-r1|qwen3-.*-thinking)")
-# Families without a thinking mode: the flag may be refused (400 InvalidParameter.NotSupportEnableThinking, §5).
+# Families without a thinking mode: the flag may be refused (400 InvalidParameter.NotSupportEnableThinking, Model Studio
+# "Deep thinking").
 _NO_THINKING = re.compile(r"^(qwen-max|qwen3-.*-instruct|qwen2\.5|qwen2-|qwen-vl-(max|plus)|deepseek-v3|qwen-mt)")
 # Open-source Qwen3 checkpoints (qwen3-8b, qwen3-235b-a22b, ...): hybrid, thinking on by default, stream only.
 _OPEN_SOURCE_QWEN3 = re.compile(r"^qwen3-\d+(\.\d+)?b")

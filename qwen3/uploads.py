@@ -59,7 +59,8 @@ REUSE_SECONDS = 24 * 3600.0
 
 _MEDIA_KINDS = ("image", "video", "audio")
 _SNIFF_BYTES = 512
-# Hosts of regions without the temporary upload (Model Studio "Qwen via DashScope" endpoint table, §1.9: Beijing only).
+# Hosts of regions without the temporary upload (Model Studio "Qwen via DashScope" endpoint table, Model Studio "Upload
+# a local file": Beijing only).
 _OTHER_REGION_HOSTS = {
     "dashscope-intl.aliyuncs.com": "the international (Singapore) region",
     "dashscope-us.aliyuncs.com": "the US (Virginia) region",

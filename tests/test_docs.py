@@ -44,7 +44,7 @@ def test_every_python_block_is_run_or_marked_a_fragment(page: Path) -> None:
 def test_no_reference_into_notes_users_do_not_have(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     found = re.findall(
-        r"shared/(?:docs|fixtures|data)|dashscope-protocol|maf-contract|peer-survey|sdk-pitfalls|protocol §|contract §",
+        r"shared/(?:docs|fixtures|data)|dashscope-protocol|maf-contract|peer-survey|sdk-pitfalls|§",
         text,
     )
     assert not found, f"{page.relative_to(ROOT)} cites {sorted(set(found))}: cite the public page instead"

@@ -293,7 +293,7 @@ class Reply:
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = 1, *, gateway: bool = False) -> Reply:
-        """DashScope's 429 ``Throttling.RateQuota`` (protocol doc §6.2) with an optional ``Retry-After`` header
+        """DashScope's 429 ``Throttling.RateQuota`` (Model Studio "Error codes") with an optional ``Retry-After`` header
         (seconds); ``gateway=True``: streams get it as HTTP 429 too. Other emulators: ``server.failing(
         "rate_limit", retry_after=…)``."""
         headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}

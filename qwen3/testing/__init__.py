@@ -54,7 +54,8 @@ counts unconsumed replies; ``emu.clear()`` resets both. ``emu.connections`` coun
 ``emu.open_connections`` those open now, ``emu.client_disconnects`` the answers a client stopped reading (closed
 the connection) before their end.
 
-Temporary uploads (protocol doc §1.9): ``GET {base}/uploads?action=getPolicy&model=…`` answers an upload policy
+Temporary uploads (Model Studio "Upload a local file"): ``GET {base}/uploads?action=getPolicy&model=…`` answers an
+upload policy
 whose ``upload_host`` is the emulator, and ``POST /`` takes the OSS form the ``dashscope`` SDK sends (fields
 checked against the policy, the API key checked like on the chat paths). ``emu.uploads`` lists the stored files
 (`RecordedUpload`: ``.key``, ``.url`` = ``oss://<key>``, ``.size``, ``.content_type``, ``.model``, ``.data``);

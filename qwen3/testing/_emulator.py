@@ -28,7 +28,7 @@ from ._validation import ApiError, validate
 from ._wire import Renderer, error_body, malformed_event, sse_event
 
 PATHS: dict[str, Endpoint] = {
-    "/api/v1/services/aigc/text-generation/generation": "text",  # protocol doc §1.4
+    "/api/v1/services/aigc/text-generation/generation": "text",  # the dashscope SDK source
     "/api/v1/services/aigc/multimodal-generation/generation": "multimodal",
 }
 SSE_CONTENT_TYPE = "text/event-stream;charset=UTF-8"  # stream captures' response headers
@@ -65,7 +65,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
     * ``validate``: check request shapes and answer like DashScope would (see ``_validation.py`` for the rules
       and their sources).
     * ``models``: extra ``{model name or glob: "text" | "multimodal"}`` entries, checked before the built-in
-      table (protocol doc §4.1); models matching nothing are accepted on both endpoints.
+      table (Model Studio "Image and video understanding"); models matching nothing are accepted on both endpoints.
     * ``default_reply``: a `Reply` or ``(RecordedRequest) -> Reply`` used when the script is empty; default
       `Reply.echo`.
 
@@ -78,7 +78,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
     """
 
     server_name: ClassVar[str] = "dashscope-emulator"
-    ERRORS: ClassVar[Mapping[str, tuple[int, str, str]]] = {  # protocol doc §6.2
+    ERRORS: ClassVar[Mapping[str, tuple[int, str, str]]] = {  # Model Studio "Error codes"
         "auth": (401, "InvalidApiKey", "Invalid API-key provided."),
         "permission": (403, "AccessDenied", "Access denied."),
         "not_found": (404, "ModelNotFound", "Model not found."),
@@ -151,7 +151,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         if endpoint is None:
             return _json_answer(404, error_body("NotFound", f"No such API: {path}", request_id), request_id)
         body = parse_json(raw)
-        # §1.6: the SDK 1.x sends both headers, dashscope.AsyncClient only X-DashScope-SSE, the captures only Accept
+        # Model Studio "Qwen API reference": the SDK 1.x sends both headers, dashscope.AsyncClient only X-DashScope-SSE,
+        # the captures only Accept
         accept = headers.get("accept", "").lower()
         stream = headers.get("x-dashscope-sse", "").lower() == "enable" or "text/event-stream" in accept
         request = RecordedRequest(

@@ -13,7 +13,8 @@ from clients.testing._wire import chat_turn, function_names, json_schema_of, tex
 
 Endpoint: TypeAlias = Literal["text", "multimodal"]
 """Native endpoint: ``text`` = ``/services/aigc/text-generation/generation``, ``multimodal`` =
-``/services/aigc/multimodal-generation/generation`` (protocol doc §0.1, §4.1)."""
+``/services/aigc/multimodal-generation/generation`` (Model Studio "Qwen API reference"; Model Studio "Image and video
+understanding")."""
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class RecordedRequest(_RecordedRequest):
 
     ``headers`` has lower-cased names; ``body`` is the parsed JSON (``{}`` when it was not a JSON object);
     ``stream`` is true when the client sent ``X-DashScope-SSE: enable`` or ``Accept: text/event-stream``
-    (protocol doc §1.6: the SDK 1.x sends both, ``dashscope.AsyncClient`` only the first); ``endpoint`` is the
+    (Model Studio "Qwen API reference": the SDK 1.x sends both, ``dashscope.AsyncClient`` only the first); ``endpoint``
+    is the
     native endpoint the path names.
     """
 
@@ -46,7 +48,7 @@ class RecordedRequest(_RecordedRequest):
     @property
     def incremental(self) -> bool:
         """True when the request asked for ``incremental_output: true``; otherwise a stream gets cumulative
-        snapshots (the server default for most models, protocol doc §1.8)."""
+        snapshots (the server default for most models, Model Studio "Qwen API reference")."""
         return self.parameters.get("incremental_output") is True
 
     @property

@@ -1,6 +1,6 @@
 """DashScope's temporary-file upload, emulated: the upload policy and the OSS form upload it authorises.
 
-Protocol doc §1.9 and the captures ``get-upload-policy-nosse`` (policy request and answer) and
+Model Studio "Upload a local file" and the captures ``get-upload-policy-nosse`` (policy request and answer) and
 ``upload-temporary-file-nosse`` (the multipart form):
 
 * ``GET {base}/uploads?action=getPolicy&model=<model>`` with ``Authorization: Bearer <key>`` answers

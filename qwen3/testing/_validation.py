@@ -30,25 +30,28 @@ class ApiError:
 
 
 # Verbatim messages.
-EMPTY_MODEL = 'Required parameter "model" missing from request.'  # protocol doc §6.2 (BadRequest.EmptyModel)
-URL_ERROR = "url error, please check url!"  # §4.1 [DOC-CN] (the doc page prints a full-width "！")
+EMPTY_MODEL = 'Required parameter "model" missing from request.'  # Model Studio "Error codes" (BadRequest.EmptyModel)
+URL_ERROR = "url error, please check url!"  # vision page [DOC-CN] (the doc page prints a full-width "！")
 ROLE_OR_EMPTY = "Role must be user or assistant and Content length must be greater than 0"  # capture parameter-error
-NOT_A_STRING = "input content must be a string."  # §2.1 [DOC-CN]
-NOT_A_MODAL = "The item of content should be a message of a certain modal."  # §4.2 [DOC-CN]
-TOOL_NOT_RESPONSE = 'messages with role "tool" must be a response to a preceeding message with "tool_calls"'  # §2.1
+NOT_A_STRING = "input content must be a string."  # Model Studio "Qwen API reference" [DOC-CN]
+NOT_A_MODAL = "The item of content should be a message of a certain modal."  # vision page [DOC-CN]
+TOOL_NOT_RESPONSE = 'messages with role "tool" must be a response to a preceeding message with "tool_calls"'  # API ref
 BAD_ARGUMENTS = 'The "function.arguments" parameter of the code model must be in JSON format.'  # [DOC-CN] error page
-THINKING_NEEDS_INCREMENTAL = 'The incremental_output parameter must be "true" when enable_thinking is true'  # §1.8
+THINKING_NEEDS_INCREMENTAL = (
+    'The incremental_output parameter must be "true" when enable_thinking is true'  # Model Studio "Qwen API reference"
+)
 JSON_WORD = "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'."
-SYSTEM_FIRST = "System message must be at the beginning."  # ASSUMPTION: §2.1 says system only at messages[0]
-BAD_URL = "The provided URL does not appear to be valid. Ensure it is correctly formatted."  # §4.2 [DOC-CN]
-MAX_DATA_URI_BYTES = 10 * 1024 * 1024  # §1.9 / §4.2 [DOC-CN]: base64 items at most 10 MB
+SYSTEM_FIRST = "System message must be at the beginning."  # ASSUMPTION: API ref says system only at messages[0]
+BAD_URL = "The provided URL does not appear to be valid. Ensure it is correctly formatted."  # vision page [DOC-CN]
+MAX_DATA_URI_BYTES = 10 * 1024 * 1024  # upload page; vision page [DOC-CN]: base64 items at most 10 MB
 # what the native API answers (HTTP 400 InvalidParameter) for a model it does not serve; the error-code page lists
 # 404 ModelNotFound, which the live native API has not been seen to send
 MODEL_NOT_EXIST = "Model not exist."
 DATA_URI_TOO_BIG = f"Exceeded limit on max bytes per data-uri item : {MAX_DATA_URI_BYTES}"
 
 BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
-    # Protocol doc §4.1. Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not taken as text.
+    # Model Studio "Image and video understanding". Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not
+    # taken as text.
     ("qwen-vl*", "multimodal"),
     ("qwen2.5-vl*", "multimodal"),
     ("qwen3-vl*", "multimodal"),
@@ -57,7 +60,10 @@ BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
     ("qwen2-audio*", "multimodal"),
     ("qwen-omni*", "multimodal"),
     ("qwen3-omni*", "multimodal"),
-    ("qwen3.5*", "multimodal"),  # unified models: multimodal even for text-only input (§4.1)
+    (
+        "qwen3.5*",
+        "multimodal",
+    ),  # unified models: multimodal even for text-only input (Model Studio "Image and video understanding")
     ("qwen3.6*", "multimodal"),
     ("qwen3.7*", "multimodal"),
     *(
@@ -73,7 +79,8 @@ BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
 )
 
 _MODALS = frozenset({"text", "image", "video", "audio"})
-# §4.2; enable_rotate: OCR hint accepted by the real server (capture multimodal-generation-vl-ocr-sse)
+# Model Studio "Image and video understanding"; enable_rotate: OCR hint accepted by the real server (capture
+# multimodal-generation-vl-ocr-sse)
 _PART_SIBLINGS = frozenset({"min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate"})
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 _DATA_URI = re.compile(r"data:[^,;]*(;[^,;]*)*;base64,", re.IGNORECASE)
@@ -95,14 +102,14 @@ def _invalid(message: str) -> ApiError:
 
 
 def _url_error(value: Any) -> str | None:
-    """Media URL rule (§4.2 [DOC-CN]): http(s)://, oss:// or data:…;base64,… (decoded at most 10 MB)."""
+    """Media URL rule (vision page [DOC-CN]): http(s)://, oss:// or data:…;base64,… (decoded at most 10 MB)."""
     if not isinstance(value, str):
         return NOT_A_MODAL
     if value.lower().startswith(("http://", "https://", "oss://")):
         return None
     match = _DATA_URI.match(value)
     if match is None:
-        return BAD_URL  # includes file:// and bare paths: the SDK must upload those first (§1.9)
+        return BAD_URL  # includes file:// and bare paths: the SDK must upload those first (upload page)
     payload = value[match.end() :]
     padding = len(payload) - len(payload.rstrip("="))
     if len(payload) * 3 // 4 - padding > MAX_DATA_URI_BYTES:  # decoded size, without decoding
@@ -111,7 +118,7 @@ def _url_error(value: Any) -> str | None:
 
 
 def _check_parts(content: Any, role: str) -> str | None:
-    """Multimodal content rules (§4.2, §4.3 [DOC-CN]); None when fine."""
+    """Multimodal content rules (Model Studio "Image and video understanding" [DOC-CN]); None when fine."""
     if content is None:
         return ROLE_OR_EMPTY  # content: null → "Content length must be greater than 0" (brief; like parameter-error)
     if not isinstance(content, list):
@@ -206,12 +213,13 @@ def validate(body: dict[str, Any], endpoint: Endpoint, stream: bool, models: Map
             return _invalid(error)
     parameters = body.get("parameters")
     parameters = parameters if isinstance(parameters, dict) else {}
-    # parameters.stream and a stream without incremental_output are NOT errors (§1.8: the server tolerates both).
+    # parameters.stream and a stream without incremental_output are NOT errors (Model Studio "Qwen API reference": the
+    # server tolerates both).
     if stream and parameters.get("enable_thinking") is True and parameters.get("incremental_output") is not True:
-        return _invalid(THINKING_NEEDS_INCREMENTAL)  # §1.8 [DOC-CN]
+        return _invalid(THINKING_NEEDS_INCREMENTAL)  # Model Studio "Qwen API reference" [DOC-CN]
     response_format = parameters.get("response_format")
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
         texts = [text_of(m.get("content")) for m in messages if isinstance(m, dict)] + [str(inp.get("prompt") or "")]
         if not any("json" in text.lower() for text in texts):
-            return _invalid(JSON_WORD)  # §2.2 [DOC-CN]
+            return _invalid(JSON_WORD)  # Model Studio "Qwen API reference" [DOC-CN]
     return None

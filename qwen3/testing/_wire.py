@@ -1,7 +1,7 @@
 """Rendering a `Reply` into DashScope native wire bodies and SSE events.
 
-Shapes follow the captures in the protocol doc §8: non-stream F1/F3/F6, incremental streams F2/F4/F5/F7,
-stream errors F9. Cumulative streams (``incremental_output`` false or omitted) follow §3.2.
+Shapes follow the captures in the live API's recorded answers: non-stream F1/F3/F6, incremental streams F2/F4/F5/F7,
+stream errors F9. Cumulative streams (``incremental_output`` false or omitted) follow Model Studio "Qwen API reference".
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ IMAGE_TOKENS_PER_IMAGE = 256
 
 
 def sse_event(event_id: int, kind: str, status: int, data: Mapping[str, Any]) -> bytes:
-    """One SSE event, ``id:N\\nevent:<kind>\\n:HTTP_STATUS/<status>\\ndata:<json>\\n\\n`` (protocol doc §1.7; the
+    """One SSE event, ``id:N\\nevent:<kind>\\n:HTTP_STATUS/<status>\\ndata:<json>\\n\\n`` (Model Studio "Qwen API
+    reference"; the
     blank line is what spec-compliant parsers such as httpx-sse need to dispatch an event)."""
     return f"id:{event_id}\nevent:{kind}\n:HTTP_STATUS/{status}\ndata:{dumps(data)}\n\n".encode()
 
@@ -84,7 +85,8 @@ class Renderer:
         self.request = request
         self.request_id = request_id
         self.multimodal = request.endpoint == "multimodal"
-        # result_format="text" (text endpoint only; tools and thinking need "message", protocol doc §2.2)
+        # result_format="text" (text endpoint only; tools and thinking need "message", Model Studio "Qwen API
+        # reference")
         # gives {"output":{"finish_reason","text"}} (captures single-generation-text-*).
         self.text_format = (
             not self.multimodal
@@ -97,7 +99,7 @@ class Renderer:
 
     # -- pieces -------------------------------------------------------------------------------------------
     def _content(self, text: str) -> str | list[dict[str, str]]:
-        """Text endpoint: a string; multimodal: ``[{"text": …}]`` or ``[]`` (protocol doc §4.3, capture F7)."""
+        """Text endpoint: a string; multimodal: ``[{"text": …}]`` or ``[]`` (vision page, capture F7)."""
         if not self.multimodal:
             return text
         return [{"text": text}] if text else []
@@ -187,7 +189,7 @@ class Renderer:
                 message["reasoning_content"] = step.reasoning
             if step.fragments:
                 message["tool_calls"] = [self._fragment(i, j, piece) for i, j, piece in step.fragments]
-        else:  # cumulative snapshot: everything so far (protocol doc §3.2)
+        else:  # cumulative snapshot: everything so far (Model Studio "Qwen API reference")
             message = {"content": self._content(progress.text)}
             if reply.reasoning:
                 message["reasoning_content"] = progress.reasoning
@@ -203,7 +205,8 @@ class Renderer:
 
     def events(self) -> Iterator[bytes]:
         """Stream events: ``event:result`` frames with ``finish_reason`` ``"null"`` until the last; with
-        ``reply.error`` the first ``error_after_events`` frames then one ``event:error`` (captures F9, §6.1)."""
+        ``reply.error`` the first ``error_after_events`` frames then one ``event:error`` (captures F9, Model Studio
+        "Error codes")."""
         reply = self.reply
         steps = self._steps()
         progress = _Progress()
