@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from agent_framework import Agent, ChatResponse, Content, Message, tool
+from agent_framework import Agent, ChatResponse, Content, Message
 from agent_framework.exceptions import (
     ChatClientException,
     ChatClientInvalidAuthException,
@@ -32,11 +32,11 @@ from clients.anthropic.testing import REDACTED_TRIGGER, AnthropicEmulator, sign
 from clients.core.retry import RetryPolicy
 from clients.testing import Reply, ToolCall
 from tests.conftest import PNG
+from tests.helpers import FAST, ask, get_weather, hi
 
 SDK_1 = importlib.metadata.version("anthropic").startswith("1.")
 MODEL = "claude-sonnet-4-6"
 KEY = "sk-ant-test"
-FAST = RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0)
 
 
 @pytest.fixture
@@ -55,20 +55,10 @@ def raw(emu: AnthropicEmulator, **kwargs: Any) -> RawAnthropicChatClient[Any]:
     return RawAnthropicChatClient(model=MODEL, api_key=KEY, base_url=emu.base_url, **kwargs)
 
 
-def hi() -> list[Message]:
-    return [Message("user", ["hi"])]
-
-
 async def collect(client: Any, messages: list[Message], **options: Any) -> tuple[list[Any], ChatResponse[Any]]:
     stream = client.get_response(messages, stream=True, options=options)
     updates = [update async for update in stream]
     return updates, await stream.get_final_response()
-
-
-async def ask(client: Any, *, stream: bool) -> ChatResponse[Any]:
-    if stream:
-        return (await collect(client, hi()))[1]
-    return await client.get_response(hi())  # type: ignore[no-any-return]
 
 
 async def read_until_failure(client: Any) -> tuple[list[str], Exception]:
@@ -208,12 +198,6 @@ async def test_empty_text_parts_are_skipped_and_an_empty_user_turn_is_refused(em
 # ------------------------------------------------------------------------------------------ tools
 
 
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"{city}: sunny, 21C"
-
-
 @pytest.mark.parametrize("stream", [False, True])
 async def test_agent_tool_round_trip(emu: AnthropicEmulator, stream: bool) -> None:
     call = ToolCall("get_weather", {"city": "Paris"}, id="toolu_01A")
@@ -231,7 +215,7 @@ async def test_agent_tool_round_trip(emu: AnthropicEmulator, stream: bool) -> No
     assert first.body["tools"] == [
         {
             "name": "get_weather",
-            "description": "The weather in a city.",
+            "description": "Get the weather of a city.",
             "input_schema": {
                 "properties": {"city": {"title": "City", "type": "string"}},
                 "required": ["city"],
@@ -251,7 +235,7 @@ async def test_agent_tool_round_trip(emu: AnthropicEmulator, stream: bool) -> No
         },
         {
             "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "toolu_01A", "content": "Paris: sunny, 21C"}],
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_01A", "content": "Paris: sunny, 21°C"}],
         },
     ]
     assert second.body["system"] == "Be brief."

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from agent_framework import Agent, ChatResponse, Content, Message, tool
+from agent_framework import Agent, Content, Message, tool
 from agent_framework.exceptions import (
     ChatClientContentFilterException,
     ChatClientException,
@@ -34,11 +34,11 @@ from clients.gemini.parse import StreamState
 from clients.gemini.testing import GeminiEmulator
 from clients.testing import Media, Reply, ToolCall
 from tests.conftest import PNG
+from tests.helpers import FAST, ask, get_weather, read_stream
 
 KEY = "AIza-test-0123456789"
 FLASH = "gemini-2.5-flash"
 PRO3 = "gemini-3-pro-preview"
-FAST = RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0)
 
 
 @pytest.fixture
@@ -50,12 +50,6 @@ def emu() -> Iterator[GeminiEmulator]:
 def gemini(emu: GeminiEmulator, model: str = FLASH, **kwargs: Any) -> GeminiChatClient:
     kwargs.setdefault("retry_policy", FAST)
     return GeminiChatClient(model=model, api_key=KEY, base_url=emu.base_url, **kwargs)
-
-
-async def ask(client: GeminiChatClient, text: str = "hi", *, stream: bool = False, **options: Any) -> ChatResponse[Any]:
-    if stream:
-        return await client.get_response([Message("user", [text])], stream=True, options=options).get_final_response()
-    return await client.get_response([Message("user", [text])], options=options)
 
 
 def sdk(emu: GeminiEmulator, key: str = KEY) -> genai.Client:
@@ -71,12 +65,6 @@ def sdk(emu: GeminiEmulator, key: str = KEY) -> genai.Client:
 def signature_of(content: Content) -> str | None:
     value = (content.additional_properties or {}).get(GEMINI_NAMESPACE, {}).get(SIGNATURE_KEY)
     return value if isinstance(value, str) else None
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"{city}: sunny, 21°C"
 
 
 # ------------------------------------------------------------------------------------------------ basics
@@ -167,7 +155,7 @@ async def test_agent_tool_round_trip(emu: GeminiEmulator, stream: bool) -> None:
     assert first.tool_names == ["get_weather"]
     declaration = first.body["tools"][0]["functionDeclarations"][0]
     assert declaration["name"] == "get_weather"
-    assert declaration["description"] == "The weather in a city."
+    assert declaration["description"] == "Get the weather of a city."
     # google-genai writes this key snake_case on the wire (as the recordings show); the API takes both
     assert field_of(declaration, "parametersJsonSchema")["properties"]["city"]["type"] == "string"
     assert first.body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}  # MAF's Agent says "auto"
@@ -538,17 +526,6 @@ def test_retry_waits_what_retry_info_says() -> None:
     assert (advice.transient, advice.retry_after) == (True, 37.0)
     advice = retry_advice(_api_failure(genai_errors.ClientError(400, error_body(400, "INVALID_ARGUMENT", "bad"), None)))
     assert (advice.transient, advice.retry_after) == (False, None)
-
-
-async def read_stream(client: GeminiChatClient) -> tuple[list[str], BaseException | None]:
-    """The texts a stream delivered, and the exception it ended with (None when it finished)."""
-    texts: list[str] = []
-    try:
-        async for update in client.get_response([Message("user", ["x"])], stream=True):
-            texts.append(update.text)
-    except Exception as exc:
-        return texts, exc
-    return texts, None
 
 
 async def test_mid_stream_error_is_not_retried(emu: GeminiEmulator) -> None:

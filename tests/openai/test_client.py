@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_framework import Agent, ChatResponse, Content, Message, tool
+from agent_framework import Agent, ChatResponse, Content, Message
 from agent_framework.exceptions import (
     ChatClientContentFilterException,
     ChatClientException,
@@ -35,10 +35,10 @@ from clients.openai.parse import StreamState, parse_response, parse_stream_event
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Reply, ToolCall
 from tests.conftest import PNG
+from tests.helpers import FAST, ask, get_weather, read_stream
 
 KEY = "sk-test-secret-0123456789"
 PNG_URI = "data:image/png;base64," + base64.b64encode(PNG).decode()
-FAST = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.002)
 
 
 @pytest.fixture
@@ -50,32 +50,6 @@ def emu() -> Iterator[OpenAIEmulator]:
 def openai_client(emu: OpenAIEmulator, model: str = "gpt-4o", **kwargs: Any) -> OpenAIChatCompletionClient:
     kwargs.setdefault("retry_policy", FAST)
     return OpenAIChatCompletionClient(model=model, api_key=KEY, base_url=emu.base_url, **kwargs)
-
-
-async def ask(
-    client: OpenAIChatCompletionClient, text: str = "hi", *, stream: bool = False, **options: Any
-) -> ChatResponse[Any]:
-    if stream:
-        run = client.get_response([Message("user", [text])], stream=True, options=options)
-        return await run.get_final_response()
-    return await client.get_response([Message("user", [text])], options=options)
-
-
-async def read_stream(client: OpenAIChatCompletionClient) -> tuple[list[str], BaseException | None]:
-    """The texts of the updates a consumer received, and what the stream raised (None when it ended well)."""
-    texts: list[str] = []
-    try:
-        async for update in client.get_response([Message("user", ["hi"])], stream=True):
-            texts.append(update.text)
-    except Exception as exc:
-        return texts, exc
-    return texts, None
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Get the weather of a city."""
-    return f"{city}: sunny, 21°C"
 
 
 # ------------------------------------------------------------------------------------------------ basics

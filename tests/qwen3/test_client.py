@@ -21,6 +21,7 @@ from agent_framework.exceptions import (
 from qwen3 import QwenChatClient, QwenVLChatClient, image_content
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from tests.conftest import PNG
+from tests.helpers import ask
 
 KEY = "sk-test-secret-0123456789"
 TEXT_PATH = "/api/v1/services/aigc/text-generation/generation"
@@ -35,13 +36,6 @@ def emu() -> Iterator[DashScopeEmulator]:
 
 def qwen(emu: DashScopeEmulator, model: str = "qwen-plus", **kwargs: Any) -> QwenChatClient:
     return QwenChatClient(model=model, api_key=KEY, base_url=emu.base_url, **kwargs)
-
-
-async def ask(client: QwenChatClient, text: str = "hi", *, stream: bool = False) -> ChatResponse[Any]:
-    """One user turn, streamed (and aggregated) or not."""
-    if stream:
-        return await client.get_response([Message("user", [text])], stream=True).get_final_response()
-    return await client.get_response([Message("user", [text])])
 
 
 @tool
