@@ -57,31 +57,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import pandas as pd
-from agent_framework import (
-    Agent,
-    AgentResponseUpdate,
-    BaseChatClient,
-    ChatContext,
-    Content,
-    Message,
-    Workflow,
-    chat_middleware,
-)
-from agent_framework_orchestrations import GroupChatBuilder, GroupChatState, SequentialBuilder
-
-try:
-    import qwen3  # noqa: F401
-except ImportError:  # a source checkout without `pip install -e .`: use the packages next to this example
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # kline_analysis.py beside this file (not a package)
-
-import kline_analysis as kline
-
-from clients import image_content
-from clients.testing import LoopbackServer, RecordedRequest, Reply, ToolCall, Turn
-from qwen3 import QwenVLChatClient
-
 if sys.version_info >= (3, 11):
     import tomllib as _toml
 else:  # Python 3.10: the tomli backport, when installed
@@ -98,6 +73,7 @@ DEFAULT_READER_MODEL = "qwen3-vl-plus"
 DEFAULT_ANALYST = "qwen:qwen-plus"
 DEFAULT_OUT = "workflow_chart.png"
 DEFAULT_ROUNDS = 3
+DEFAULT_DAYS = 120  # sessions to chart, as kline_analysis.py
 ENV_ANALYST = "WORKFLOW_ANALYST"
 EMULATOR_KEY = "sk-emulated"
 WorkflowKind = Literal["sequential", "group"]
@@ -338,6 +314,86 @@ def resolve_settings(
 # --------------------------------------------------------------------------------------------------------------
 # What the emulated models answer (scripted, data-driven, plainly labelled)
 # --------------------------------------------------------------------------------------------------------------
+
+
+def configured_analyst(path: Path = DEFAULT_CONFIG) -> str | None:
+    """``provider:model`` that the config file's ``[analyst]`` table sets, or None (no file, no table, unreadable)."""
+    try:
+        analyst = load_config(path).get("analyst", {}) if path.is_file() else {}
+        if "provider" not in analyst:
+            return None
+        chosen = provider(analyst["provider"], source=path.name)
+    except ConfigError:
+        return None
+    return f"{chosen.name}:{analyst.get('model') or chosen.default_model}"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    configured = configured_analyst()
+    default = f"{configured} (set by {DEFAULT_CONFIG.name})" if configured else DEFAULT_ANALYST
+    parser = argparse.ArgumentParser(
+        description="ChartReader (Qwen-VL) and a swappable Analyst (qwen/openai/anthropic/gemini) read a K-line "
+        "chart in a MAF sequential workflow and a group chat.",
+        epilog=f"Analyst precedence: --analyst > ${ENV_ANALYST} > config file [analyst] > {DEFAULT_ANALYST}. "
+        f"Providers and default models: {', '.join(f'{p.name}:{p.default_model}' for p in PROVIDERS.values())}. "
+        "Agents whose provider has no API key in the environment run on a local emulator (EMULATED).",
+    )
+    parser.add_argument(
+        "--analyst",
+        metavar="PROVIDER[:MODEL]",
+        help=f"analyst provider and model ({VALID_PROVIDERS}; default {default})",
+    )
+    parser.add_argument("--reader-model", help=f"ChartReader's Qwen-VL model (default {DEFAULT_READER_MODEL})")
+    parser.add_argument(
+        "--config",
+        default=str(DEFAULT_CONFIG),
+        help="TOML config file ([analyst] provider/model, [chart_reader] model); '' for none "
+        "(default: workflow.toml beside this script, skipped when absent)",
+    )
+    parser.add_argument("--workflow", choices=[*WORKFLOWS, "both"], default="both", help="which workflow to run")
+    parser.add_argument(
+        "--rounds", type=int, default=DEFAULT_ROUNDS, help=f"group chat: agent turns (default {DEFAULT_ROUNDS})"
+    )
+    parser.add_argument("--offline", action="store_true", help="emulate every agent, even with API keys set")
+    parser.add_argument("--csv", type=Path, help="daily OHLCV CSV (default: matplotlib's bundled GOOG sample)")
+    parser.add_argument("--days", type=int, default=DEFAULT_DAYS, help="sessions to chart")
+    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"chart PNG (default ./{DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    if args.days < 2:
+        parser.error("--days must be at least 2")
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2 (ChartReader, then Analyst)")
+    return args
+
+
+if __name__ == "__main__":
+    CLI_ARGS = parse_args()  # --help and usage errors answer before the heavy imports below
+
+
+import pandas as pd
+from agent_framework import (
+    Agent,
+    AgentResponseUpdate,
+    BaseChatClient,
+    ChatContext,
+    Content,
+    Message,
+    Workflow,
+    chat_middleware,
+)
+from agent_framework_orchestrations import GroupChatBuilder, GroupChatState, SequentialBuilder
+
+try:
+    import qwen3  # noqa: F401
+except ImportError:  # a source checkout without `pip install -e .`: use the packages next to this example
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # kline_analysis.py beside this file (not a package)
+
+import kline_analysis as kline
+
+from clients import image_content
+from clients.testing import LoopbackServer, RecordedRequest, Reply, ToolCall, Turn
+from qwen3 import QwenVLChatClient
 
 
 def _fmt_date(value: Any) -> str:
@@ -727,56 +783,6 @@ def banner(settings: Settings, offline: bool, environ: Mapping[str, str]) -> str
     return "=" * 100 + "\nAgents\n" + "\n".join(lines) + note + "\n" + "=" * 100
 
 
-def configured_analyst(path: Path = DEFAULT_CONFIG) -> str | None:
-    """``provider:model`` that the config file's ``[analyst]`` table sets, or None (no file, no table, unreadable)."""
-    try:
-        analyst = load_config(path).get("analyst", {}) if path.is_file() else {}
-        if "provider" not in analyst:
-            return None
-        chosen = provider(analyst["provider"], source=path.name)
-    except ConfigError:
-        return None
-    return f"{chosen.name}:{analyst.get('model') or chosen.default_model}"
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    configured = configured_analyst()
-    default = f"{configured} (set by {DEFAULT_CONFIG.name})" if configured else DEFAULT_ANALYST
-    parser = argparse.ArgumentParser(
-        description="ChartReader (Qwen-VL) and a swappable Analyst (qwen/openai/anthropic/gemini) read a K-line "
-        "chart in a MAF sequential workflow and a group chat.",
-        epilog=f"Analyst precedence: --analyst > ${ENV_ANALYST} > config file [analyst] > {DEFAULT_ANALYST}. "
-        f"Providers and default models: {', '.join(f'{p.name}:{p.default_model}' for p in PROVIDERS.values())}. "
-        "Agents whose provider has no API key in the environment run on a local emulator (EMULATED).",
-    )
-    parser.add_argument(
-        "--analyst",
-        metavar="PROVIDER[:MODEL]",
-        help=f"analyst provider and model ({VALID_PROVIDERS}; default {default})",
-    )
-    parser.add_argument("--reader-model", help=f"ChartReader's Qwen-VL model (default {DEFAULT_READER_MODEL})")
-    parser.add_argument(
-        "--config",
-        default=str(DEFAULT_CONFIG),
-        help="TOML config file ([analyst] provider/model, [chart_reader] model); '' for none "
-        "(default: workflow.toml beside this script, skipped when absent)",
-    )
-    parser.add_argument("--workflow", choices=[*WORKFLOWS, "both"], default="both", help="which workflow to run")
-    parser.add_argument(
-        "--rounds", type=int, default=DEFAULT_ROUNDS, help=f"group chat: agent turns (default {DEFAULT_ROUNDS})"
-    )
-    parser.add_argument("--offline", action="store_true", help="emulate every agent, even with API keys set")
-    parser.add_argument("--csv", type=Path, help="daily OHLCV CSV (default: matplotlib's bundled GOOG sample)")
-    parser.add_argument("--days", type=int, default=kline.DEFAULT_DAYS, help="sessions to chart")
-    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"chart PNG (default ./{DEFAULT_OUT})")
-    args = parser.parse_args(argv)
-    if args.days < 2:
-        parser.error("--days must be at least 2")
-    if args.rounds < 2:
-        parser.error("--rounds must be at least 2 (ChartReader, then Analyst)")
-    return args
-
-
 async def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> list[WorkflowReport]:
     """Resolve the settings, render the chart, run the chosen workflow(s). Raises `ConfigError`, ``DataError``,
     ``MediaError``."""
@@ -811,4 +817,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(kline.run_cli(run(CLI_ARGS), kline.USER_ERRORS))

@@ -81,19 +81,21 @@ def test_real_files_get_their_market_style(ka: ModuleType, name: str, style: str
     assert ka.chart_style(data, "auto", symbol) == style
 
 
-def test_help_answers_before_the_heavy_imports() -> None:
+@pytest.mark.parametrize("example", ["kline_analysis.py", "workflow_swap.py", "devui_kline.py"])
+def test_help_answers_before_the_heavy_imports(example: str) -> None:
+    script = ROOT / "examples" / example
     code = (
         "import runpy, sys\n"
-        f"sys.argv = [{str(EXAMPLE)!r}, '--help']\n"
+        f"sys.argv = [{str(script)!r}, '--help']\n"
         "try:\n"
-        f"    runpy.run_path({str(EXAMPLE)!r}, run_name='__main__')\n"
+        f"    runpy.run_path({str(script)!r}, run_name='__main__')\n"
         "except SystemExit as exit:\n"
         "    assert exit.code == 0\n"
         "print(sorted(m for m in ('pandas', 'numpy', 'matplotlib', 'mplfinance', 'agent_framework', 'qwen3') "
         "if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert "--style {auto,cn,us}" in done.stdout
+    assert "usage:" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
@@ -140,6 +142,11 @@ async def test_a_thinking_model_shows_that_it_thinks(
     assert out.index(ka.THINKING) < out.index("An uptrend.")
     assert out.count(ka.THINKING) == 1
     assert report.text == "An uptrend."
+
+
+def test_kline_help_lists_the_style_option() -> None:
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=60)
+    assert "--style {auto,cn,us}" in done.stdout
 
 
 def test_the_summary_reads_the_same_whatever_the_order_things_came_in(
