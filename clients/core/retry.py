@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import sys
 import time
@@ -113,7 +114,7 @@ class RetryPolicy:
         """
         if attempt < 1:
             raise ValueError(f"attempt counts from 1, not {attempt!r}")
-        if retry_after is not None:
+        if retry_after is not None and math.isfinite(retry_after):  # a non-finite wait falls back to the backoff
             return min(max(retry_after, 0.0), self.max_retry_after)
         delay = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
         return delay * (1 - self.jitter * rand())
@@ -169,23 +170,32 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: Callable[[], float] 
 
     ``headers`` must look names up case-insensitively (``httpx.Headers`` does) or have lower-case names.
     """
-    milliseconds = headers.get("retry-after-ms")
+    milliseconds = _seconds(headers.get("retry-after-ms"))
     if milliseconds is not None:
-        try:
-            return max(float(milliseconds) / 1000, 0.0)
-        except ValueError:
-            pass
+        return milliseconds / 1000
     value = headers.get("retry-after")
     if value is None:
         return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        return max(parsedate_to_datetime(value).timestamp() - now(), 0.0)
-    except (TypeError, ValueError):
+        return _seconds(str(parsedate_to_datetime(value).timestamp() - now()))
+    except (TypeError, ValueError, OverflowError):
         return None
+
+
+def _seconds(value: str | None) -> float | None:
+    """A header's number of seconds: finite, negative read as 0; None for anything else (``nan``, ``inf``,
+    garbage), which then falls back to the policy's backoff: a NaN must never reach ``asyncio.sleep``, where it
+    corrupts the event loop's timer order for every other task."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return max(number, 0.0) if math.isfinite(number) else None
 
 
 def server_says_retry(headers: Mapping[str, str]) -> bool | None:
@@ -202,6 +212,8 @@ async def call_with_retries(
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     rand: Callable[[], float] = random.random,
     on_retry: Callable[[int, float, Exception], object] | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Await ``attempt()``; while it raises an exception that ``advise`` calls transient and retries are left,
     wait ``policy.delay_for(n, advice.retry_after)`` seconds with ``sleep`` and call it again.
@@ -209,6 +221,9 @@ async def call_with_retries(
     Returns the first result; raises the last exception unchanged (a non-transient one at once). Before each
     wait, ``on_retry(n, delay, exc)`` is called (``n`` = the attempt that failed, from 1) and an INFO line is
     logged. ``BaseException``\\ s that are not ``Exception`` (cancellation) pass straight through.
+
+    ``deadline`` (a ``clock()`` time): no retry whose wait would end after it, so the whole call, retries and
+    waits included, ends by then (each attempt bounds itself by the time left).
     """
     number = 1
     while True:
@@ -219,6 +234,8 @@ async def call_with_retries(
             if not advice.transient or number > policy.max_retries:
                 raise
             delay = policy.delay_for(number, advice.retry_after, rand=rand)
+            if deadline is not None and clock() + delay >= deadline:
+                raise
             logger.info("retry %d of %d in %.2f s after: %s", number, policy.max_retries, delay, exc)
             if on_retry is not None:
                 on_retry(number, delay, exc)

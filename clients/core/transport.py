@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -412,7 +413,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     def _advise(self, exc: Exception) -> RetryAdvice:
         return retry_advice(exc, permanent_codes=self._PERMANENT_CODES, wrappers=self._SDK_ERRORS)
 
-    async def _with_retries(self, attempt: Callable[[], Awaitable[_T]], *, stream: bool) -> _T:
+    async def _with_retries(
+        self, attempt: Callable[[], Awaitable[_T]], *, stream: bool, deadline: float | None = None
+    ) -> _T:
         """``attempt()``, again after transient failures per ``retry_policy``. The last failure is raised with the
         number of attempts made: a `Failure` as such (the caller classifies it); a transport failure as a
         ``ChatClientException`` saying what happened (`_transport_message`); anything else an SDK raised as a
@@ -424,7 +427,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             asyncio.TimeoutError,
         )
         try:
-            return await call_with_retries(attempt, self.retry_policy, self._advise, on_retry=attempts.count)
+            return await call_with_retries(
+                attempt, self.retry_policy, self._advise, on_retry=attempts.count, deadline=deadline
+            )
         except Failure as failure:
             raise failure.noted(attempts.note()) from None
         except unanswered as exc:
@@ -437,8 +442,12 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     async def _post(self, send: Callable[[], Awaitable[_T]]) -> _T:
         """A non-streamed request: each attempt, ``send()``, may take ``timeout`` seconds in all (``connect_timeout``
-        of them to connect, which ``send`` sets on its transport); transient failures are retried."""
-        return await self._with_retries(lambda: within(send(), self.timeout), stream=False)
+        of them to connect, which ``send`` sets on its transport); transient failures are retried, and the whole
+        request, retries and their waits included, ends within ``timeout``."""
+        deadline = time.monotonic() + self.timeout
+        return await self._with_retries(
+            lambda: within(send(), max(deadline - time.monotonic(), 0.0)), stream=False, deadline=deadline
+        )
 
     @asynccontextmanager
     async def _open_stream(self, open_events: Callable[[], Awaitable[EventStream]]) -> AsyncIterator[EventStream]:

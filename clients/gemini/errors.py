@@ -5,6 +5,7 @@ details}}``; a bad key is HTTP 400 with the reason ``API_KEY_INVALID``), and ``r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,7 +60,8 @@ def retry_delay_seconds(payload: Any) -> float | None:
             delay = detail.get("retryDelay")
             if isinstance(delay, str) and delay.endswith("s"):
                 try:
-                    return max(float(delay[:-1]), 0.0)
+                    seconds = float(delay[:-1])
+                    return max(seconds, 0.0) if math.isfinite(seconds) else None
                 except ValueError:
                     return None
     return None
