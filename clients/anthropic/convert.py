@@ -34,7 +34,7 @@ from clients.core.conversion import (
     refuse_unsupported,
     result_text,
 )
-from clients.core.media import MediaError, local_file, media_type_of, resolve_uri
+from clients.core.media import MediaError, local_file, media_type_of, read_media_file, resolve_uri
 from clients.core.tool_calls import json_object_arguments
 
 logger = logging.getLogger("agent_framework.qwen3.anthropic")
@@ -129,20 +129,16 @@ def _read_local(path: Path, media_type: str | None, where: str) -> tuple[str, st
     """A local file as a data URI: images (and audio/video, refused later) through ``clients.core.media``; PDFs, which
     ``clients.core.media`` does not read, when their bytes say ``%PDF-``."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(5)
-    except OSError as exc:
-        raise invalid(f"{where}: cannot read media file {str(path)!r}: {exc.strerror or exc}") from exc
-    size = path.stat().st_size
-    if head != b"%PDF-" and size > MAX_IMAGE_BYTES:
+        data = read_media_file(path, MAX_REQUEST_BYTES, limit_note=" (Anthropic's 32 MB request limit).")
+    except MediaError as exc:
+        raise invalid(f"{where}: {exc}") from exc
+    head = data[:5]
+    if head != b"%PDF-" and len(data) > MAX_IMAGE_BYTES:
         raise invalid(
-            f"{where}: {str(path)!r} is {size} bytes, over Anthropic's {MAX_IMAGE_BYTES}-byte limit per image "
+            f"{where}: {str(path)!r} is {len(data)} bytes, over Anthropic's {MAX_IMAGE_BYTES}-byte limit per image "
             "(https://docs.claude.com/en/docs/build-with-claude/vision): shrink it or send it as an https URL."
         )
     if head == b"%PDF-":
-        data = path.read_bytes()
-        if len(data) > MAX_REQUEST_BYTES:
-            raise invalid(f"{where}: {str(path)!r} is {len(data)} bytes, over the 32 MB request limit.")
         return f"data:application/pdf;base64,{base64.b64encode(data).decode('ascii')}", "application/pdf"
     try:
         uri = resolve_uri(str(path), media_type, max_bytes=MAX_IMAGE_BYTES)

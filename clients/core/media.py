@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,7 @@ __all__ = [
     "media_kind",
     "media_type_of",
     "media_uri",
+    "read_media_file",
     "resolve_uri",
     "sniff_media_type",
     "video_frames",
@@ -125,19 +127,58 @@ def _describe(uri: str | None) -> str:
     return f"{uri[:40]}…" if uri.startswith("data:") else repr(uri)
 
 
-def _read_local(path: Path, media_type: str | None, max_bytes: int) -> str:
+def read_media_file(path: Path, max_bytes: int, *, limit_note: str = "") -> bytes:
+    """The bytes of the regular file at ``path``, read bounded: never more than ``max_bytes`` + 1 bytes.
+
+    Only a regular file is read (a symbolic link is followed first): a directory, a device (``/dev/zero``,
+    ``/dev/urandom``), a FIFO or a socket is refused at once, before anything is opened for reading (opening a FIFO
+    would wait for a writer), and it is opened non-blocking and checked again, so a file swapped in between is
+    refused too. A ``stat`` size proves nothing (``/proc`` files say 0), so the read itself stops past the limit.
+
+    Raises:
+        MediaError: not a regular file, unreadable, or over ``max_bytes`` (``limit_note`` is appended: what to do).
+    """
     try:
-        size = path.stat().st_size
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise MediaError(
+                f"{str(path)!r} is {_file_kind(info.st_mode)}, not a media file: only regular files are read."
+            )
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        try:
+            info = os.fstat(handle)
+            if not stat.S_ISREG(info.st_mode):
+                raise MediaError(f"{str(path)!r} is {_file_kind(info.st_mode)}, not a media file.")
+            with os.fdopen(os.dup(handle), "rb") as file:
+                data = file.read(max_bytes + 1)
+        finally:
+            os.close(handle)
     except OSError as exc:
         raise MediaError(f"Cannot read media file {str(path)!r}: {exc.strerror or exc}") from exc
-    if size > max_bytes:
-        raise MediaError(
-            f"Media file {str(path)!r} is {size} bytes, over the {max_bytes}-byte inline limit: "
-            "shrink it, host it at an http(s) URL, or let the Qwen client upload it to DashScope's temporary storage "
-            "(upload_local_files='large', China (Beijing) region only) with the file given as "
-            f"Content.from_uri({path.resolve().as_uri()!r})."
-        )
-    data = path.read_bytes()
+    if len(data) > max_bytes:
+        size = f"{info.st_size} bytes" if info.st_size > max_bytes else f"more than {max_bytes} bytes"
+        raise MediaError(f"Media file {str(path)!r} is {size}, over the {max_bytes}-byte inline limit{limit_note}")
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _read_local(path: Path, media_type: str | None, max_bytes: int) -> str:
+    note = (
+        ": shrink it, host it at an http(s) URL, or let the Qwen client upload it to DashScope's temporary storage "
+        "(upload_local_files='large', China (Beijing) region only) with the file given as "
+        f"Content.from_uri({path.resolve().as_uri()!r})."
+    )
+    data = read_media_file(path, max_bytes, limit_note=note)
     sniffed = _sniff(data)
     media_type = media_type or sniffed or _guess_from_name(path.name)
     # The bytes decide, not the name: a text file called notes.png is not read into a request.
