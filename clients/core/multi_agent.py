@@ -43,9 +43,19 @@ from typing import Any
 
 from agent_framework import Content, Message
 
+from clients.core.media import local_file
+
 __all__ = ["AgentNameMixin", "rewrite_other_agents"]
 
 _KEPT_MEDIA = frozenset({"data", "uri"})
+
+
+def _shared(content: Content, name: str) -> Content:
+    """Another agent's media as this request sends it: a local path that agent (a model) wrote, in any spelling
+    (``file:`` URI, absolute, ``~``, relative), is never read from disk; a note says it was there."""
+    if content.type == "uri" and local_file(content.uri or "") is not None:
+        return Content.from_text(f"[{name} attached a local file, not sent]")
+    return content
 
 
 def _arguments_text(arguments: str | Mapping[str, Any] | None) -> str:
@@ -91,13 +101,9 @@ def _rewrite(message: Message, name: str, results: Mapping[str, Content]) -> Mes
                 line += f" -> {_result_text(result)}"
             contents.append(Content.from_text(line))
             if result is not None:
-                contents.extend(item for item in result.items or () if item.type in _KEPT_MEDIA)
+                contents.extend(_shared(item, name) for item in result.items or () if item.type in _KEPT_MEDIA)
         elif content.type in _KEPT_MEDIA:
-            if (content.uri or "").startswith("file:"):
-                # a path another agent (a model) wrote is never read from disk: only say it was there
-                contents.append(Content.from_text(f"[{name} attached a local file, not sent]"))
-            else:
-                contents.append(content)
+            contents.append(_shared(content, name))
         # text_reasoning, usage, error, approvals, hosted-tool records: dropped (module docstring)
     if not contents:
         return None

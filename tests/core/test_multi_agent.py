@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
+import pytest
 from agent_framework import Agent, BaseChatClient, ChatResponse, Content, Message
 
 from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
@@ -361,3 +362,22 @@ def test_local_files_in_another_agents_turn_are_never_read() -> None:
         ("text", "[Other attached a local file, not sent]"),
         ("uri", "https://x/a.png"),
     ]
+
+
+@pytest.mark.parametrize(
+    "spelling", ["/etc/passwd", "~/chart.png", "charts/x.png", "file:/etc/passwd", "file:///tmp/x"]
+)
+def test_no_spelling_of_a_local_path_in_another_agents_turn_is_read(spelling: str) -> None:
+    """A model may write a path in any spelling; none of them becomes a file read and sent, tool results included.
+    (``Content.from_uri`` refuses scheme-less URIs, but contents built directly or deserialized carry them.)"""
+    call = Content.from_function_call(call_id="c1", name="render", arguments="{}")
+    result = Content.from_function_result(call_id="c1", result=[Content("uri", uri=spelling, media_type="image/png")])
+    turns = [
+        Message("assistant", ["look", Content("uri", uri=spelling, media_type="image/png"), call], author_name="Other"),
+        Message("tool", [result], author_name="Other"),
+    ]
+    rewritten = rewrite_other_agents(turns, "Me")
+    uris = [c.uri for message in rewritten for c in message.contents if c.type == "uri"]
+    notes = [c.text for message in rewritten for c in message.contents if "local file, not sent" in (c.text or "")]
+    assert uris == []
+    assert len(notes) == 2
