@@ -38,7 +38,7 @@ from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
-from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object
+from clients.core.transport import EventStream, Failure, ProviderChatClient, checked_model, json_object
 from qwen3.convert import build_request, conversation_has_media, needs_oss_resolve
 from qwen3.errors import error_from_body, parse_error
 from qwen3.options import QwenChatOptions, request_thinks
@@ -269,7 +269,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
 
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
         opts = await self._validate_options(options)
-        model = opts.get("model") or self.model
+        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         if request_thinks(model, opts):
             # Thinking is refused in non-streamed calls by many models (qwq, qvq, open-source qwen3, qwen-plus in
             # thinking mode: "enable_thinking must be set to false for non-streaming calls", Model Studio "Deep
@@ -300,7 +300,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
     async def _stream_validated(
         self, messages: Sequence[Message], opts: Mapping[str, Any]
     ) -> AsyncIterator[ChatResponseUpdate]:
-        model = opts.get("model") or self.model
+        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
         for attempt, endpoint in enumerate(endpoints):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -34,7 +35,11 @@ from agent_framework import (
     ResponseStream,
     SecretString,
 )
-from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+)
 from typing_extensions import Self, TypeVar
 
 from clients.core.errors import ProviderError, to_chat_client_exception
@@ -150,6 +155,25 @@ async def within(awaitable: Awaitable[_T], limit: float) -> _T:
         async with asyncio.timeout(limit):
             return await awaitable
     return await asyncio.wait_for(awaitable, limit)  # pragma: no cover - Python 3.10
+
+
+_URL_CHANGING = re.compile(r"[?#%\\\s\x00-\x1f\x7f]|(?:^|/)\.\.?(?:/|$)")
+
+
+def checked_model(model: str, provider: str, *, error: type[Exception] = ChatClientInvalidRequestException) -> str:
+    """``model`` unchanged when it cannot change a URL; some SDKs put it in the path (google-genai sends
+    ``m#frag`` to ``…/models/m``), so query, fragment and escape characters, white space, control characters and
+    ``.``/``..`` segments are refused for every provider: no real model name has them.
+
+    Raises:
+        ChatClientInvalidRequestException (or ``error``): the name has one of them; nothing is sent.
+    """
+    if not model or _URL_CHANGING.search(model):
+        raise error(
+            f"{provider} model name {model!r} is not a model name (it has ?, #, %, \\, white space, "
+            "a control character or a ./.. path segment, which would change the request URL)"
+        )
+    return model
 
 
 def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -> dict[str, Any]:
@@ -313,7 +337,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
             raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {url!r}")
         default_timeout, default_connect, default_idle = self._DEFAULT_TIMEOUTS
-        self.model: str = resolved_model
+        self.model: str = checked_model(resolved_model, self._PROVIDER, error=ValueError)
         self.base_url: str = url
         self.timeout: float = seconds("timeout", timeout, default_timeout)
         self.connect_timeout: float = seconds("connect_timeout", connect_timeout, default_connect)
@@ -501,7 +525,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
         opts = await self._validate_options(options)
-        model = opts.get("model") or self.model
+        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         body = self._build_request(messages, opts, model=model, stream=False)
         try:
             data = await self._post(partial(self._send, model, body))
@@ -513,7 +537,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self, messages: Sequence[Message], options: Mapping[str, Any]
     ) -> AsyncIterator[ChatResponseUpdate]:
         opts = await self._validate_options(options)
-        model = opts.get("model") or self.model
+        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         body = self._build_request(messages, opts, model=model, stream=True)
         state = self._stream_state(opts)
         try:
