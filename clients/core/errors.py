@@ -16,10 +16,15 @@ any other HTTP 4xx except 429                             ``ChatClientInvalidReq
 429 (throttling) and 5xx are not the caller's fault, so they are plain ``ChatClientException``: callers
 that retry catch that class. The message always carries the provider, HTTP status, code, message and
 request id, so a log line is enough to ask the provider's support about it.
+
+A key that a server or a proxy echoes back ("Incorrect API key provided: sk-…") never reaches an exception, a log
+record or a span: every client registers its key with `hide` before it sends, and every text that quotes what a
+server sent goes through `redact` first (`ProviderError`'s text, malformed bodies, the retry log line).
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from agent_framework.exceptions import (
@@ -56,7 +61,25 @@ class ProviderError:
     def __str__(self) -> str:
         status = f"HTTP {self.status}" if self.status is not None else "no HTTP status"
         rid = f" (request_id={self.request_id})" if self.request_id else ""
-        return f"{self.provider} error {self.code or 'unknown'} [{status}]: {self.message}{rid}"
+        return redact(f"{self.provider} error {self.code or 'unknown'} [{status}]: {self.message}{rid}")
+
+
+_SECRETS: ContextVar[frozenset[str]] = ContextVar("agent_framework_qwen3_secrets", default=frozenset())
+
+
+def hide(secret: str) -> None:
+    """Register ``secret`` (an API key) for `redact` in the current context: the request that follows, and what
+    the caller does after it, never show it. Registering the same key again changes nothing."""
+    if secret and secret not in _SECRETS.get():
+        _SECRETS.set(_SECRETS.get() | {secret})
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret replaced by ``***``."""
+    for secret in _SECRETS.get():
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
 
 
 def to_chat_client_exception(error: ProviderError, inner: Exception | None = None) -> ChatClientException:

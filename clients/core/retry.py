@@ -39,7 +39,7 @@ from typing import TypeVar
 
 import httpx
 
-from clients.core.errors import ProviderError
+from clients.core.errors import ProviderError, redact
 
 __all__ = [
     "PERMANENT_CODES",
@@ -236,7 +236,7 @@ async def call_with_retries(
             delay = policy.delay_for(number, advice.retry_after, rand=rand)
             if deadline is not None and clock() + delay >= deadline:
                 raise
-            logger.info("retry %d of %d in %.2f s after: %s", number, policy.max_retries, delay, exc)
+            logger.info("retry %d of %d in %.2f s after: %s", number, policy.max_retries, delay, redact(str(exc)))
             if on_retry is not None:
                 on_retry(number, delay, exc)
             await sleep(delay)

@@ -42,7 +42,7 @@ from agent_framework.exceptions import (
 )
 from typing_extensions import Self, TypeVar
 
-from clients.core.errors import ProviderError, to_chat_client_exception
+from clients.core.errors import ProviderError, hide, redact, to_chat_client_exception
 from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
 from clients.core.retry import (
     PERMANENT_CODES,
@@ -183,7 +183,7 @@ def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -
         ChatClientInvalidResponseException: it is not JSON ("a non-JSON body", "a malformed event"), or not an
             object; its first 200 characters quoted.
     """
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or ""
+    text = redact(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or "")
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -517,6 +517,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         options: Mapping[str, Any],
         **kwargs: Any,
     ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
+        hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
         if stream:
             return self._build_response_stream(
                 self._stream(messages, options), response_format=options.get("response_format")

@@ -28,6 +28,7 @@ from agent_framework.exceptions import ChatClientInvalidResponseException, Setti
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
+from clients.core.errors import redact
 from clients.core.keywords import checked_keywords
 from clients.core.retry import PERMANENT_CODES
 from clients.core.sse import SSEDecoder, aiter_events
@@ -69,7 +70,9 @@ async def _payloads(http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any] |
         try:
             event = decode_event(payload)
         except ValueError as exc:
-            raise ChatClientInvalidResponseException(f"OpenAI sent a malformed event: {payload[:200]!r}") from exc
+            raise ChatClientInvalidResponseException(
+                f"OpenAI sent a malformed event: {redact(payload[:200])!r}"
+            ) from exc
         if isinstance(event, Mapping) and event.get("error") is not None and not event.get("choices"):
             raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream
         return event

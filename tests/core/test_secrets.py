@@ -1,0 +1,63 @@
+"""A key that a server or a proxy echoes back never reaches the caller's exception, a log record, or the text MAF
+records on a span (the exception's), for any client."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from agent_framework import Message
+from agent_framework.exceptions import ChatClientException
+
+from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
+from clients.anthropic.testing import AnthropicEmulator
+from clients.core.errors import redact
+from clients.core.retry import RetryPolicy
+from clients.gemini.testing import GeminiEmulator
+from clients.openai.testing import OpenAIEmulator
+from clients.testing import Reply
+from qwen3 import QwenChatClient
+from qwen3.testing import DashScopeEmulator
+
+KEY = "sk-echoed-secret-0123456789abcdef"
+CLIENTS: dict[str, tuple[Any, Any, str]] = {
+    "qwen": (DashScopeEmulator, QwenChatClient, "qwen-plus"),
+    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
+    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
+    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
+}
+
+
+async def _ask(client: Any, *, stream: bool) -> Any:
+    if stream:
+        return await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
+    return await client.get_response([Message("user", ["hi"])])
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_echoed_key_is_masked_in_errors_and_logs(
+    provider: str, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    emulator, client_class, model = CLIENTS[provider]
+    echo = f"Incorrect API key provided: {KEY}. You can find your API key at the console."
+    busy = Reply.error_reply(503, "Unavailable", f"overloaded for {KEY}")
+    refused = Reply.error_reply(400, "InvalidParameter", echo)
+    caplog.set_level(logging.DEBUG)
+    with emulator(api_key=KEY) as emu:
+        emu.script(busy, refused)
+        policy = RetryPolicy(max_retries=1, base_delay=0.0, max_delay=0.0)
+        client = client_class(model=model, api_key=KEY, base_url=emu.base_url, retry_policy=policy)
+        with pytest.raises(ChatClientException) as info:
+            await _ask(client, stream=stream)
+        assert len(emu.requests) == 2  # the 503 was retried (and logged), the 400 raised
+    assert "Incorrect API key provided: ***" in str(info.value)
+    assert KEY not in str(info.value)
+    assert KEY not in repr(info.value.__cause__)
+    assert all(KEY not in record.getMessage() for record in caplog.records)
+    assert any("overloaded for ***" in record.getMessage() for record in caplog.records)  # the retry line
+
+
+def test_redact_leaves_text_without_a_registered_key_alone() -> None:
+    assert redact("nothing secret here") == "nothing secret here"
