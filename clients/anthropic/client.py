@@ -90,15 +90,15 @@ def _sdk_arguments(body: Mapping[str, Any]) -> dict[str, Any]:
     return known
 
 
-async def _payloads(response: Any) -> AsyncGenerator[dict[str, Any], None]:
+async def _payloads(response: Any, max_bytes: int) -> AsyncGenerator[dict[str, Any], None]:
     """The event payloads of one open stream (raw SSE lines through ``SSEDecoder``); an ``error`` event raises
     `Failure` with the status its type implies."""
-    lines = response.iter_lines()
+    chunks = response.iter_bytes()
     try:
-        async for event in aiter_events(lines, SSEDecoder()):
+        async for event in aiter_events(chunks, SSEDecoder(), max_bytes):
             yield _payload(response, event.data)
     finally:
-        await lines.aclose()
+        await chunks.aclose()
 
 
 def _payload(response: Any, text: str) -> dict[str, Any]:
@@ -217,7 +217,9 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
             response = await manager.__aenter__()
         except APIStatusError as exc:
             raise _status_failure(exc) from None
-        return await EventStream(self, _payloads(response), partial(manager.__aexit__, None, None, None)).start()
+        return await EventStream(
+            self, _payloads(response, self.max_event_bytes), partial(manager.__aexit__, None, None, None)
+        ).start()
 
 
 @checked_keywords

@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 
-__all__ = ["SSEDecoder", "ServerSentEvent", "aiter_events"]
+from agent_framework.exceptions import ChatClientInvalidResponseException
+
+__all__ = ["MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent", "aiter_events", "bounded_lines"]
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,66 @@ class SSEDecoder:
         return event
 
 
-async def aiter_events(lines: AsyncIterable[str], decoder: SSEDecoder) -> AsyncIterator[ServerSentEvent]:
-    """The events of a stream's ``lines``, the last one included when the stream ends without its blank line."""
-    async for line in lines:
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+"""The default cap, in bytes, on one line and on one event of a stream (``max_event_bytes`` of every client)."""
+
+
+async def bounded_lines(chunks: AsyncIterable[bytes], max_bytes: int = MAX_EVENT_BYTES) -> AsyncIterator[str]:
+    """The lines of a byte stream (``\\n`` or ``\\r\\n`` ends one), decoded as UTF-8, none longer than ``max_bytes``.
+
+    A server that sends a line that never ends (no newline, bytes keep coming) is stopped at ``max_bytes``, not
+    buffered until memory runs out. Linear in the bytes received, however they are chunked.
+
+    Raises:
+        ChatClientInvalidResponseException: a line longer than ``max_bytes``.
+    """
+    pending = bytearray()
+    async for chunk in chunks:
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if pending:
+                pending += chunk[start:end]
+                line, pending = bytes(pending), bytearray()
+            else:
+                line = chunk[start:end]
+            start = end + 1
+            if len(line) > max_bytes:
+                raise _too_long(max_bytes)
+            yield line.removesuffix(b"\r").decode("utf-8", "replace")
+        pending += chunk[start:]
+        if len(pending) > max_bytes:
+            raise _too_long(max_bytes)
+    if pending:
+        yield bytes(pending).removesuffix(b"\r").decode("utf-8", "replace")
+
+
+def _too_long(max_bytes: int) -> ChatClientInvalidResponseException:
+    return ChatClientInvalidResponseException(
+        f"the stream sent a line or event over max_event_bytes={max_bytes} bytes (a broken or hostile server or "
+        "proxy); raise the client's max_event_bytes if such events are expected"
+    )
+
+
+async def aiter_events(
+    chunks: AsyncIterable[bytes], decoder: SSEDecoder, max_bytes: int = MAX_EVENT_BYTES
+) -> AsyncIterator[ServerSentEvent]:
+    """The events of a stream's bytes (lines and events each at most ``max_bytes``), the last one included when
+    the stream ends without its blank line.
+
+    Raises:
+        ChatClientInvalidResponseException: a line or an event over ``max_bytes``.
+    """
+    size = 0
+    async for line in bounded_lines(chunks, max_bytes):
+        size += len(line)
+        if size > max_bytes:
+            raise _too_long(max_bytes)
         event = decoder.feed(line)
         if event is not None:
+            size = 0
             yield event
+        elif not line:
+            size = 0
     tail = decoder.flush()
     if tail is not None:
         yield tail

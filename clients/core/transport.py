@@ -55,6 +55,7 @@ from clients.core.retry import (
     retry_after_seconds,
     server_says_retry,
 )
+from clients.core.sse import MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
@@ -220,7 +221,7 @@ class EventStream:
     async def start(self) -> Self:
         """Read up to the first event; the stream is closed when that fails."""
         try:
-            self._first = await self._payloads.__anext__()
+            self._first = await self._next_event()
         except StopAsyncIteration:
             self._ended = True
         except BaseException:
@@ -238,9 +239,11 @@ class EventStream:
         if self._ended:
             raise StopAsyncIteration
         try:
-            return await self._payloads.__anext__()
+            return await self._next_event()
         except StopAsyncIteration:
             raise
+        except asyncio.TimeoutError as exc:
+            raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
         except Failure as failure:
             raise failure.noted(f"; the stream broke {self.so_far()}, the answer is incomplete") from None
         except ChatClientInvalidResponseException as exc:
@@ -255,6 +258,15 @@ class EventStream:
             raise ChatClientInvalidResponseException(
                 f"Reading the {self._client._PROVIDER} stream failed {self.so_far()}; the answer is incomplete: {exc!r}"
             ) from exc
+
+    async def _next_event(self) -> Any:
+        """The next complete event, within ``stream_idle_timeout``: the time allowed without an event, however the
+        bytes trickle in (a server sending one byte every half second no longer keeps a stream open forever).
+
+        Raises:
+            asyncio.TimeoutError: no complete event in time.
+        """
+        return await within(self._payloads.__anext__(), self._client.stream_idle_timeout)
 
     def delivered(self, update: ChatResponseUpdate) -> None:
         """Count an update that went out to MAF (one with contents or a finish reason: Anthropic's
@@ -345,6 +357,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         policy = retry_policy if retry_policy is not None else RetryPolicy()
         self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
         self._api_key: SecretString = key if isinstance(key, SecretString) else SecretString(key)
+        self.max_event_bytes: int = MAX_EVENT_BYTES
+        """The largest line or event a stream may send, in bytes (default 16 MiB): past it the stream stops with
+        ``ChatClientInvalidResponseException`` instead of buffering an endless line. Set it on the client."""
         self.rewrite_other_agents = rewrite_other_agents
         self._sdk: Any = None
         self._sdk_loop: asyncio.AbstractEventLoop | None = None
@@ -492,11 +507,10 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
         if isinstance(cause, http_errors("ConnectTimeout")):
             return f"Cannot reach {where}: no connection within connect_timeout={self.connect_timeout:g} s"
-        if isinstance(cause, asyncio.TimeoutError) or (
-            isinstance(cause, http_errors("TimeoutException")) and not stream
-        ):
+        timed_out = isinstance(cause, (asyncio.TimeoutError, *http_errors("TimeoutException")))
+        if timed_out and not stream:
             return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
-        if isinstance(cause, http_errors("TimeoutException")):
+        if timed_out:
             return f"{where} {self._STREAM_IDLE} for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
         detail = self._failure_detail(exc, cause)
         if so_far:

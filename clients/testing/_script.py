@@ -225,6 +225,10 @@ class Reply:
       non-stream answer waits ``stall`` seconds more.
     * ``malformed_after_events=N``: a stream sends N events, then one whose JSON is cut off, then the rest; a
       non-stream answer is HTTP 200 with a cut-off JSON body.
+    * ``trickle_after_events=N, trickle=seconds``: a stream sends N events, then a line that never ends, one byte
+      every ``trickle`` seconds (a hostile or broken proxy; it gives up after 200 bytes).
+    * ``flood_after_events=N``: a stream sends N events, then a line that never ends as fast as it can (it gives
+      up after ``flood_bytes``, 64 MiB by default).
     """
 
     text: str = ""
@@ -244,13 +248,23 @@ class Reply:
     stall_after_events: int | None = None
     stall: float = 0.0
     malformed_after_events: int | None = None
+    trickle_after_events: int | None = None
+    trickle: float = 0.0
+    flood_after_events: int | None = None
+    flood_bytes: int = 64 * 1024 * 1024
     reasoning_signature: str | None = None
     input_tokens: int | None = None
     cached_tokens: int = 0
     reasoning_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("disconnect_after_events", "stall_after_events", "malformed_after_events"):
+        for name in (
+            "disconnect_after_events",
+            "stall_after_events",
+            "malformed_after_events",
+            "trickle_after_events",
+            "flood_after_events",
+        ):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0")

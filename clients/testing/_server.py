@@ -98,6 +98,16 @@ def with_faults(events: Iterable[bytes], reply: Reply, malformed: Callable[[int]
             yield Stall(reply.stall)
         if due(reply.malformed_after_events):
             yield malformed(count + 1)
+        if due(reply.trickle_after_events):
+            for _ in range(200):  # a line that never ends, one byte at a time
+                yield b"x"
+                yield Stall(reply.trickle)
+            yield DISCONNECT
+        if due(reply.flood_after_events):
+            piece = b"x" * (1024 * 1024)
+            for _ in range(max(reply.flood_bytes // len(piece), 1)):  # a line that never ends, as fast as it can
+                yield piece
+            yield DISCONNECT
         if due(reply.disconnect_after_events):
             yield DISCONNECT
 
