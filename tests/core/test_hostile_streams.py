@@ -1,0 +1,88 @@
+"""Nothing a server sends can exhaust memory or hang the caller: a line that never ends is cut at
+``max_event_bytes``, and a server that trickles bytes without completing an event is stopped by
+``stream_idle_timeout`` (time without a complete event, not time between bytes)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from agent_framework import Message
+from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
+
+from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
+from clients.anthropic.testing import AnthropicEmulator
+from clients.core.sse import SSEDecoder, aiter_events, bounded_lines
+from clients.gemini.testing import GeminiEmulator
+from clients.openai.testing import OpenAIEmulator
+from clients.testing import Reply
+from qwen3 import QwenChatClient
+from qwen3.testing import DashScopeEmulator
+
+pytestmark = pytest.mark.timeout(30)
+
+CLIENTS: dict[str, tuple[Any, Any, str]] = {
+    "qwen": (DashScopeEmulator, QwenChatClient, "qwen-plus"),
+    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
+    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
+    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
+}
+
+
+async def _chunks(*parts: bytes) -> Any:
+    for part in parts:
+        yield part
+
+
+async def _lines(*parts: bytes, max_bytes: int = 16) -> list[str]:
+    return [line async for line in bounded_lines(_chunks(*parts), max_bytes)]
+
+
+async def test_lines_split_on_newlines_however_chunked() -> None:
+    assert await _lines(b"da", b"ta: 1\r", b"\n\nda", b"ta: \xe4\xb8", b"\xad\n", b"tail") == [
+        "data: 1",
+        "",
+        "data: 中",
+        "tail",
+    ]
+
+
+async def test_a_line_over_the_cap_is_refused_even_when_it_never_ends() -> None:
+    with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=16"):
+        await _lines(b"x" * 10, b"x" * 10)  # no newline yet: refused as soon as it is too long
+    assert await _lines(b"x" * 16 + b"\n") == ["x" * 16]
+
+
+async def test_an_event_of_many_lines_over_the_cap_is_refused() -> None:
+    lines = b"".join(b"data: 12345\n" for _ in range(4))  # each line fits, the event does not
+    with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=32"):
+        [event async for event in aiter_events(_chunks(lines), SSEDecoder(), 32)]
+
+
+async def _ask_streamed(client: Any) -> None:
+    await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
+
+
+@pytest.mark.parametrize("provider", ["qwen", "openai", "anthropic"])
+async def test_an_endless_line_stops_the_stream_at_max_event_bytes(provider: str) -> None:
+    emulator, client_class, model = CLIENTS[provider]
+    with emulator(api_key="k") as emu:
+        emu.script(Reply(text="abcdef", chunks=3, flood_after_events=1, flood_bytes=8 * 1024 * 1024))
+        client = client_class(model=model, api_key="k", base_url=emu.base_url, max_retries=0)
+        client.max_event_bytes = 1024 * 1024
+        with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=1048576") as info:
+            await _ask_streamed(client)
+    assert "had been delivered" in str(info.value)  # says truthfully how much arrived
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+async def test_a_trickling_server_is_stopped_by_the_idle_timeout(provider: str) -> None:
+    emulator, client_class, model = CLIENTS[provider]
+    with emulator(api_key="k") as emu:
+        emu.script(Reply(text="abcdef", chunks=3, trickle_after_events=1, trickle=0.2))
+        client = client_class(model=model, api_key="k", base_url=emu.base_url, stream_idle_timeout=1.0, max_retries=0)
+        began = time.monotonic()
+        with pytest.raises(ChatClientException, match="stream_idle_timeout=1 s"):
+            await _ask_streamed(client)
+    assert time.monotonic() - began < 10  # a byte every 0.2 s would otherwise keep it open for 40 s
