@@ -38,7 +38,7 @@ from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
-from clients.core.transport import EventStream, Failure, ProviderChatClient, checked_model, json_object
+from clients.core.transport import EventStream, Failure, ProviderChatClient, checked_model, json_object, parsed
 from qwen3.convert import build_request, conversation_has_media, needs_oss_resolve
 from qwen3.errors import error_from_body, parse_error
 from qwen3.options import QwenChatOptions, request_thinks
@@ -288,7 +288,9 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                     continue
                 raise self._exception(failure, model, endpoint, messages) from None
             self._remember(model, endpoint, attempt)
-            return parse_response(data, model=model, response_format=opts.get("response_format"))
+            return parsed(
+                self._PROVIDER, parse_response, data, model=model, response_format=opts.get("response_format")
+            )
         raise AssertionError("unreachable: the last endpoint either returns or raises")
 
     async def _stream(
@@ -312,7 +314,9 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                 async with self._open_stream(partial(self._open_events_at, endpoint, body)) as events:
                     async for data in events:
                         produced = True
-                        update = parse_stream_event(data, state, model=model)
+                        update = parsed(
+                            self._PROVIDER, parse_stream_event, data, state, model=model, so_far=events.so_far
+                        )
                         events.delivered(update)
                         yield update
                     events.check_complete(state.finished)  # no finishing event: cut off, raise after what arrived

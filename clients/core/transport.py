@@ -177,6 +177,44 @@ def checked_model(model: str, provider: str, *, error: type[Exception] = ChatCli
     return model
 
 
+_WRONG_SHAPE: tuple[type[Exception], ...] = (
+    KeyError,
+    IndexError,
+    AttributeError,
+    TypeError,
+    ValueError,
+    OverflowError,
+    RecursionError,
+    UnicodeError,
+)
+"""What a parser raises on valid JSON of the wrong shape (an object where a list belongs, a string for ``usage``, a
+huge ``created``, deeply nested arrays…)."""
+
+
+def parsed(
+    provider: str, parse: Callable[..., _T], *args: Any, so_far: Callable[[], str] | None = None, **kwargs: Any
+) -> _T:
+    """``parse(*args, **kwargs)``, with a response of the wrong shape turned into MAF's exception: never a raw
+    ``KeyError``, ``TypeError``, ``OverflowError`` or ``RecursionError`` reaches the caller.
+
+    Raises:
+        ChatClientInvalidResponseException: naming the provider, the request id when the body has one, what went
+            wrong and how much of a stream had been delivered (``so_far()``, asked only on failure).
+    """
+    try:
+        return parse(*args, **kwargs)
+    except _WRONG_SHAPE as exc:
+        body = args[0] if args else None
+        keys = ("request_id", "id", "responseId")
+        rid = next((str(body[k]) for k in keys if isinstance(body, Mapping) and k in body), "")
+        where = f" (request_id={redact(rid)})" if rid else ""
+        delivered = f"; {so_far()}, the answer is incomplete" if so_far is not None else ""
+        raise ChatClientInvalidResponseException(
+            f"{provider} sent a response of an unexpected shape{where}: {type(exc).__name__}: "
+            f"{redact(str(exc))[:200]}{delivered}"
+        ) from exc
+
+
 def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -> dict[str, Any]:
     """A response body, or one stream event's data (``what="event"``), that must be one JSON object.
 
@@ -546,7 +584,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             data = await self._post(partial(self._send, model, body))
         except Failure as failure:
             raise to_chat_client_exception(failure.error) from None
-        return self._parse_response(data, opts)
+        return parsed(self._PROVIDER, self._parse_response, data, opts)
 
     async def _stream(
         self, messages: Sequence[Message], options: Mapping[str, Any]
@@ -559,7 +597,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             # transient failures before the first event are retried inside _open_stream; later ones raise
             async with self._open_stream(partial(self._open_events, model, body)) as events:
                 async for event in events:
-                    update = self._parse_stream_event(event, state, opts)
+                    update = parsed(self._PROVIDER, self._parse_stream_event, event, state, opts, so_far=events.so_far)
                     if update is None:
                         continue
                     events.delivered(update)
