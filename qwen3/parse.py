@@ -60,8 +60,11 @@ def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
 
     ``input_tokens``/``output_tokens`` → input/output counts; ``total_tokens`` (computed when missing, as on
     qwen-vl replies, capture ``multimodal-generation-vl-nosse``); ``output_tokens_details.reasoning_tokens`` →
-    ``reasoning_output_token_count``; ``prompt_tokens_details.cached_tokens`` → ``cache_read_input_token_count``;
-    ``cache_creation_input_tokens`` → ``cache_creation_input_token_count``; modality counters
+    ``reasoning_output_token_count``; ``cached_tokens`` → ``cache_read_input_token_count`` and
+    ``cache_creation_input_tokens`` → ``cache_creation_input_token_count``, wherever DashScope puts them: in
+    ``prompt_tokens_details``, at the top level of ``usage`` (qwen3-vl-plus/flash in Beijing and every model in
+    Singapore; Model Studio "Context cache": https://www.alibabacloud.com/help/en/model-studio/context-cache) or in
+    ``input_tokens_details``; modality counters
     (``image_tokens``, ``video_tokens``, ``audio_tokens``, top level or in ``input_tokens_details``) →
     ``dashscope.<name>``. A usage without token counts (image generation reports pixels) gives None.
     """
@@ -82,16 +85,24 @@ def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
     if isinstance(reasoning, int):
         details["reasoning_output_token_count"] = reasoning
     prompt_details = usage.get("prompt_tokens_details") or {}
-    if isinstance(prompt_details.get("cached_tokens"), int):
-        details["cache_read_input_token_count"] = prompt_details["cached_tokens"]
-    if isinstance(prompt_details.get("cache_creation_input_tokens"), int):
-        details["cache_creation_input_token_count"] = prompt_details["cache_creation_input_tokens"]
     input_details = usage.get("input_tokens_details") or {}
+    places = (prompt_details, usage, input_details)  # where DashScope reports cache counts differs by model/region
+    for wire, maf in (
+        ("cached_tokens", "cache_read_input_token_count"),
+        ("cache_creation_input_tokens", "cache_creation_input_token_count"),
+    ):
+        count = next((p[wire] for p in places if isinstance(p, Mapping) and _count(p.get(wire))), None)
+        if count is not None:
+            details[maf] = count
     for key in ("image_tokens", "video_tokens", "audio_tokens"):
         count = usage.get(key, input_details.get(key))  # top level (qwen-vl) or input_tokens_details (qwen3.6)
         if isinstance(count, int):
             details[f"dashscope.{key}"] = count
     return details or None  # type: ignore[return-value]  # UsageDetails admits extra int keys
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
