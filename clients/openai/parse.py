@@ -138,6 +138,14 @@ def _function_call(call: Mapping[str, Any]) -> Content:
     )
 
 
+def first_choice(choices: Any) -> Mapping[str, Any]:
+    """The choice with ``index`` 0 (a choice without an index counts as 0), else ``{}``: servers that send several
+    choices interleave their chunks, and only choice 0 is this response's (``n`` is 1 here)."""
+    if not isinstance(choices, list):
+        raise TypeError(f"choices is {type(choices).__name__}, not a list")
+    return next((c for c in choices if isinstance(c, Mapping) and c.get("index", 0) == 0), {})
+
+
 def parse_response(
     body: Mapping[str, Any],
     *,
@@ -158,7 +166,7 @@ def parse_response(
         logger.warning(
             "OpenAI returned %d choices; only the first is used (n=1 is what this client asks).", len(choices)
         )
-    choice: Mapping[str, Any] = choices[0] if choices else {}
+    choice = first_choice(choices)
     message: Mapping[str, Any] = choice.get("message") or {}
     contents = _reasoning_contents(message, None)
     text = message.get("content")
@@ -232,8 +240,7 @@ def parse_stream_event(
         raise ValueError(f"not a stream event: {event[:200]!r}")
     contents: list[Content] = []
     reason: str | None = None
-    choices = event.get("choices") or []
-    choice: Mapping[str, Any] = choices[0] if choices else {}
+    choice = first_choice(event.get("choices") or [])  # a stream of several choices: choice 0 only, by its index
     delta: Mapping[str, Any] = choice.get("delta") or {}
     contents.extend(_reasoning_contents(delta, "append"))
     text = delta.get("content")
