@@ -183,7 +183,19 @@ def parse_stream_event(
         state.message_id = message.get("id")
         state.model = message.get("model") or model
         state.usage = dict(message.get("usage") or {})
-        return _update(state, [])
+        # A message_start may already carry content and a stop reason (programmatic tool-calling continuations
+        # are only message_start + message_stop): its blocks stream as if each had its own content_block_start.
+        started_with: list[Content] = []
+        for index, block in enumerate(message.get("content") or ()):
+            started = parse_stream_event({"type": "content_block_start", "index": index, "content_block": block}, state)
+            started_with.extend(started.contents if started is not None else ())
+        state.stop_reason = message.get("stop_reason") or state.stop_reason
+        if state.stop_reason is not None:
+            usage = parse_usage(state.usage)
+            if usage:
+                started_with.append(Content.from_usage(usage, merge_mode="replace"))
+            return _update(state, started_with, finish_reason=finish_reason(state.stop_reason))
+        return _update(state, started_with)
     if kind == "content_block_start":
         index = int(event.get("index", 0))
         block = event.get("content_block") or {}
