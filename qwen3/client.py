@@ -268,7 +268,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
     # ------------------------------------------------------------------------------------------- MAF entry
 
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
-        opts = await self._validate_options(options)
+        opts = await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         if request_thinks(model, opts):
             # Thinking is refused in non-streamed calls by many models (qwq, qvq, open-source qwen3, qwen-plus in
@@ -296,7 +296,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
     async def _stream(
         self, messages: Sequence[Message], options: Mapping[str, Any]
     ) -> AsyncIterator[ChatResponseUpdate]:
-        async for update in self._stream_validated(messages, await self._validate_options(options)):
+        async for update in self._stream_validated(messages, await self._checked_options(options)):
             yield update
 
     async def _stream_validated(

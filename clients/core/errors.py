@@ -68,9 +68,10 @@ _SECRETS: ContextVar[frozenset[str]] = ContextVar("agent_framework_qwen3_secrets
 
 
 def hide(secret: str) -> None:
-    """Register ``secret`` (an API key) for `redact` in the current context: the request that follows, and what
-    the caller does after it, never show it. Registering the same key again changes nothing."""
-    if secret and secret not in _SECRETS.get():
+    """Register ``secret`` (an API key of 8 characters or more) for `redact` in the current context: the request
+    that follows, and what the caller does after it, never show it in an error. Registering it again changes
+    nothing. Only quoted server text is redacted, never a model's answer."""
+    if len(secret) >= 8 and secret not in _SECRETS.get():  # a real key; masking "k" would mangle every message
         _SECRETS.set(_SECRETS.get() | {secret})
 
 

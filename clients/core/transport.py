@@ -177,6 +177,16 @@ def checked_model(model: str, provider: str, *, error: type[Exception] = ChatCli
     return model
 
 
+_OPTION_TYPES: tuple[tuple[str, tuple[type, ...], str], ...] = (
+    ("temperature", (int, float), "a number"),
+    ("top_p", (int, float), "a number"),
+    ("frequency_penalty", (int, float), "a number"),
+    ("presence_penalty", (int, float), "a number"),
+    ("max_tokens", (int,), "a whole number"),
+    ("seed", (int,), "a whole number"),
+)
+"""MAF's numeric options and the type each must have."""
+
 _WRONG_SHAPE: tuple[type[Exception], ...] = (
     KeyError,
     IndexError,
@@ -222,15 +232,15 @@ def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -
         ChatClientInvalidResponseException: it is not JSON ("a non-JSON body", "a malformed event"), or not an
             object; its first 200 characters quoted.
     """
-    text = redact(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or "")
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or ""
     try:
         data = json.loads(text)
     except ValueError as exc:
         wrong = "a non-JSON body" if what == "body" else f"a malformed {what}"
-        raise ChatClientInvalidResponseException(f"{provider} sent {wrong}: {text[:200]!r}") from exc
+        raise ChatClientInvalidResponseException(f"{provider} sent {wrong}: {redact(text)[:200]!r}") from exc
     if not isinstance(data, dict):
-        raise ChatClientInvalidResponseException(f"{provider} sent a non-object {what}: {text[:200]!r}")
-    return data
+        raise ChatClientInvalidResponseException(f"{provider} sent a non-object {what}: {redact(text)[:200]!r}")
+    return data  # only quoted text is redacted: the answer itself is never changed
 
 
 class EventStream:
@@ -576,8 +586,23 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             )
         return self._get(messages, options)
 
+    async def _checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """MAF's option validation, with one policy for every client: an option of the wrong type or out of range
+        is a ``ChatClientInvalidRequestException`` naming it, raised before anything is sent (MAF's own check
+        would raise a bare ``TypeError``/``ValueError``)."""
+        for name, kinds, what in _OPTION_TYPES:
+            value = options.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+                raise ChatClientInvalidRequestException(
+                    f"Option {name!r} must be {what}, not {value!r} ({type(value).__name__})."
+                )
+        try:
+            return dict(await self._validate_options(options))
+        except (TypeError, ValueError) as exc:
+            raise ChatClientInvalidRequestException(f"Invalid option for {self._PROVIDER}: {exc}") from exc
+
     async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
-        opts = await self._validate_options(options)
+        opts = await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         body = self._build_request(messages, opts, model=model, stream=False)
         try:
@@ -589,7 +614,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     async def _stream(
         self, messages: Sequence[Message], options: Mapping[str, Any]
     ) -> AsyncIterator[ChatResponseUpdate]:
-        opts = await self._validate_options(options)
+        opts = await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         body = self._build_request(messages, opts, model=model, stream=True)
         state = self._stream_state(opts)

@@ -71,7 +71,7 @@ async def _payloads(http: httpx2.Response, max_bytes: int) -> AsyncGenerator[Map
             event = decode_event(payload)
         except ValueError as exc:
             raise ChatClientInvalidResponseException(
-                f"OpenAI sent a malformed event: {redact(payload[:200])!r}"
+                f"OpenAI sent a malformed event: {redact(payload)[:200]!r}"
             ) from exc
         if isinstance(event, Mapping) and event.get("error") is not None and not event.get("choices"):
             raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream

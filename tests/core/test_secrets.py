@@ -61,3 +61,11 @@ async def test_an_echoed_key_is_masked_in_errors_and_logs(
 
 def test_redact_leaves_text_without_a_registered_key_alone() -> None:
     assert redact("nothing secret here") == "nothing secret here"
+
+
+async def test_an_answer_that_contains_the_key_is_never_changed() -> None:
+    """Masking is for what errors quote; a model's answer reaches the caller exactly as sent."""
+    with DashScopeEmulator(api_key=KEY) as emu:
+        emu.script(Reply(text=f"your key is {KEY}"))
+        client = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url)
+        assert (await _ask(client, stream=False)).text == f"your key is {KEY}"
