@@ -231,6 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 256  # the listen backlog (socketserver's default is 5): 100 clients connecting at once
 
     def __init__(self, address: tuple[str, int], emulator: LoopbackServer[Any]) -> None:
         self.emulator = emulator
