@@ -220,6 +220,7 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     reason = finish_reason(choice.get("finish_reason"), bool(state.tool_calls.calls))
     if reason is not None:
         state.finished = True
+        contents.extend(state.tool_calls.flush())  # argument pieces held back (clients.core.tool_calls)
         usage = parse_usage(data.get("usage"))
         if usage:
             contents.append(Content.from_usage(usage, merge_mode="replace"))

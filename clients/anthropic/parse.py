@@ -214,7 +214,8 @@ def parse_stream_event(
         if block_type == "tool_use":
             start_input = block.get("input")
             arguments = json.dumps(start_input, ensure_ascii=False) if start_input else ""
-            return _update(state, [state.tool_calls.fragment(index, block.get("id"), block.get("name"), arguments)])
+            call = state.tool_calls.fragment(index, block.get("id"), block.get("name"), arguments)
+            return _update(state, [call] if call is not None else [])
         return None
     if kind == "content_block_delta":
         index = int(event.get("index", 0))
@@ -241,12 +242,13 @@ def parse_stream_event(
             return _update(state, [signature])
         if delta_type == "input_json_delta" and index in state.tool_calls.calls:
             piece = delta.get("partial_json") or ""
-            return _update(state, [state.tool_calls.fragment(index, None, None, piece)]) if piece else None
+            fragment = state.tool_calls.fragment(index, None, None, piece) if piece else None
+            return _update(state, [fragment] if fragment is not None else [])
         return None
     if kind == "message_delta":
         state.stop_reason = (event.get("delta") or {}).get("stop_reason") or state.stop_reason
         state.usage.update(event.get("usage") or {})
-        contents: list[Content] = []
+        contents: list[Content] = state.tool_calls.flush()  # argument pieces held back (clients.core.tool_calls)
         usage = parse_usage(state.usage)
         if usage:
             contents.append(Content.from_usage(usage, merge_mode="replace"))

@@ -159,7 +159,9 @@ def tool_call_fragments(calls: StreamedToolCalls, tool_calls: Iterable[Mapping[s
     for position, call in enumerate(tool_calls):
         function = call.get("function") or {}
         index = call.get("index", position)
-        out.append(calls.fragment(index, call.get("id"), function.get("name"), function.get("arguments")))
+        content = calls.fragment(index, call.get("id"), function.get("name"), function.get("arguments"))
+        if content is not None:
+            out.append(content)
     return out
 
 

@@ -23,27 +23,43 @@ from typing import Any
 
 from agent_framework import Content
 
-__all__ = ["StreamedCall", "StreamedToolCalls", "json_object_arguments"]
+__all__ = ["RELEASE_BYTES", "StreamedCall", "StreamedToolCalls", "json_object_arguments"]
+
+
+RELEASE_BYTES = 64
+"""Argument pieces of a call are held back until they add up to this many characters, or to as many as were
+already sent, whichever is more (then flushed at the end of the stream)."""
 
 
 @dataclass
 class StreamedCall:
-    """One tool call being assembled from fragments."""
+    """One tool call being assembled from fragments: its identities, and the argument pieces held back."""
 
     call_id: str
     occurrence_id: str
     name: str = ""
-    arguments: str = ""
+    sent: int = 0
+    pending: list[str] = field(default_factory=list)
+    pending_size: int = 0
 
 
 @dataclass
 class StreamedToolCalls:
-    """Index-keyed identities and joined arguments of the tool calls of one streamed response."""
+    """Index-keyed identities of the tool calls of one streamed response, and their arguments in growing pieces.
+
+    MAF joins a call's argument fragments one by one when it assembles the final response (and again in
+    ``Agent``), copying what it has each time: a 4 MB argument string in 8-character fragments would take
+    minutes. So after a call's first fragment, pieces are held back and released when they add up to at least
+    `RELEASE_BYTES` and to at least what was already sent: a call of n characters reaches MAF in O(log n) pieces,
+    and assembling it stays linear. Every provider event still gives one update (with fewer or no tool-call
+    contents); `flush` releases what is held when the stream finishes.
+    """
 
     calls: dict[int, StreamedCall] = field(default_factory=dict)
 
-    def fragment(self, index: int, call_id: str | None, name: str | None, arguments: str | None) -> Content:
-        """Record one fragment and return it as a MAF ``function_call`` content ready to stream.
+    def fragment(self, index: int, call_id: str | None, name: str | None, arguments: str | None) -> Content | None:
+        """Record one fragment; return the MAF ``function_call`` content to stream now, or None while its
+        arguments are held back.
 
         Args:
             index: the provider's ``index`` of the call within the response.
@@ -52,23 +68,46 @@ class StreamedToolCalls:
             arguments: this fragment's piece of the JSON arguments string.
 
         Returns:
-            ``Content.from_function_call`` with the call's ``call_id`` and stable occurrence ``id``, the name
-            on the first fragment only, and ``merge_mode="append"``.
+            ``Content.from_function_call`` with the call's ``call_id`` and stable occurrence ``id``, the name on the
+            first fragment only, and ``merge_mode="append"``; None when nothing is to be streamed yet.
         """
         call = self.calls.get(index)
+        piece = arguments or ""
         if call is None:
             call = StreamedCall(
                 call_id=call_id or f"call_{uuid.uuid4().hex[:24]}",
                 occurrence_id=f"af-call-{uuid.uuid4().hex}",
+                name=name or "",
+                sent=len(piece),
             )
             self.calls[index] = call
-        piece = arguments or ""
-        call.arguments += piece
+            return self._content(call, call.name, piece)
         new_name = ""
         if name and not call.name:  # first non-empty name wins (SDKs concatenate; the server sends it once)
             call.name = new_name = name
+        if piece:
+            call.pending.append(piece)
+            call.pending_size += len(piece)
+        if new_name or call.pending_size >= max(RELEASE_BYTES, call.sent):
+            return self._content(call, new_name, self._release(call))
+        return None
+
+    def flush(self) -> list[Content]:
+        """The argument pieces still held back, one content per call (call at the end of the stream)."""
+        return [self._content(call, "", self._release(call)) for call in self.calls.values() if call.pending]
+
+    @staticmethod
+    def _release(call: StreamedCall) -> str:
+        piece = "".join(call.pending)
+        call.pending.clear()
+        call.pending_size = 0
+        call.sent += len(piece)
+        return piece
+
+    @staticmethod
+    def _content(call: StreamedCall, name: str, piece: str) -> Content:
         return Content.from_function_call(
-            call.call_id, new_name, arguments=piece, id=call.occurrence_id, merge_mode="append"
+            call.call_id, name, arguments=piece, id=call.occurrence_id, merge_mode="append"
         )
 
 

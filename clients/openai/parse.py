@@ -259,6 +259,7 @@ def parse_stream_event(
     contents.extend(tool_call_fragments(state.tool_calls, delta.get("tool_calls") or ()))
     if choice.get("finish_reason"):
         state.finished = True
+        contents.extend(state.tool_calls.flush())  # argument pieces held back (clients.core.tool_calls)
         if state.split_think:
             contents.extend(think_contents(state.think.flush()))
         reason = finish_reason(
