@@ -72,13 +72,13 @@ class QwenSettings(TypedDict, total=False):
     vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
 
 
-async def _sse_payloads(response: httpx.Response, max_bytes: int) -> AsyncGenerator[dict[str, Any], None]:
+async def _sse_payloads(response: httpx.Response, max_bytes: int, idle: float) -> AsyncGenerator[dict[str, Any], None]:
     """The ``data`` of each result event of a DashScope stream; an error event raises `Failure`.
 
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
     inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
     """
-    async for event in aiter_events(response.aiter_bytes(), SSEDecoder(complete_on_data=True), max_bytes):
+    async for event in aiter_events(response.aiter_bytes(), SSEDecoder(complete_on_data=True), max_bytes, idle):
         data = json_object("DashScope", event.data, what="event")
         if event.event == "error" or data.get("code"):
             message = str(data.get("message") or "")
@@ -259,7 +259,12 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                 raise
             error = parse_error(exc.status_code, exc.code, exc.message, exc.request_id)
             raise Failure(error, exc.headers) from exc
-        return await EventStream(self, _sse_payloads(response, self.max_event_bytes), response.aclose).start()
+        return await EventStream(
+            self,
+            _sse_payloads(response, self.max_event_bytes, self.stream_idle_timeout),
+            response.aclose,
+            idle_checked=True,
+        ).start()
 
     def _failure_detail(self, exc: BaseException, cause: BaseException) -> str:
         """The SDK's own text for the transport failure it wraps (``connection error: …``)."""

@@ -90,12 +90,12 @@ def _sdk_arguments(body: Mapping[str, Any]) -> dict[str, Any]:
     return known
 
 
-async def _payloads(response: Any, max_bytes: int) -> AsyncGenerator[dict[str, Any], None]:
+async def _payloads(response: Any, max_bytes: int, idle: float) -> AsyncGenerator[dict[str, Any], None]:
     """The event payloads of one open stream (raw SSE lines through ``SSEDecoder``); an ``error`` event raises
     `Failure` with the status its type implies."""
     chunks = response.iter_bytes()
     try:
-        async for event in aiter_events(chunks, SSEDecoder(), max_bytes):
+        async for event in aiter_events(chunks, SSEDecoder(), max_bytes, idle):
             yield _payload(response, event.data)
     finally:
         await chunks.aclose()
@@ -218,7 +218,10 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         except APIStatusError as exc:
             raise _status_failure(exc) from None
         return await EventStream(
-            self, _payloads(response, self.max_event_bytes), partial(manager.__aexit__, None, None, None)
+            self,
+            _payloads(response, self.max_event_bytes, self.stream_idle_timeout),
+            partial(manager.__aexit__, None, None, None),
+            idle_checked=True,
         ).start()
 
 

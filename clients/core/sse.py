@@ -17,6 +17,8 @@ add:
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 
@@ -110,6 +112,14 @@ async def bounded_lines(chunks: AsyncIterable[bytes], max_bytes: int = MAX_EVENT
         yield bytes(pending).removesuffix(b"\r").decode("utf-8", "replace")
 
 
+async def _watched(chunks: AsyncIterable[bytes], idle_timeout: float, last: list[float]) -> AsyncIterator[bytes]:
+    """``chunks``, stopped when ``idle_timeout`` seconds passed since ``last[0]`` (the last complete event)."""
+    async for chunk in chunks:
+        if time.monotonic() - last[0] > idle_timeout:
+            raise asyncio.TimeoutError(f"no complete event for {idle_timeout:g} s")
+        yield chunk
+
+
 def _too_long(max_bytes: int) -> ChatClientInvalidResponseException:
     return ChatClientInvalidResponseException(
         f"the stream sent a line or event over max_event_bytes={max_bytes} bytes (a broken or hostile server or "
@@ -118,22 +128,33 @@ def _too_long(max_bytes: int) -> ChatClientInvalidResponseException:
 
 
 async def aiter_events(
-    chunks: AsyncIterable[bytes], decoder: SSEDecoder, max_bytes: int = MAX_EVENT_BYTES
+    chunks: AsyncIterable[bytes],
+    decoder: SSEDecoder,
+    max_bytes: int = MAX_EVENT_BYTES,
+    idle_timeout: float | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """The events of a stream's bytes (lines and events each at most ``max_bytes``), the last one included when
     the stream ends without its blank line.
 
+    ``idle_timeout``: seconds allowed between two complete events, checked as each chunk arrives (a server that
+    sends nothing at all is the transport's read timeout's, set to the same value): bytes that trickle in without
+    completing an event do not keep the stream open.
+
     Raises:
         ChatClientInvalidResponseException: a line or an event over ``max_bytes``.
+        asyncio.TimeoutError: no complete event within ``idle_timeout``.
     """
+    last = [time.monotonic()]
+    source = chunks if idle_timeout is None else _watched(chunks, idle_timeout, last)
     size = 0
-    async for line in bounded_lines(chunks, max_bytes):
+    async for line in bounded_lines(source, max_bytes):
         size += len(line)
         if size > max_bytes:
             raise _too_long(max_bytes)
         event = decoder.feed(line)
         if event is not None:
             size = 0
+            last[0] = time.monotonic()
             yield event
         elif not line:
             size = 0

@@ -257,8 +257,13 @@ class EventStream:
         client: ProviderChatClient[Any],
         payloads: AsyncGenerator[Any, None],
         close: Callable[[], Awaitable[object]],
+        *,
+        idle_checked: bool = False,
     ) -> None:
+        """``idle_checked``: ``payloads`` enforce ``stream_idle_timeout`` themselves (`clients.core.sse.aiter_events`
+        does, at no cost per event); otherwise each event is awaited under that timeout here."""
         self._client = client
+        self._idle_checked = idle_checked
         self._payloads = payloads
         self._close = close
         self._first: Any = None
@@ -314,6 +319,8 @@ class EventStream:
         Raises:
             asyncio.TimeoutError: no complete event in time.
         """
+        if self._idle_checked:
+            return await self._payloads.__anext__()
         return await within(self._payloads.__anext__(), self._client.stream_idle_timeout)
 
     def delivered(self, update: ChatResponseUpdate) -> None:

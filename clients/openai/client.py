@@ -62,7 +62,9 @@ def _status_failure(exc: openai.APIStatusError) -> Failure:
     return Failure(parse_error(exc.status_code, exc.body, exc.request_id), exc.response.headers)
 
 
-async def _payloads(http: httpx2.Response, max_bytes: int) -> AsyncGenerator[Mapping[str, Any] | str, None]:
+async def _payloads(
+    http: httpx2.Response, max_bytes: int, idle: float
+) -> AsyncGenerator[Mapping[str, Any] | str, None]:
     """The event payloads of a stream (``data:`` JSON objects, and ``"[DONE]"``); an error event raises `Failure`."""
     request_id = http.headers.get("x-request-id")
 
@@ -77,7 +79,7 @@ async def _payloads(http: httpx2.Response, max_bytes: int) -> AsyncGenerator[Map
             raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream
         return event
 
-    async for event in aiter_events(http.aiter_bytes(), SSEDecoder(), max_bytes):
+    async for event in aiter_events(http.aiter_bytes(), SSEDecoder(), max_bytes, idle):
         yield decoded(event.data)
 
 
@@ -192,7 +194,12 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
             response = await self._create(body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
         except openai.APIStatusError as exc:
             raise _status_failure(exc) from exc
-        return await EventStream(self, _payloads(response.http_response, self.max_event_bytes), response.close).start()
+        return await EventStream(
+            self,
+            _payloads(response.http_response, self.max_event_bytes, self.stream_idle_timeout),
+            response.close,
+            idle_checked=True,
+        ).start()
 
 
 @checked_keywords
