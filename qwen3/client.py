@@ -37,7 +37,7 @@ from typing_extensions import TypeVar
 from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
-from clients.core.sse import SSEDecoder, aiter_events
+from clients.core.sse import RawEvent, SSEDecoder, aiter_events
 from clients.core.transport import EventStream, Failure, ProviderChatClient, checked_model, json_object, parsed
 from qwen3.convert import build_request, conversation_has_media, needs_oss_resolve
 from qwen3.errors import error_from_body, parse_error
@@ -72,8 +72,10 @@ class QwenSettings(TypedDict, total=False):
     vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
 
 
-async def _sse_payloads(response: httpx.Response, max_bytes: int, idle: float) -> AsyncGenerator[dict[str, Any], None]:
-    """The ``data`` of each result event of a DashScope stream; an error event raises `Failure`.
+async def _sse_payloads(
+    response: httpx.Response, max_bytes: int, idle: float
+) -> AsyncGenerator[tuple[dict[str, Any], str], None]:
+    """The ``data`` of each result event of a DashScope stream, parsed and as text; an error event raises `Failure`.
 
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
     inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
@@ -84,7 +86,7 @@ async def _sse_payloads(response: httpx.Response, max_bytes: int, idle: float) -
             message = str(data.get("message") or "")
             error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
             raise Failure(error, response.headers)
-        yield data
+        yield data, event.data
 
 
 def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
@@ -280,7 +282,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             # thinking mode: "enable_thinking must be set to false for non-streaming calls", Model Studio "Deep
             # thinking"), and a
             # stream gives the same answer for all: stream under the hood and aggregate.
-            updates = [update async for update in self._stream_validated(messages, opts)]
+            updates = [update async for update in self._stream(messages, opts, checked=True)]
             return ChatResponse.from_updates(updates, output_format_type=opts.get("response_format"))
         messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
@@ -299,14 +301,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         raise AssertionError("unreachable: the last endpoint either returns or raises")
 
     async def _stream(
-        self, messages: Sequence[Message], options: Mapping[str, Any]
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, checked: bool = False
     ) -> AsyncIterator[ChatResponseUpdate]:
-        async for update in self._stream_validated(messages, await self._checked_options(options)):
-            yield update
-
-    async def _stream_validated(
-        self, messages: Sequence[Message], opts: Mapping[str, Any]
-    ) -> AsyncIterator[ChatResponseUpdate]:
+        """The updates of a streamed request; ``checked``: ``options`` went through ``_checked_options`` already."""
+        opts = options if checked else await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._PROVIDER)
         messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
@@ -317,11 +315,12 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             try:
                 # transient failures before the first event are retried inside _open_stream; later ones raise
                 async with self._open_stream(partial(self._open_events_at, endpoint, body)) as events:
-                    async for data in events:
+                    async for data, text in events:
                         produced = True
                         update = parsed(
                             self._PROVIDER, parse_stream_event, data, state, model=model, so_far=events.so_far
                         )
+                        update.raw_representation = RawEvent(text)  # no parsed tree kept alive per update
                         events.delivered(update)
                         yield update
                     events.check_complete(state.finished)  # no finishing event: cut off, raise after what arrived

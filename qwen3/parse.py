@@ -181,32 +181,33 @@ class StreamState:
     """An event carried a ``finish_reason`` (there is no ``[DONE]``: the last event carries it, Model Studio "Qwen
     API reference")."""
 
-    def split(self, contents: list[Content], finished: bool) -> list[Content]:
-        """Route streamed text through the ``<think>`` splitter when the answer opens with ``<think>``
-        (``clients.core.think.LeadingThinkSplitter``: a short undecided prefix is held back; after that, plain answers
-        pass straight through)."""
-        out: list[Content] = []
-        for content in contents:
-            if content.type != "text":
-                out.append(content)
+    def answer(self, content: Any, out: list[Content]) -> None:
+        """An event's answer ``content`` (a string, or multimodal parts) appended to ``out``, its text routed
+        through the ``<think>`` splitter (``clients.core.think.LeadingThinkSplitter``: a short undecided prefix is
+        held back; after that, plain answers pass straight through): one ``Content`` per text delta."""
+        if isinstance(content, str) and self.think.plain:  # the common case, kept short
+            out.append(Content("text", text=content, merge_mode="append"))
+            return
+        if isinstance(content, str):
+            out.extend(think_contents(self.think.feed(content)))
+            return
+        for part in _output_contents(content, "append"):
+            if part.type == "text":
+                out.extend(think_contents(self.think.feed(part.text or "")))
             else:
-                out.extend(think_contents(self.think.feed(content.text or "")))
-        if finished:
-            out.extend(think_contents(self.think.flush()))
-        return out
+                out.append(part)
 
 
 def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: str | None = None) -> ChatResponseUpdate:
     """One SSE ``data:`` payload of an ``incremental_output: true`` stream → ``ChatResponseUpdate``.
 
     Each event carries only new text / reasoning / tool-call fragments (Model Studio "Qwen API reference"): they are
-    emitted with
-    ``merge_mode="append"``; tool-call fragments keyed by ``index`` get their call's id and a stable
-    occurrence id from ``state`` (MAF 1.23's source). ``finish_reason`` is
-    the string ``"null"`` until the
-    last event. ``usage`` is cumulative in every event, so only the last event's snapshot is reported, with
-    ``merge_mode="replace"`` (never a sum). Answer text that opens with ``<think>`` is split into reasoning and
-    text across events (``StreamState.split``).
+    emitted with ``merge_mode="append"``, one ``Content`` per delta; tool-call fragments keyed by ``index`` get
+    their call's id and a stable occurrence id from ``state`` (MAF 1.23's source). ``finish_reason`` is the string
+    ``"null"`` until the last event. ``usage`` is cumulative in every event, so only the last event's snapshot is
+    reported, with ``merge_mode="replace"`` (never a sum). Answer text that opens with ``<think>`` is split into
+    reasoning and text across events (`StreamState.answer`). ``raw_representation`` is ``data``; the clients
+    replace it with the event's text (``clients.core.sse.RawEvent``), which keeps no parsed tree alive per update.
     """
     choice = _choice(data)
     message = choice.get("message") or {}
@@ -214,12 +215,17 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     reasoning = message.get("reasoning_content")
     if reasoning:
         contents.append(Content.from_text_reasoning(text=reasoning, merge_mode="append"))
-    finishing = choice.get("finish_reason") not in (None, "", "null")
-    contents.extend(state.split(_output_contents(message.get("content"), "append"), finishing))
-    contents.extend(tool_call_fragments(state.tool_calls, message.get("tool_calls") or ()))
-    reason = finish_reason(choice.get("finish_reason"), bool(state.tool_calls.calls))
+    content = message.get("content")
+    if content:
+        state.answer(content, contents)
+    tool_calls = message.get("tool_calls")
+    if tool_calls:
+        contents.extend(tool_call_fragments(state.tool_calls, tool_calls))
+    wire_reason = choice.get("finish_reason")
+    reason = None if wire_reason == "null" else finish_reason(wire_reason, bool(state.tool_calls.calls))
     if reason is not None:
         state.finished = True
+        contents.extend(think_contents(state.think.flush()))
         contents.extend(state.tool_calls.flush())  # argument pieces held back (clients.core.tool_calls)
         usage = parse_usage(data.get("usage"))
         if usage:

@@ -18,13 +18,15 @@ add:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-__all__ = ["MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent", "aiter_events", "bounded_lines"]
+__all__ = ["MAX_EVENT_BYTES", "RawEvent", "SSEDecoder", "ServerSentEvent", "aiter_events"]
 
 
 @dataclass(frozen=True)
@@ -37,87 +39,110 @@ class ServerSentEvent:
     status: int | None = None
 
 
-@dataclass
-class SSEDecoder:
-    """Feed it the lines of a stream (without their line breaks); it returns each event as it completes.
+class RawEvent(Mapping[str, Any]):
+    """The ``raw_representation`` of a streamed ``ChatResponseUpdate``: the event's JSON text as received, read as a
+    mapping (parsed again, once, when first read).
 
-    ``complete_on_data``: an event ends at its ``data:`` line (DashScope) rather than at the blank line.
+    MAF keeps every update of a stream until its final response; keeping each event's parsed JSON tree alive with
+    it cost memory and garbage-collection time on every event (docs/performance.md). ``text`` is the event's data.
     """
 
-    complete_on_data: bool = False
-    _event: str | None = None
-    _status: int | None = None
-    _data: list[str] = field(default_factory=list)
+    __slots__ = ("_parsed", "text")
 
-    def feed(self, line: str) -> ServerSentEvent | None:
-        """Take one line; return the event it completes, else None."""
-        if not line:
-            return self.flush()
-        head = line[0]
-        if head == ":":
-            if line.startswith(":HTTP_STATUS/"):
-                status = line[13:].strip()
-                self._status = int(status) if status.isdigit() else None
-            return None
-        name, _, value = line.partition(":")
-        if value[:1] == " ":
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-            return self.flush() if self.complete_on_data else None
-        if name == "event":
-            self._event = value.strip()
-        return None
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._parsed: dict[str, Any] | None = None
 
-    def flush(self) -> ServerSentEvent | None:
-        """The event in progress (at a blank line, or a stream cut before it), or None when it has no data."""
-        if not self._data:
-            self._event, self._status = None, None
-            return None
-        event = ServerSentEvent(self._event, "\n".join(self._data), self._status)
-        self._event, self._status, self._data = None, None, []
-        return event
+    def _data(self) -> dict[str, Any]:
+        if self._parsed is None:
+            self._parsed = json.loads(self.text)
+        return self._parsed
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+    def __repr__(self) -> str:
+        return f"RawEvent({self.text[:200]!r})"
 
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 """The default cap, in bytes, on one line and on one event of a stream (``max_event_bytes`` of every client)."""
 
 
-async def bounded_lines(chunks: AsyncIterable[bytes], max_bytes: int = MAX_EVENT_BYTES) -> AsyncIterator[str]:
-    """The lines of a byte stream (``\\n`` or ``\\r\\n`` ends one), decoded as UTF-8, none longer than ``max_bytes``.
+@dataclass
+class SSEDecoder:
+    """Feed it the lines of a stream (without their line breaks); it returns each event as it completes.
 
-    A server that sends a line that never ends (no newline, bytes keep coming) is stopped at ``max_bytes``, not
-    buffered until memory runs out. Linear in the bytes received, however they are chunked.
-
-    Raises:
-        ChatClientInvalidResponseException: a line longer than ``max_bytes``.
+    ``complete_on_data``: an event ends at its ``data:`` line (DashScope) rather than at the blank line.
+    ``max_bytes``: the most ``data`` bytes one event may hold (its lines are capped by `aiter_events`).
+    Lines are bytes on the stream path (decoded once per event, not once per line); ``str`` lines are taken too.
     """
-    pending = bytearray()
-    async for chunk in chunks:
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            if pending:
-                pending += chunk[start:end]
-                line, pending = bytes(pending), bytearray()
-            else:
-                line = chunk[start:end]
-            start = end + 1
-            if len(line) > max_bytes:
-                raise _too_long(max_bytes)
-            yield line.removesuffix(b"\r").decode("utf-8", "replace")
-        pending += chunk[start:]
-        if len(pending) > max_bytes:
-            raise _too_long(max_bytes)
-    if pending:
-        yield bytes(pending).removesuffix(b"\r").decode("utf-8", "replace")
 
+    complete_on_data: bool = False
+    max_bytes: int = MAX_EVENT_BYTES
+    _event: str | None = None
+    _status: int | None = None
+    _data: list[bytes] = field(default_factory=list)
+    _size: int = 0
 
-async def _watched(chunks: AsyncIterable[bytes], idle_timeout: float, last: list[float]) -> AsyncIterator[bytes]:
-    """``chunks``, stopped when ``idle_timeout`` seconds passed since ``last[0]`` (the last complete event)."""
-    async for chunk in chunks:
-        if time.monotonic() - last[0] > idle_timeout:
-            raise asyncio.TimeoutError(f"no complete event for {idle_timeout:g} s")
-        yield chunk
+    def feed(self, line: bytes | str) -> ServerSentEvent | None:
+        """Take one line; return the event it completes, else None.
+
+        Raises:
+            ChatClientInvalidResponseException: the event's data grew past ``max_bytes``.
+        """
+        events = self.feed_lines([line.encode("utf-8") if isinstance(line, str) else line])
+        return events[0] if events else None
+
+    def feed_lines(self, lines: Iterable[bytes]) -> list[ServerSentEvent]:
+        """Take several lines; return the events they complete, in order.
+
+        Raises:
+            ChatClientInvalidResponseException: an event's data grew past ``max_bytes``.
+        """
+        out: list[ServerSentEvent] = []
+        for line in lines:
+            if line[:5] == b"data:":  # the line that matters, first
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                self._size += len(value)
+                if self._size > self.max_bytes:
+                    raise _too_long(self.max_bytes)
+                self._data.append(value)
+                if self.complete_on_data:
+                    out.append(self._complete())
+            elif not line:
+                event = self.flush()
+                if event is not None:
+                    out.append(event)
+            elif line[0] == 58:  # ":", a comment
+                if line.startswith(b":HTTP_STATUS/"):
+                    status = line[13:].strip()
+                    self._status = int(status) if status.isdigit() else None
+            elif line[:6] == b"event:":
+                self._event = line[6:].strip().decode("utf-8", "replace")
+            elif line == b"data":  # a field without a colon has an empty value
+                out.extend(self.feed_lines([b"data:"]))
+        return out
+
+    def flush(self) -> ServerSentEvent | None:
+        """The event in progress (at a blank line, or a stream cut before it), or None when it has no data."""
+        if not self._data:
+            self._event, self._status = None, None
+            return None
+        return self._complete()
+
+    def _complete(self) -> ServerSentEvent:
+        data = self._data
+        text = (data[0] if len(data) == 1 else b"\n".join(data)).decode("utf-8", "replace")
+        event = ServerSentEvent(self._event, text, self._status)
+        self._event, self._status, self._data, self._size = None, None, [], 0
+        return event
 
 
 def _too_long(max_bytes: int) -> ChatClientInvalidResponseException:
@@ -133,31 +158,60 @@ async def aiter_events(
     max_bytes: int = MAX_EVENT_BYTES,
     idle_timeout: float | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
-    """The events of a stream's bytes (lines and events each at most ``max_bytes``), the last one included when
-    the stream ends without its blank line.
+    """The events of a stream's bytes, the last one included when the stream ends without its blank line.
 
-    ``idle_timeout``: seconds allowed between two complete events, checked as each chunk arrives (a server that
-    sends nothing at all is the transport's read timeout's, set to the same value): bytes that trickle in without
-    completing an event do not keep the stream open.
+    Lines end at ``\\n`` or ``\\r\\n``. Each chunk's complete lines are split at once and handed to the decoder
+    together, so the cost per event does not grow with the lines an event spans (DashScope's take five). Linear in
+    the bytes received, however they are chunked: a line whose end has not arrived is kept as a list of pieces,
+    joined once when its end comes.
+
+    ``max_bytes``: the longest line, and the most ``data`` one event may hold (``decoder.max_bytes`` is set to it):
+    a server that sends a line that never ends (no newline, bytes keep coming) is stopped there, not buffered until
+    memory runs out. ``idle_timeout``: seconds allowed between two complete events, checked as each chunk arrives (a
+    server that sends nothing at all is the transport's read timeout's, set to the same value): bytes that trickle
+    in without completing an event do not keep the stream open.
 
     Raises:
         ChatClientInvalidResponseException: a line or an event over ``max_bytes``.
         asyncio.TimeoutError: no complete event within ``idle_timeout``.
     """
-    last = [time.monotonic()]
-    source = chunks if idle_timeout is None else _watched(chunks, idle_timeout, last)
-    size = 0
-    async for line in bounded_lines(source, max_bytes):
-        size += len(line)
-        if size > max_bytes:
+    decoder.max_bytes = max_bytes
+    pending: list[bytes] = []  # the pieces of a line whose end has not arrived
+    pending_size = 0
+    last = time.monotonic()
+    async for chunk in chunks:
+        if idle_timeout is not None and time.monotonic() - last > idle_timeout:
+            raise asyncio.TimeoutError(f"no complete event for {idle_timeout:g} s")
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            pending.append(chunk)
+            pending_size += len(chunk)
+            if pending_size > max_bytes:
+                raise _too_long(max_bytes)
+            continue
+        if pending:
+            pending.append(chunk[:end])
+            complete = b"".join(pending)
+        else:
+            complete = chunk[:end]
+        rest = chunk[end + 1 :]
+        pending, pending_size = ([rest], len(rest)) if rest else ([], 0)
+        if b"\r" in complete:
+            complete = complete.replace(b"\r\n", b"\n").removesuffix(b"\r")
+        lines = complete.split(b"\n")
+        if len(complete) > max_bytes and max(map(len, lines)) > max_bytes:
             raise _too_long(max_bytes)
-        event = decoder.feed(line)
-        if event is not None:
-            size = 0
-            last[0] = time.monotonic()
+        events = decoder.feed_lines(lines)
+        if events:
+            last = time.monotonic()
+            for event in events:
+                yield event
+        if pending_size > max_bytes:
+            raise _too_long(max_bytes)
+    if pending:
+        events = decoder.feed_lines([b"".join(pending).removesuffix(b"\r")])
+        for event in events:
             yield event
-        elif not line:
-            size = 0
     tail = decoder.flush()
     if tail is not None:
         yield tail

@@ -350,6 +350,11 @@ class LeadingThinkSplitter:
         self._decided = False
         self._pending = ""
 
+    @property
+    def plain(self) -> bool:
+        """The stream did not open with ``<think>``: every further chunk is answer text as it is."""
+        return self._decided and self._splitter is None
+
     def feed(self, delta: str) -> list[ThinkPiece]:
         """Take the next chunk of answer text; return the pieces that can be told apart already."""
         if self._splitter is not None:

@@ -292,6 +292,8 @@ class EventStream:
         if self._ended:
             raise StopAsyncIteration
         try:
+            if self._idle_checked:  # the payloads enforce stream_idle_timeout themselves: no timer per event
+                return await self._payloads.__anext__()
             return await self._next_event()
         except StopAsyncIteration:
             raise
@@ -326,9 +328,12 @@ class EventStream:
     def delivered(self, update: ChatResponseUpdate) -> None:
         """Count an update that went out to MAF (one with contents or a finish reason: Anthropic's
         ``message_start`` carries neither)."""
-        if update.contents or update.finish_reason is not None:
+        contents = update.contents
+        if contents or update.finish_reason is not None:
             self.events += 1
-            self.characters += sum(len(c.text or "") for c in update.contents if c.type in ("text", "text_reasoning"))
+            for content in contents:
+                if content.text and content.type in ("text", "text_reasoning"):
+                    self.characters += len(content.text)
 
     def so_far(self) -> str:
         unit, plural = self._client._STREAM_UNIT, "" if self.events == 1 else "s"

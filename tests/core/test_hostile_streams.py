@@ -13,7 +13,7 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidRes
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.anthropic.testing import AnthropicEmulator
-from clients.core.sse import SSEDecoder, aiter_events, bounded_lines
+from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Reply
@@ -35,27 +35,33 @@ async def _chunks(*parts: bytes) -> Any:
         yield part
 
 
-async def _lines(*parts: bytes, max_bytes: int = 16) -> list[str]:
-    return [line async for line in bounded_lines(_chunks(*parts), max_bytes)]
+async def _events(*parts: bytes, max_bytes: int = 16) -> list[ServerSentEvent]:
+    return [event async for event in aiter_events(_chunks(*parts), SSEDecoder(), max_bytes)]
 
 
 async def test_lines_split_on_newlines_however_chunked() -> None:
-    assert await _lines(b"da", b"ta: 1\r", b"\n\nda", b"ta: \xe4\xb8", b"\xad\n", b"tail") == [
-        "data: 1",
-        "",
-        "data: 中",
-        "tail",
+    parts = (b"da", b"ta: 1\r", b"\n\r\nda", b"ta: \xe4\xb8", b"\xad\n", b"\nevent: x\r\ndata: 2\r\n\r")
+    parts += (b"\ndata: tail",)
+    assert await _events(*parts) == [
+        ServerSentEvent(None, "1"),
+        ServerSentEvent(None, "中"),  # a character cut between two chunks
+        ServerSentEvent("x", "2"),  # a \r\n cut between two chunks
+        ServerSentEvent(None, "tail"),  # the stream ended without its blank line
     ]
+    one_byte_at_a_time = [bytes([b]) for b in b"".join(parts)]
+    assert await _events(*one_byte_at_a_time) == await _events(*parts)
 
 
 async def test_a_line_over_the_cap_is_refused_even_when_it_never_ends() -> None:
     with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=16"):
-        await _lines(b"x" * 10, b"x" * 10)  # no newline yet: refused as soon as it is too long
-    assert await _lines(b"x" * 16 + b"\n") == ["x" * 16]
+        await _events(b"x" * 10, b"x" * 10)  # no newline yet: refused as soon as it is too long
+    with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=16"):
+        await _events(b"data: 1\n\n" + b"x" * 17 + b"\n")  # a whole line over the cap, in one chunk
+    assert await _events(b"data:" + b"x" * 11 + b"\n\n") == [ServerSentEvent(None, "x" * 11)]
 
 
 async def test_an_event_of_many_lines_over_the_cap_is_refused() -> None:
-    lines = b"".join(b"data: 12345\n" for _ in range(4))  # each line fits, the event does not
+    lines = b"".join(b"data: 0123456789\n" for _ in range(4))  # each line fits, the event (40 bytes of data) does not
     with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=32"):
         [event async for event in aiter_events(_chunks(lines), SSEDecoder(), 32)]
 
