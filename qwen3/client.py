@@ -116,6 +116,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         timeout: float | None = None,
         connect_timeout: float | None = None,
         stream_idle_timeout: float | None = None,
+        stream_timeout: float | None = None,
+        max_event_bytes: int | None = None,
         max_retries: int | None = None,
         retry_policy: RetryPolicy | None = None,
         env_file_path: str | None = None,
@@ -139,6 +141,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             timeout=timeout,
             connect_timeout=connect_timeout,
             stream_idle_timeout=stream_idle_timeout,
+            stream_timeout=stream_timeout,
+            max_event_bytes=max_event_bytes,
             max_retries=max_retries,
             retry_policy=retry_policy,
             env_file_path=env_file_path,
@@ -394,7 +398,12 @@ class QwenChatClient(
         endpoint: ``"text"``, ``"multimodal"`` or None (automatic).
         timeout: seconds a non-streamed request may take in all (default 300, the SDK's).
         connect_timeout: seconds to open a connection (default 10).
-        stream_idle_timeout: seconds a stream may go without an event (default 120).
+        stream_idle_timeout: seconds a stream may go without a complete event (default 120); bytes that trickle in
+            without completing one do not reset it.
+        stream_timeout: seconds a whole stream may take, its opening and retries included (default None: no limit;
+            the idle timeout still stops a stalled one).
+        max_event_bytes: the largest line or event a stream may send, in bytes (default 16 MiB); past it the stream
+            stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429 (but not free-quota-exhausted), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). See docs/errors-and-retries.md.
@@ -431,6 +440,8 @@ class QwenChatClient(
         timeout: float | None = None,
         connect_timeout: float | None = None,
         stream_idle_timeout: float | None = None,
+        stream_timeout: float | None = None,
+        max_event_bytes: int | None = None,
         max_retries: int | None = None,
         retry_policy: RetryPolicy | None = None,
         rewrite_other_agents: bool = True,
@@ -451,6 +462,8 @@ class QwenChatClient(
             timeout=timeout,
             connect_timeout=connect_timeout,
             stream_idle_timeout=stream_idle_timeout,
+            stream_timeout=stream_timeout,
+            max_event_bytes=max_event_bytes,
             max_retries=max_retries,
             retry_policy=retry_policy,
             rewrite_other_agents=rewrite_other_agents,

@@ -253,6 +253,10 @@ class AnthropicChatClient(
         connect_timeout: seconds to open a connection (default 10).
         stream_idle_timeout: seconds a stream may go without an event (default 120; Anthropic sends ``ping``
             events while the model works).
+        stream_timeout: seconds a whole stream may take, its opening and retries included (default None: no
+            limit; the idle timeout still stops a stalled one).
+        max_event_bytes: the largest line or event a stream may send, in bytes (default 16 MiB); past it the stream
+            stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429, 5xx, 529 ``overloaded_error`` or connection failure, with exponential
             backoff, jitter and ``Retry-After``; streams only before their first event (default 2; 0 disables).
         retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).

@@ -270,6 +270,8 @@ class EventStream:
         self._ended = False
         self.events = 0
         self.characters = 0
+        self.deadline: float | None = None
+        """When the whole stream must have ended (``time.monotonic()``; ``stream_timeout``), else None."""
 
     async def start(self) -> Self:
         """Read up to the first event; the stream is closed when that fails."""
@@ -292,12 +294,16 @@ class EventStream:
         if self._ended:
             raise StopAsyncIteration
         try:
+            if self.deadline is not None:
+                return await self._next_event_by(self.deadline)
             if self._idle_checked:  # the payloads enforce stream_idle_timeout themselves: no timer per event
                 return await self._payloads.__anext__()
             return await self._next_event()
         except StopAsyncIteration:
             raise
         except asyncio.TimeoutError as exc:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise ChatClientException(self._client._over_deadline(self.so_far())) from exc
             raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
         except Failure as failure:
             raise failure.noted(f"; the stream broke {self.so_far()}, the answer is incomplete") from None
@@ -324,6 +330,18 @@ class EventStream:
         if self._idle_checked:
             return await self._payloads.__anext__()
         return await within(self._payloads.__anext__(), self._client.stream_idle_timeout)
+
+    async def _next_event_by(self, deadline: float) -> Any:
+        """The next complete event, before ``deadline`` and within ``stream_idle_timeout`` (``stream_timeout`` set:
+        one timer per event, paid only by those who ask for a deadline).
+
+        Raises:
+            asyncio.TimeoutError: the deadline passed, or no complete event in time.
+        """
+        limit = deadline - time.monotonic()
+        if not self._idle_checked:
+            limit = min(limit, self._client.stream_idle_timeout)
+        return await within(self._payloads.__anext__(), max(limit, 0.0))
 
     def delivered(self, update: ChatResponseUpdate) -> None:
         """Count an update that went out to MAF (one with contents or a finish reason: Anthropic's
@@ -386,6 +404,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         timeout: float | None = None,
         connect_timeout: float | None = None,
         stream_idle_timeout: float | None = None,
+        stream_timeout: float | None = None,
+        max_event_bytes: int | None = None,
         max_retries: int | None = None,
         retry_policy: RetryPolicy | None = None,
         env_file_path: str | None = None,
@@ -394,13 +414,14 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         **kwargs: Any,
     ) -> None:
         """``model``, ``api_key``, ``base_url`` from the arguments, else the environment (the provider's
-        ``_settings``); timeouts in seconds (None: ``_DEFAULT_TIMEOUTS``); ``max_retries`` overrides
-        ``retry_policy``'s own; ``kwargs`` go to ``BaseChatClient``. The provider's public class documents them.
+        ``_settings``); timeouts in seconds (None: ``_DEFAULT_TIMEOUTS``; ``stream_timeout`` None: no limit on a
+        whole stream); ``max_event_bytes`` (None: `MAX_EVENT_BYTES`); ``max_retries`` overrides ``retry_policy``'s
+        own; ``kwargs`` go to ``BaseChatClient``. The provider's public class documents them.
 
         Raises:
             SettingNotFoundError: no API key or no model, naming the variable to set.
-            ValueError: a timeout that is not a positive number, a ``base_url`` that is not an http(s) URL (or what
-                the provider's ``_settings`` refuses).
+            ValueError: a timeout that is not a positive number, a ``max_event_bytes`` that is not a whole number
+                > 0, a ``base_url`` that is not an http(s) URL (or what the provider's ``_settings`` refuses).
         """
         given = {"model": model, "api_key": api_key, "base_url": base_url}
         files = {"env_file_path": env_file_path, "env_file_encoding": env_file_encoding}
@@ -414,12 +435,19 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self.timeout: float = seconds("timeout", timeout, default_timeout)
         self.connect_timeout: float = seconds("connect_timeout", connect_timeout, default_connect)
         self.stream_idle_timeout: float = seconds("stream_idle_timeout", stream_idle_timeout, default_idle)
+        self.stream_timeout: float | None = (
+            None if stream_timeout is None else seconds("stream_timeout", stream_timeout, 0)
+        )
         policy = retry_policy if retry_policy is not None else RetryPolicy()
         self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
         self._api_key: SecretString = key if isinstance(key, SecretString) else SecretString(key)
-        self.max_event_bytes: int = MAX_EVENT_BYTES
+        if max_event_bytes is not None and (
+            isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes <= 0
+        ):
+            raise ValueError(f"max_event_bytes must be a whole number of bytes > 0, not {max_event_bytes!r}")
+        self.max_event_bytes: int = MAX_EVENT_BYTES if max_event_bytes is None else max_event_bytes
         """The largest line or event a stream may send, in bytes (default 16 MiB): past it the stream stops with
-        ``ChatClientInvalidResponseException`` instead of buffering an endless line. Set it on the client."""
+        ``ChatClientInvalidResponseException`` instead of buffering an endless line."""
         self.rewrite_other_agents = rewrite_other_agents
         self._sdk: Any = None
         self._sdk_loop: asyncio.AbstractEventLoop | None = None
@@ -552,12 +580,29 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     async def _open_stream(self, open_events: Callable[[], Awaitable[EventStream]]) -> AsyncIterator[EventStream]:
         """A stream opened by ``open_events()`` (one attempt, up to the first event), retrying transient failures
         until then, never after (MAF has already delivered what arrived); closed on exit. Each event may take
-        ``stream_idle_timeout`` seconds (``open_events`` sets it on its transport)."""
-        events = await self._with_retries(open_events, stream=True)
+        ``stream_idle_timeout`` seconds (``open_events`` sets it on its transport); with ``stream_timeout``, the
+        whole stream, its opening and retries included, ends within it."""
+        if self.stream_timeout is None:
+            events = await self._with_retries(open_events, stream=True)
+        else:
+            deadline = time.monotonic() + self.stream_timeout
+            try:
+                events = await within(self._with_retries(open_events, stream=True), self.stream_timeout)
+            except asyncio.TimeoutError as exc:
+                raise ChatClientException(self._over_deadline("")) from exc
+            events.deadline = deadline
         try:
             yield events
         finally:
             await events.aclose()
+
+    def _over_deadline(self, so_far: str) -> str:
+        """What to say when a stream outlived ``stream_timeout``."""
+        incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
+        return (
+            f"The {self._PROVIDER} stream from {self.base_url} did not finish within "
+            f"stream_timeout={self.stream_timeout:g} s{incomplete}"
+        )
 
     def _transport_message(self, exc: BaseException, *, stream: bool, so_far: str = "") -> str:
         """What went wrong when no answer arrived: which timeout fired and its value, or the connection failure;
@@ -653,6 +698,8 @@ def layered_init(
     timeout: float | None = None,
     connect_timeout: float | None = None,
     stream_idle_timeout: float | None = None,
+    stream_timeout: float | None = None,
+    max_event_bytes: int | None = None,
     max_retries: int | None = None,
     retry_policy: RetryPolicy | None = None,
     rewrite_other_agents: bool = True,
@@ -677,6 +724,8 @@ def layered_init(
         timeout=timeout,
         connect_timeout=connect_timeout,
         stream_idle_timeout=stream_idle_timeout,
+        stream_timeout=stream_timeout,
+        max_event_bytes=max_event_bytes,
         max_retries=max_retries,
         retry_policy=retry_policy,
         rewrite_other_agents=rewrite_other_agents,

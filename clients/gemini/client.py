@@ -16,7 +16,7 @@ import base64
 import binascii
 import contextvars
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import suppress
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict, cast
@@ -162,6 +162,35 @@ async def _payloads(iterator: Any) -> AsyncGenerator[dict[str, Any], None]:
         yield _dump(chunk)
 
 
+class _BoundedEvents(httpx.AsyncByteStream):
+    """A streamed body whose events (the bytes between two blank lines) may hold at most ``max_bytes``: google-genai
+    reads the stream itself (``aiter_lines``, joining ``data:`` lines until a blank line, and error lines until
+    their braces balance), so a line or an event that never ends is stopped here, before it is buffered. Streams
+    are asked for uncompressed (``Accept-Encoding: identity``), so the bytes counted are the bytes decoded."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, max_bytes: int) -> None:
+        self._stream = stream
+        self._max_bytes = max_bytes
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0  # bytes since the last blank line
+        tail = b""  # the end of the previous chunk, for a blank line cut between two chunks
+        async for chunk in self._stream:
+            window = tail + chunk
+            end = max(window.rfind(b"\n\n"), window.rfind(b"\n\r\n"))
+            size = len(window) - end if end >= 0 else size + len(chunk)
+            if size > self._max_bytes:
+                raise ChatClientInvalidResponseException(
+                    f"the stream sent a line or event over max_event_bytes={self._max_bytes} bytes (a broken or "
+                    "hostile server or proxy); raise the client's max_event_bytes if such events are expected"
+                )
+            tail = window[-2:]
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 async def _close_stream(iterator: Any, responses: list[httpx.Response]) -> None:
     """Close the HTTP response first (the server sees the client go; google-genai's generators, finalised later,
     then find it closed), then the SDK's generator."""
@@ -251,13 +280,18 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         """Our timeouts on every request google-genai sends: ``connect_timeout`` to connect, then ``timeout`` per
         read of a non-streamed answer or ``stream_idle_timeout`` between stream events (httpx's per-request
         ``timeout`` extension; the SDK would otherwise send none)."""
-        read = self.stream_idle_timeout if ":streamGenerateContent" in request.url.path else self.timeout
+        streamed = ":streamGenerateContent" in request.url.path
+        read = self.stream_idle_timeout if streamed else self.timeout
         request.extensions["timeout"] = httpx.Timeout(read, connect=self.connect_timeout).as_dict()
+        if streamed:
+            request.headers["Accept-Encoding"] = "identity"  # max_event_bytes counts the bytes as they arrive
 
     async def _on_response(self, response: httpx.Response) -> None:
+        """A streamed response: kept for closing it early, and its events capped at ``max_event_bytes``."""
         collector = _STREAMED.get()
         if collector is not None:
             collector.append(response)
+            response.stream = _BoundedEvents(cast("httpx.AsyncByteStream", response.stream), self.max_event_bytes)
 
     def _client(self) -> genai.Client:
         """The SDK client of the running event loop, on an httpx client of ours (its retries off: our
@@ -338,6 +372,10 @@ class GeminiChatClient(
         timeout: seconds a non-streamed request may take in all (default 300).
         connect_timeout: seconds to open a connection (default 10).
         stream_idle_timeout: seconds a stream may go without an event (default 120).
+        stream_timeout: seconds a whole stream may take, its opening and retries included (default None: no
+            limit; the idle timeout still stops a stalled one).
+        max_event_bytes: the largest line or event a stream may send, in bytes (default 16 MiB); past it the stream
+            stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429, 5xx or connection failure, with exponential backoff, jitter and the
             server's ``Retry-After`` / ``RetryInfo``; streams only before their first event (default 2; 0
             disables). google-genai's own retries are off.

@@ -232,6 +232,10 @@ class OpenAIChatCompletionClient(
         connect_timeout: seconds to open a connection (default 5, the SDK's).
         stream_idle_timeout: seconds a stream may go without a byte (default 600: reasoning models can think for
             minutes between the first chunk and the answer).
+        stream_timeout: seconds a whole stream may take, its opening and retries included (default None: no
+            limit; the idle timeout still stops a stalled one).
+        max_event_bytes: the largest line or event a stream may send, in bytes (default 16 MiB); past it the stream
+            stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429 (but not ``insufficient_quota``), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). The SDK's own retries are off.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import httpx
 import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
@@ -70,13 +71,14 @@ async def _ask_streamed(client: Any) -> None:
     await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
 
 
-@pytest.mark.parametrize("provider", ["qwen", "openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(CLIENTS))
 async def test_an_endless_line_stops_the_stream_at_max_event_bytes(provider: str) -> None:
     emulator, client_class, model = CLIENTS[provider]
     with emulator(api_key="k") as emu:
         emu.script(Reply(text="abcdef", chunks=3, flood_after_events=1, flood_bytes=8 * 1024 * 1024))
-        client = client_class(model=model, api_key="k", base_url=emu.base_url, max_retries=0)
-        client.max_event_bytes = 1024 * 1024
+        client = client_class(
+            model=model, api_key="k", base_url=emu.base_url, max_retries=0, max_event_bytes=1024 * 1024
+        )
         with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=1048576") as info:
             await _ask_streamed(client)
     assert "had been delivered" in str(info.value)  # says truthfully how much arrived
@@ -92,3 +94,50 @@ async def test_a_trickling_server_is_stopped_by_the_idle_timeout(provider: str) 
         with pytest.raises(ChatClientException, match="stream_idle_timeout=1 s"):
             await _ask_streamed(client)
     assert time.monotonic() - began < 10  # a byte every 0.2 s would otherwise keep it open for 40 s
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+@pytest.mark.parametrize("where", ["opening", "mid-stream"])
+async def test_stream_timeout_bounds_the_whole_stream(provider: str, where: str) -> None:
+    emulator, client_class, model = CLIENTS[provider]
+    reply = (
+        Reply(text="abcdef", chunks=3, delay=5.0)  # a slow first answer, well within the idle timeout
+        if where == "opening"
+        else Reply(text="abcdef", chunks=3, trickle_after_events=1, trickle=0.1)  # complete events never come
+    )
+    with emulator(api_key="k") as emu:
+        emu.script(reply)
+        client = client_class(
+            model=model, api_key="k", base_url=emu.base_url, stream_idle_timeout=30, stream_timeout=1, max_retries=0
+        )
+        began = time.monotonic()
+        with pytest.raises(ChatClientException, match=r"did not finish within stream_timeout=1 s") as info:
+            await _ask_streamed(client)
+    assert time.monotonic() - began < 4
+    assert ("had been delivered" in str(info.value)) == (where == "mid-stream")
+
+
+def test_stream_timeout_and_max_event_bytes_are_checked() -> None:
+    for bad in ({"stream_timeout": 0}, {"stream_timeout": "5"}, {"max_event_bytes": 0}, {"max_event_bytes": 1.5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            QwenChatClient(model="qwen-plus", api_key="k", **bad)  # type: ignore[arg-type]
+    client = QwenChatClient(model="qwen-plus", api_key="k")
+    assert (client.stream_timeout, client.max_event_bytes) == (None, 16 * 1024 * 1024)
+
+
+async def test_gemini_events_are_capped_before_google_genai_buffers_them() -> None:
+    # google-genai joins data: lines until a blank line itself: the cap applies to the bytes between blank lines
+    from clients.gemini.client import _BoundedEvents
+
+    class Body(httpx.AsyncByteStream):
+        def __init__(self, *chunks: bytes) -> None:
+            self.chunks = chunks
+
+        async def __aiter__(self) -> Any:
+            for chunk in self.chunks:
+                yield chunk
+
+    events = [b"data: 0123456789\n\n", b"data: 0123456789\n\r", b"\ndata: 01234567", b"89\n\n"] * 20
+    assert b"".join([chunk async for chunk in _BoundedEvents(Body(*events), 32)]) == b"".join(events)
+    with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=32"):
+        [chunk async for chunk in _BoundedEvents(Body(*[b"data: 0123456789\n"] * 3), 32)]
