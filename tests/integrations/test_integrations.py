@@ -34,8 +34,8 @@ exporter = InMemorySpanExporter()
 provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)
-enable_instrumentation()
-name, key = sys.argv[1], sys.argv[2]
+enable_instrumentation(enable_sensitive_data=True)
+name, key, echo = sys.argv[1], sys.argv[2], sys.argv[3:] == ["echo"]
 if name == "qwen":
     from qwen3 import QwenChatClient as Client
     from qwen3.testing import DashScopeEmulator as Emulator
@@ -53,9 +53,22 @@ else:
     from clients.gemini.testing import GeminiEmulator as Emulator
     model = "gemini-2.5-flash"
 with Emulator(api_key=key, default_reply=Reply(text="ok")) as emu:
+    if echo:  # a server (or proxy) that echoes the key back in its error text
+        emu.script(Reply.error_reply(400, "InvalidParameter", f"Incorrect API key provided: {key}."))
     agent = Agent(client=Client(model=model, api_key=key, base_url=emu.base_url), name="Analyst")
-    asyncio.run(agent.run("hi"))
-print(json.dumps([{"name": s.name, "attributes": dict(s.attributes or {})} for s in exporter.get_finished_spans()]))
+    try:
+        asyncio.run(agent.run("hi"))
+    except Exception as exc:
+        print("raised:", exc)
+print(json.dumps([
+    {
+        "name": s.name,
+        "attributes": dict(s.attributes or {}),
+        "status": s.status.description,
+        "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in s.events],
+    }
+    for s in exporter.get_finished_spans()
+]))
 """
 
 
@@ -84,6 +97,21 @@ def test_every_client_reports_gen_ai_spans_with_its_provider_name(client: str, p
     assert attributes["gen_ai.usage.input_tokens"] > 0
     assert [s["name"] for s in spans][-1] == "invoke_agent Analyst"
     assert KEY not in done.stdout  # no attribute of any span carries the key
+
+
+@pytest.mark.parametrize("client", ["qwen", "openai", "anthropic", "gemini"])
+def test_a_key_echoed_in_an_error_never_reaches_a_span(client: str) -> None:
+    """MAF records the exception on the chat and agent spans (message, status, event): the key is masked there too."""
+    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed (extra: integrations)")
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SPANS), client, KEY, "echo"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "raised: " in done.stdout and "Incorrect API key provided: ***" in done.stdout
+    spans: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    recorded = json.dumps([[s["status"], s["events"]] for s in spans])
+    assert "Incorrect API key provided: ***" in recorded  # the error is on the spans, masked
+    assert KEY not in done.stdout + done.stderr
 
 
 def test_a_yaml_agent_gets_our_client_and_its_options_reach_the_wire() -> None:
