@@ -369,7 +369,9 @@ def convert_messages(
         elif message.role == "user":
             blocks = _user_blocks(message, where)
             if not blocks:
-                raise invalid(f"{where} has no text or media; Anthropic rejects empty messages.")
+                raise invalid(
+                    f"{where} has no text or media; Anthropic rejects empty messages and text that is only white space."
+                )
             turns.append(("user", "user", blocks))
         elif message.role == "assistant":
             blocks = _assistant_blocks(message, where)

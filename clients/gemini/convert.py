@@ -204,7 +204,7 @@ def _user_parts(message: Message, where: str) -> list[dict[str, Any]] | None:
     if not parts and texts_seen:
         return [{"text": ""}]  # an empty prompt is accepted (capture pydantic-ai__test_google_instructions_only…)
     if not parts and not message.contents:
-        raise invalid(f"{where} has no contents; Gemini rejects a content without parts.")
+        raise invalid(f"{where} has no text or media; Gemini rejects a content without parts.")
     return parts or None
 
 

@@ -130,7 +130,7 @@ def _media_part(content: Content, where: str, image_detail: str | None) -> dict[
     )
 
 
-def _user_message(message: Message, where: str, image_detail: str | None) -> dict[str, Any] | None:
+def _user_message(message: Message, where: str, image_detail: str | None) -> dict[str, Any]:
     """All parts of one MAF user message stay ONE OpenAI message (MAF's official client splits them,
     MAF 1.23's source): a single text → a string, anything else → a list of
     parts in order."""
@@ -144,8 +144,10 @@ def _user_message(message: Message, where: str, image_detail: str | None) -> dic
         elif content.type not in NOT_SENT and content.type != "text_reasoning":
             raise invalid(f"{where}: content of type {content.type!r} cannot be sent to OpenAI in a user message.")
     if not parts:
-        logger.warning("%s has no text or media and is not sent.", where)
-        return None
+        if not any(content.type == "text" for content in message.contents):
+            raise invalid(f"{where} has no text or media: nothing to send.")
+        # empty text is sent as the user wrote it: the API takes an empty string (null is what it refuses)
+        return {"role": "user", "content": "", **_name(message)}
     content_value: str | list[dict[str, Any]] = parts[0]["text"] if len(parts) == 1 and "text" in parts[0] else parts
     return {"role": "user", "content": content_value, **_name(message)}
 
