@@ -107,7 +107,8 @@ def test_a_key_echoed_in_an_error_never_reaches_a_span(client: str) -> None:
         [sys.executable, "-c", textwrap.dedent(SPANS), client, KEY, "echo"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "raised: " in done.stdout and "Incorrect API key provided: ***" in done.stdout
+    assert "raised: " in done.stdout
+    assert "Incorrect API key provided: ***" in done.stdout
     spans: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
     recorded = json.dumps([[s["status"], s["events"]] for s in spans])
     assert "Incorrect API key provided: ***" in recorded  # the error is on the spans, masked
