@@ -38,7 +38,16 @@ from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import RawEvent, SSEDecoder, aiter_events
-from clients.core.transport import EventStream, Failure, ProviderChatClient, checked_model, json_object, parsed
+from clients.core.transport import (
+    WRONG_SHAPE,
+    EventStream,
+    Failure,
+    ProviderChatClient,
+    checked_model,
+    json_object,
+    parsed,
+    wrong_shape,
+)
 from qwen3.convert import build_request, conversation_has_media, needs_oss_resolve
 from qwen3.errors import error_from_body, parse_error
 from qwen3.options import QwenChatOptions, request_thinks
@@ -321,9 +330,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                 async with self._open_stream(partial(self._open_events_at, endpoint, body)) as events:
                     async for data, text in events:
                         produced = True
-                        update = parsed(
-                            self._PROVIDER, parse_stream_event, data, state, model=model, so_far=events.so_far
-                        )
+                        try:
+                            update = parse_stream_event(data, state, model=model)
+                        except WRONG_SHAPE as exc:
+                            raise wrong_shape(self._PROVIDER, exc, data, events.so_far) from exc
                         update.raw_representation = RawEvent(text)  # no parsed tree kept alive per update
                         events.delivered(update)
                         yield update

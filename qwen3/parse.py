@@ -12,10 +12,7 @@ from typing import Any
 
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 
-from clients.core.conversion import (
-    think_contents,
-    tool_call_fragments,
-)
+from clients.core.conversion import text_delta, think_contents, tool_call_fragments
 from clients.core.think import LeadingThinkSplitter, split_think
 from clients.core.tool_calls import StreamedToolCalls
 
@@ -186,7 +183,7 @@ class StreamState:
         through the ``<think>`` splitter (``clients.core.think.LeadingThinkSplitter``: a short undecided prefix is
         held back; after that, plain answers pass straight through): one ``Content`` per text delta."""
         if isinstance(content, str) and self.think.plain:  # the common case, kept short
-            out.append(Content("text", text=content, merge_mode="append"))
+            out.append(text_delta(content))
             return
         if isinstance(content, str):
             out.extend(think_contents(self.think.feed(content)))
@@ -214,7 +211,7 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     contents: list[Content] = []
     reasoning = message.get("reasoning_content")
     if reasoning:
-        contents.append(Content.from_text_reasoning(text=reasoning, merge_mode="append"))
+        contents.append(text_delta(reasoning, "text_reasoning"))
     content = message.get("content")
     if content:
         state.answer(content, contents)

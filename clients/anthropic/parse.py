@@ -13,6 +13,7 @@ from typing import Any
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 
 from clients.anthropic.errors import StreamError
+from clients.core.conversion import text_delta
 from clients.core.tool_calls import StreamedToolCalls
 
 # ---------------------------------------------------------------------------------------------- responses
@@ -223,7 +224,7 @@ def parse_stream_event(
         delta_type = delta.get("type")
         if delta_type == "text_delta":
             text = delta.get("text") or ""
-            return _update(state, [Content.from_text(text, merge_mode="append")]) if text else None
+            return _update(state, [text_delta(text)]) if text else None
         if delta_type == "thinking_delta":
             text = delta.get("thinking") or ""
             if not text:

@@ -31,6 +31,7 @@ __all__ = [
     "refuse_unsupported",
     "response_schema",
     "result_text",
+    "text_delta",
     "think_contents",
     "tool_call_fragments",
     "wire_tool_calls",
@@ -187,13 +188,42 @@ def response_schema(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
+def _delta_templates() -> dict[str, dict[str, Any]] | None:
+    """The attributes MAF's constructor gives a streamed ``text`` / ``text_reasoning`` content, to be copied by
+    `text_delta`; None (use the constructor) when copying them would not make the same content, as a future MAF
+    might (slots, or an attribute that is not a plain value)."""
+    templates = {kind: vars(Content(kind, text="", merge_mode="append")) for kind in ("text", "text_reasoning")}
+    probe = Content.__new__(Content)
+    probe.__dict__.update(templates["text"], text="x", additional_properties={})
+    made = Content("text", text="x", merge_mode="append")
+    same = vars(probe) == vars(made) and set(vars(made)) == set(templates["text"])
+    mutable = [key for key, value in templates["text"].items() if isinstance(value, (list, set, dict))]
+    return (
+        {kind: dict(attributes) for kind, attributes in templates.items()}
+        if same and mutable == ["additional_properties"]
+        else None
+    )
+
+
+_DELTA_TEMPLATES = _delta_templates()
+
+
+def text_delta(text: str, kind: str = "text") -> Content:
+    """A streamed ``text`` (or ``text_reasoning``) content with ``merge_mode="append"``: the content
+    ``Content(kind, text=text, merge_mode="append")`` makes, at a fifth of its cost.
+
+    One is made per stream event, and MAF's constructor validates its arguments and sets some 45 attributes each
+    time (~2 µs); this copies them from one made at import (~0.4 µs), with a fresh ``additional_properties``. At
+    import it checks that the copy equals what the constructor makes, and uses the constructor if it does not.
+    """
+    if _DELTA_TEMPLATES is None:
+        return Content(kind, text=text, merge_mode="append")  # type: ignore[arg-type]
+    content = Content.__new__(Content)
+    content.__dict__.update(_DELTA_TEMPLATES[kind], text=text, additional_properties={})
+    return content
+
+
 def think_contents(pieces: list[ThinkPiece]) -> list[Content]:
     """Streamed pieces of a ``<think>`` splitter (``clients.core.think``) → ``text_reasoning`` / ``text`` contents to
     append."""
-    return [
-        Content.from_text_reasoning(text=piece, merge_mode="append")
-        if kind == "reasoning"
-        else Content.from_text(piece, merge_mode="append")
-        for kind, piece in pieces
-        if piece
-    ]
+    return [text_delta(piece, "text_reasoning" if kind == "reasoning" else "text") for kind, piece in pieces if piece]

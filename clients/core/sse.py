@@ -22,15 +22,14 @@ import json
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
 __all__ = ["MAX_EVENT_BYTES", "RawEvent", "SSEDecoder", "ServerSentEvent", "aiter_events"]
 
 
-@dataclass(frozen=True)
-class ServerSentEvent:
+class ServerSentEvent(NamedTuple):
     """One event: its ``event:`` name (None when the stream names none), its ``data`` text, and the HTTP status of
     a DashScope ``:HTTP_STATUS/NNN`` line (None elsewhere)."""
 
@@ -108,7 +107,14 @@ class SSEDecoder:
         """
         out: list[ServerSentEvent] = []
         for line in lines:
-            if line[:5] == b"data:":  # the line that matters, first
+            if not line:
+                if self._data:
+                    out.append(self._complete())
+                else:
+                    self._event, self._status = None, None
+                continue
+            first = line[0]  # dispatch on the first byte: no slice per line
+            if first == 100 and (line.startswith(b"data:") or line == b"data"):  # "d": the line that matters
                 value = line[6:] if line[5:6] == b" " else line[5:]
                 self._size += len(value)
                 if self._size > self.max_bytes:
@@ -116,18 +122,12 @@ class SSEDecoder:
                 self._data.append(value)
                 if self.complete_on_data:
                     out.append(self._complete())
-            elif not line:
-                event = self.flush()
-                if event is not None:
-                    out.append(event)
-            elif line[0] == 58:  # ":", a comment
+            elif first == 58:  # ":", a comment
                 if line.startswith(b":HTTP_STATUS/"):
                     status = line[13:].strip()
                     self._status = int(status) if status.isdigit() else None
-            elif line[:6] == b"event:":
+            elif first == 101 and line.startswith(b"event:"):
                 self._event = line[6:].strip().decode("utf-8", "replace")
-            elif line == b"data":  # a field without a colon has an empty value
-                out.extend(self.feed_lines([b"data:"]))
         return out
 
     def flush(self) -> ServerSentEvent | None:

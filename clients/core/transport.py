@@ -187,7 +187,7 @@ _OPTION_TYPES: tuple[tuple[str, tuple[type, ...], str], ...] = (
 )
 """MAF's numeric options and the type each must have."""
 
-_WRONG_SHAPE: tuple[type[Exception], ...] = (
+WRONG_SHAPE: tuple[type[Exception], ...] = (
     KeyError,
     IndexError,
     AttributeError,
@@ -198,31 +198,38 @@ _WRONG_SHAPE: tuple[type[Exception], ...] = (
     UnicodeError,
 )
 """What a parser raises on valid JSON of the wrong shape (an object where a list belongs, a string for ``usage``, a
-huge ``created``, deeply nested arrays…)."""
+huge ``created``, deeply nested arrays…); `wrong_shape` turns it into MAF's exception."""
+
+
+def wrong_shape(
+    provider: str, exc: Exception, body: Any, so_far: Callable[[], str] | None = None
+) -> ChatClientInvalidResponseException:
+    """MAF's exception for a response (or stream event) ``body`` a parser failed on with ``exc`` (one of
+    `WRONG_SHAPE`): naming the provider, the request id when the body has one, what went wrong and how much of a
+    stream had been delivered (``so_far()``)."""
+    keys = ("request_id", "id", "responseId")
+    rid = next((str(body[k]) for k in keys if isinstance(body, Mapping) and k in body), "")
+    where = f" (request_id={redact(rid)})" if rid else ""
+    delivered = f"; {so_far()}, the answer is incomplete" if so_far is not None else ""
+    return ChatClientInvalidResponseException(
+        f"{provider} sent a response of an unexpected shape{where}: {type(exc).__name__}: "
+        f"{redact(str(exc))[:200]}{delivered}"
+    )
 
 
 def parsed(
     provider: str, parse: Callable[..., _T], *args: Any, so_far: Callable[[], str] | None = None, **kwargs: Any
 ) -> _T:
-    """``parse(*args, **kwargs)``, with a response of the wrong shape turned into MAF's exception: never a raw
-    ``KeyError``, ``TypeError``, ``OverflowError`` or ``RecursionError`` reaches the caller.
+    """``parse(*args, **kwargs)``, with a response of the wrong shape turned into MAF's exception (`wrong_shape`):
+    never a raw ``KeyError``, ``TypeError``, ``OverflowError`` or ``RecursionError`` reaches the caller.
 
     Raises:
-        ChatClientInvalidResponseException: naming the provider, the request id when the body has one, what went
-            wrong and how much of a stream had been delivered (``so_far()``, asked only on failure).
+        ChatClientInvalidResponseException: ``parse`` raised one of `WRONG_SHAPE` on ``args[0]``.
     """
     try:
         return parse(*args, **kwargs)
-    except _WRONG_SHAPE as exc:
-        body = args[0] if args else None
-        keys = ("request_id", "id", "responseId")
-        rid = next((str(body[k]) for k in keys if isinstance(body, Mapping) and k in body), "")
-        where = f" (request_id={redact(rid)})" if rid else ""
-        delivered = f"; {so_far()}, the answer is incomplete" if so_far is not None else ""
-        raise ChatClientInvalidResponseException(
-            f"{provider} sent a response of an unexpected shape{where}: {type(exc).__name__}: "
-            f"{redact(str(exc))[:200]}{delivered}"
-        ) from exc
+    except WRONG_SHAPE as exc:
+        raise wrong_shape(provider, exc, args[0] if args else None, so_far) from exc
 
 
 def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -> dict[str, Any]:

@@ -22,6 +22,7 @@ from agent_framework import (
 )
 
 from clients.core.conversion import (
+    text_delta,
     think_contents,
     tool_call_fragments,
 )
@@ -249,7 +250,7 @@ def parse_stream_event(
         if state.split_think:
             contents.extend(think_contents(state.think.feed(text)))
         else:
-            contents.append(Content.from_text(text, merge_mode="append"))
+            contents.append(text_delta(text))
     refusal = delta.get("refusal")
     if isinstance(refusal, str) and refusal:
         state.refused = True
