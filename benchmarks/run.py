@@ -15,9 +15,19 @@ Two jobs, each done by both sides in alternation (A, B, A, B, ...) so that machi
    text joined. Raw classic: ``dashscope.AioGeneration.call(stream=True, incremental_output=True)`` iterated
    (the SDK API this package chose not to use; see docs/design.md).
 
+3. ``paced stream``: the same 2,000 events sent 1 ms apart, as a model writes them: wall time (the client must keep
+   up; ours ÷ raw v2 ≤ 1.02).
+4. ``concurrent streams``: 100 streams of 200 events at once on one client (ours: one ``QwenChatClient``; raw: one
+   ``AsyncClient``): none may fail; throughput = events delivered per second of wall time (ours ÷ raw ≥ 0.8).
+5. ``inline media``: one non-streamed request carrying 4 × 5 MiB images as base64 ``data:`` URIs: the peak memory
+   the request adds (tracemalloc, from just before the call), as a multiple of the 20 MiB of media (ours ≤ 1.5).
+6. ``import``: ``import qwen3`` and ``import dashscope`` in fresh interpreters, alternated: the difference of the
+   medians (≤ 0.15 s).
+
 The emulator runs in a child process, so the client-side CPU time (``time.process_time``) of each side is its own.
 Reported: median wall time, median client CPU time, and peak traced memory (tracemalloc) per job, with the
-ratios ours / raw. Results go to stdout as a table (copied into docs/performance.md).
+ratios ours / raw, then each target and whether this run met it. Results go to stdout as tables (copied into
+docs/performance.md).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import gc
 import io
 import multiprocessing
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -49,6 +60,10 @@ from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
 KEY = "sk-bench"
 STREAM_EVENTS = 2000
 STREAM_TEXT = " ".join(f"w{i % 10}" for i in range(STREAM_EVENTS * 2))
+PACED_MODEL, PACE = "qwen-turbo", 0.001  # the paced stream: same events, 1 ms apart
+CONCURRENT_MODEL, CONCURRENT_STREAMS, CONCURRENT_EVENTS = "qwen-flash", 100, 200
+CONCURRENT_TEXT = " ".join(f"w{i % 10}" for i in range(CONCURRENT_EVENTS * 2))
+MEDIA_IMAGES, MEDIA_BYTES = 4, 5 * 1024 * 1024
 
 
 def _png(seed: int, size: int = 64) -> bytes:
@@ -91,9 +106,42 @@ def reference_conversation() -> list[Message]:
 
 
 def _reply(request: RecordedRequest) -> Reply:
+    model = request.body.get("model")
+    if request.stream and model == CONCURRENT_MODEL:
+        return Reply(text=CONCURRENT_TEXT, chunks=CONCURRENT_EVENTS, usage={"input_tokens": 10, "output_tokens": 400})
     if request.stream:
-        return Reply(text=STREAM_TEXT, chunks=STREAM_EVENTS, usage={"input_tokens": 10, "output_tokens": 4000})
+        pace = PACE if model == PACED_MODEL else 0.0
+        usage = {"input_tokens": 10, "output_tokens": 4000}
+        return Reply(text=STREAM_TEXT, chunks=STREAM_EVENTS, usage=usage, event_interval=pace)
     return Reply(text="ok", usage={"input_tokens": 5000, "output_tokens": 1})
+
+
+def _noise(size: int, seed: int) -> bytes:
+    """``size`` bytes that look like an image's (a PNG signature, then noise that base64 cannot shrink)."""
+    import random
+
+    return b"\x89PNG\r\n\x1a\n" + random.Random(seed).randbytes(size - 8)
+
+
+async def _added_peak(job: Callable[[], Awaitable[Any]]) -> int:
+    """Peak bytes Python allocated during one run of ``job`` beyond what was allocated when it started."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        await job()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def import_seconds(module: str, runs: int) -> list[float]:
+    """Wall seconds of ``python -c "import <module>"`` in fresh interpreters (startup included)."""
+    out = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
+        out.append(time.perf_counter() - began)
+    return out
 
 
 def _serve(port_queue: Any, stop: Any, emulator: Callable[..., Any], reply: Callable[[Any], Reply]) -> None:
@@ -144,10 +192,10 @@ Jobs = dict[str, dict[str, Callable[[], Awaitable[Any]]]]
 
 
 async def measure_jobs(
-    jobs: Jobs, repeats: int
+    jobs: Jobs, repeats: int, *, memory: bool = True
 ) -> tuple[dict[str, dict[str, list[tuple[float, float]]]], dict[str, dict[str, int]]]:
     """Each job's sides alternated (A, B, A, B, ...) ``repeats`` times after one warm-up run each: (wall, CPU)
-    seconds per run, then the peak traced bytes of one more run per side."""
+    seconds per run, then (``memory``) the peak traced bytes of one more run per side."""
     for sides in jobs.values():  # warm up connections, imports and caches
         for job in sides.values():
             await job()
@@ -158,12 +206,13 @@ async def measure_jobs(
         for _ in range(repeats):
             for name, job in sides.items():
                 results[title][name].append(await _measure(job))
-        peaks[title] = {name: await _peak_memory(job) for name, job in sides.items()}
+        if memory:
+            peaks[title] = {name: await _peak_memory(job) for name, job in sides.items()}
     return results, peaks
 
 
 def print_tables(
-    results: dict[str, dict[str, list[tuple[float, float]]]], peaks: dict[str, dict[str, int]], ours: str
+    results: dict[str, dict[str, list[tuple[float, float]]]], peaks: dict[str, dict[str, int]] | None, ours: str
 ) -> None:
     """One markdown table per job: medians, peak KiB, and the ratios ``ours`` ÷ each side."""
     for title, sides in results.items():
@@ -176,7 +225,7 @@ def print_tables(
         for name, runs in sides.items():
             wall = statistics.median(r[0] for r in runs)
             cpu = statistics.median(r[1] for r in runs)
-            peak = peaks[title][name] / 1024
+            peak = peaks[title][name] / 1024 if peaks else float("nan")  # not measured
             wall_ratio = "1.00" if name == ours else f"{base_wall / wall:.2f}"
             cpu_ratio = "1.00" if name == ours else f"{base_cpu / cpu:.2f}"
             print(f"| {name} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | {peak:.0f} | {wall_ratio} | {cpu_ratio} |")
@@ -256,10 +305,119 @@ async def _run(base_url: str, repeats: int) -> None:
     results, peaks = await measure_jobs(jobs, repeats)
     print(f"repeats per side: {repeats}; python {sys.version.split()[0]}; dashscope {dashscope.__version__}")
     print_tables(results, peaks, "QwenChatClient")
+    targets = [("stream: client CPU, ours ÷ raw v2", _ratio(results, 1, "raw SDK v2 (AsyncClient)"), "≤ 1.30")]
+
+    # -- a paced stream: can the client keep up with a model that writes an event every millisecond?
+    async def ours_paced() -> None:
+        stream = ours.get_response(question, stream=True, options={"model": PACED_MODEL})
+        count = sum([1 async for _ in stream])
+        assert count == STREAM_EVENTS
+        assert (await stream.get_final_response()).text == STREAM_TEXT
+
+    async def raw_paced() -> None:
+        stream = await raw.chat.completions.create(
+            model=PACED_MODEL, messages=[{"role": "user", "content": "Write a long answer."}], stream=True
+        )
+        assert "".join([chunk.choices[0].delta.content or "" async for chunk in stream]) == STREAM_TEXT
+
+    paced = {"QwenChatClient": ours_paced, "raw SDK v2 (AsyncClient)": raw_paced}
+    title = f"paced stream ({STREAM_EVENTS} events, {PACE * 1e3:g} ms apart)"
+    paced_results, _ = await measure_jobs({title: paced}, max(3, repeats // 4), memory=False)
+    print_tables(paced_results, None, "QwenChatClient")
+    paced_ratio = _ratio(paced_results, 0, "raw SDK v2 (AsyncClient)")
+    targets.append(("paced stream: wall, ours ÷ raw v2", paced_ratio, "≤ 1.02"))
+
+    # -- many streams at once on one client
+    async def ours_one() -> int:
+        stream = ours.get_response(question, stream=True, options={"model": CONCURRENT_MODEL})
+        count = sum([1 async for _ in stream])
+        assert (await stream.get_final_response()).text == CONCURRENT_TEXT
+        return count
+
+    async def raw_one() -> int:
+        stream = await raw.chat.completions.create(
+            model=CONCURRENT_MODEL, messages=[{"role": "user", "content": "Write a long answer."}], stream=True
+        )
+        parts = [chunk.choices[0].delta.content or "" async for chunk in stream]
+        assert "".join(parts) == CONCURRENT_TEXT
+        return len(parts)
+
+    def all_at_once(one: Callable[[], Awaitable[int]]) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            counts = await asyncio.gather(*(one() for _ in range(CONCURRENT_STREAMS)))  # any failure raises
+            assert counts == [CONCURRENT_EVENTS] * CONCURRENT_STREAMS
+
+        return run
+
+    title = f"{CONCURRENT_STREAMS} concurrent streams of {CONCURRENT_EVENTS} events, one client"
+    many, many_peaks = await measure_jobs(
+        {title: {"QwenChatClient": all_at_once(ours_one), "raw SDK v2 (AsyncClient)": all_at_once(raw_one)}},
+        max(3, repeats // 4),
+    )
+    print_tables(many, many_peaks, "QwenChatClient")
+    events = CONCURRENT_STREAMS * CONCURRENT_EVENTS
+    for side, runs in many[title].items():
+        print(f"- {side}: {events / statistics.median(r[0] for r in runs):,.0f} events/s, no stream failed")
+    throughput = 1 / _ratio(many, 0, "raw SDK v2 (AsyncClient)")
+    targets.append(("concurrent streams: throughput, ours ÷ raw v2", throughput, "≥ 0.80"))
+
+    # -- a request carrying big inline images: the memory the request adds
+    images = [_noise(MEDIA_BYTES, seed) for seed in range(MEDIA_IMAGES)]
+    media = [Message("user", ["Compare these charts.", *(Content.from_data(i, "image/png") for i in images)])]
+    native_media = convert_messages(media, endpoint="multimodal")
+    del images
+
+    async def ours_media() -> None:
+        assert (await ours.get_response(media)).text == "ok"
+
+    async def raw_media() -> None:
+        response = await raw.multimodal.chat.create(model="qwen-vl-max", messages=native_media)
+        assert response.choices[0].message.content == "ok"
+
+    total = MEDIA_IMAGES * MEDIA_BYTES
+    print(f"\n### one request with {MEDIA_IMAGES} × {MEDIA_BYTES // 2**20} MiB inline images\n")
+    print("| side | peak memory the request adds, MiB | ÷ media bytes |")
+    print("|---|---|---|")
+    added: dict[str, float] = {}
+    for side, job in (("QwenChatClient", ours_media), ("raw SDK v2 (AsyncClient)", raw_media)):
+        await job()  # warm
+        added[side] = min([await _added_peak(job) for _ in range(3)]) / total
+        print(f"| {side} | {added[side] * total / 2**20:.1f} | {added[side]:.2f} |")
+    targets.append(("inline media: added peak ÷ media bytes (ours)", added["QwenChatClient"], "≤ 1.50"))
+
     await ours.close()
     await bare.close()
     await raw.aclose()
     await dashscope.close_shared_aio_session()  # type: ignore[attr-defined]
+
+    # -- import time
+    runs = max(5, repeats // 2)
+    sides = {name: import_seconds(name, 1) for name in ("dashscope", "qwen3")}  # warm the file cache
+    for _ in range(runs):
+        for name in sides:
+            sides[name] += import_seconds(name, 1)
+    medians = {name: statistics.median(times[1:]) for name, times in sides.items()}
+    print(f"\n### import (fresh interpreter, {runs} runs each, alternated)\n")
+    print("| module | median s |")
+    print("|---|---|")
+    for name, median in medians.items():
+        print(f"| `import {name}` | {median:.3f} |")
+    targets.append(("import qwen3 − import dashscope, s", medians["qwen3"] - medians["dashscope"], "≤ 0.15"))
+
+    print("\n### targets\n")
+    print("| measure | this run | target | met |")
+    print("|---|---|---|---|")
+    for name, value, goal in targets:
+        bound = float(goal.split()[1])
+        met = value <= bound if goal.startswith("≤") else value >= bound
+        print(f"| {name} | {value:.2f} | {goal} | {'yes' if met else 'NO'} |")
+
+
+def _ratio(results: dict[str, dict[str, list[tuple[float, float]]]], which: int, side: str) -> float:
+    """Median ours ÷ median ``side``, of wall (``which=0``) or CPU (1) time, for the last job of ``results``."""
+    sides = list(results.values())[-1]
+    ours = statistics.median(r[which] for r in sides["QwenChatClient"])
+    return ours / statistics.median(r[which] for r in sides[side])
 
 
 if __name__ == "__main__":

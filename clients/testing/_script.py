@@ -214,6 +214,7 @@ class Reply:
     * ``error``: ``(http_status, provider_code, message)`` in the provider's own terms (``LoopbackServer.failing``
       builds them from neutral kinds); ``error_after_events=N``: a stream first sends N events.
     * ``delay``: seconds to wait before answering; ``headers``: extra response headers (e.g. Retry-After).
+    * ``event_interval``: seconds between two stream events (a paced stream, as a model writes it; 0 = at once).
     * ``gateway_error``: a stream request gets ``error`` as a plain HTTP status with a JSON body even where the
       provider would send it in-stream (DashScope).
 
@@ -242,6 +243,7 @@ class Reply:
     error: tuple[int, str, str] | None = None
     error_after_events: int | None = None
     delay: float = 0.0
+    event_interval: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     gateway_error: bool = False
     disconnect_after_events: int | None = None
@@ -270,6 +272,8 @@ class Reply:
                 raise ValueError(f"{name} must be >= 0")
         if (self.stall_after_events is None) != (self.stall <= 0):
             raise ValueError("stall_after_events=N and stall=seconds (> 0) go together")
+        if self.event_interval < 0:
+            raise ValueError("event_interval must be >= 0 seconds")
         if self.chunks is not None and self.chunks < 1:
             raise ValueError("chunks must be >= 1")
         if self.tool_call_fragments < 1:

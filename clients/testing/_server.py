@@ -87,7 +87,8 @@ def json_answer(status: int, payload: Any, headers: Mapping[str, str] | None = N
 
 def with_faults(events: Iterable[bytes], reply: Reply, malformed: Callable[[int], bytes]) -> Iterator[Item]:
     """``events`` with the reply's stall, malformed event (``malformed(n)`` renders the n-th event cut off) and
-    disconnect inserted after their event counts (a count past the last event means after it)."""
+    disconnect inserted after their event counts (a count past the last event means after it), and the reply's
+    ``event_interval`` between two events."""
     count = 0
 
     def faults(final: bool) -> Iterator[Item]:
@@ -113,6 +114,8 @@ def with_faults(events: Iterable[bytes], reply: Reply, malformed: Callable[[int]
 
     for event in events:
         yield from faults(final=False)
+        if count and reply.event_interval > 0:
+            yield Stall(reply.event_interval)
         yield event
         count += 1
     yield from faults(final=True)

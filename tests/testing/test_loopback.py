@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import time
+from typing import Any
+
 import httpx
 import pytest
 from agent_framework import Content, Message
 from agent_framework.exceptions import ChatClientInvalidAuthException, ChatClientInvalidRequestException
 
+from clients import OpenAIChatCompletionClient
+from clients.openai.testing import OpenAIEmulator
 from clients.testing import LoopbackServer, Reply, ToolCall
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
@@ -80,3 +87,24 @@ def test_reply_usage_counts_are_sent() -> None:
     assert usage["input_tokens"] == 100
     assert usage["prompt_tokens_details"] == {"cached_tokens": 40}
     assert usage["output_tokens_details"] == {"reasoning_tokens": 7}
+
+
+@pytest.mark.parametrize("emulator", [DashScopeEmulator, OpenAIEmulator])
+def test_a_paced_stream_sends_its_events_event_interval_apart(emulator: Any) -> None:
+    with emulator(api_key="k") as emu:
+        emu.script(Reply(text="abcdef", chunks=6, event_interval=0.05))
+        client: Any = (
+            QwenChatClient(model="qwen-plus", api_key="k", base_url=emu.base_url)
+            if emulator is DashScopeEmulator
+            else OpenAIChatCompletionClient(model="gpt-4o", api_key="k", base_url=emu.base_url)
+        )
+
+        async def arrivals() -> list[float]:
+            return [time.monotonic() async for _ in client.get_response([Message("user", ["hi"])], stream=True)]
+
+        times = asyncio.run(arrivals())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert len(times) >= 6
+    assert sum(gaps) >= 0.05 * 5 * 0.9  # five intervals between six text events
+    with pytest.raises(ValueError, match="event_interval"):
+        Reply(text="x", event_interval=-1)
