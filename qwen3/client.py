@@ -37,7 +37,7 @@ from typing_extensions import TypeVar
 from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
-from clients.core.sse import RawEvent, SSEDecoder, aiter_events
+from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.transport import (
     WRONG_SHAPE,
     EventStream,
@@ -334,7 +334,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                             update = parse_stream_event(data, state, model=model)
                         except WRONG_SHAPE as exc:
                             raise wrong_shape(self._PROVIDER, exc, data, events.so_far) from exc
-                        update.raw_representation = RawEvent(text)  # no parsed tree kept alive per update
+                        update.raw_representation = text  # the event as sent: no parsed tree kept alive per update
                         events.delivered(update)
                         yield update
                     events.check_complete(state.finished)  # no finishing event: cut off, raise after what arrived

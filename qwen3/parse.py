@@ -203,8 +203,8 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     their call's id and a stable occurrence id from ``state`` (MAF 1.23's source). ``finish_reason`` is the string
     ``"null"`` until the last event. ``usage`` is cumulative in every event, so only the last event's snapshot is
     reported, with ``merge_mode="replace"`` (never a sum). Answer text that opens with ``<think>`` is split into
-    reasoning and text across events (`StreamState.answer`). ``raw_representation`` is ``data``; the clients
-    replace it with the event's text (``clients.core.sse.RawEvent``), which keeps no parsed tree alive per update.
+    reasoning and text across events (`StreamState.answer`). ``raw_representation`` is ``data``; the client
+    replaces it with the event's JSON text as received, which keeps no parsed tree alive per update.
     """
     choice = _choice(data)
     message = choice.get("message") or {}

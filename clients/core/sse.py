@@ -18,15 +18,14 @@ add:
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-__all__ = ["MAX_EVENT_BYTES", "RawEvent", "SSEDecoder", "ServerSentEvent", "aiter_events"]
+__all__ = ["MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent", "aiter_events"]
 
 
 class ServerSentEvent(NamedTuple):
@@ -36,38 +35,6 @@ class ServerSentEvent(NamedTuple):
     event: str | None
     data: str
     status: int | None = None
-
-
-class RawEvent(Mapping[str, Any]):
-    """The ``raw_representation`` of a streamed ``ChatResponseUpdate``: the event's JSON text as received, read as a
-    mapping (parsed again, once, when first read).
-
-    MAF keeps every update of a stream until its final response; keeping each event's parsed JSON tree alive with
-    it cost memory and garbage-collection time on every event (docs/performance.md). ``text`` is the event's data.
-    """
-
-    __slots__ = ("_parsed", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._parsed: dict[str, Any] | None = None
-
-    def _data(self) -> dict[str, Any]:
-        if self._parsed is None:
-            self._parsed = json.loads(self.text)
-        return self._parsed
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data())
-
-    def __len__(self) -> int:
-        return len(self._data())
-
-    def __repr__(self) -> str:
-        return f"RawEvent({self.text[:200]!r})"
 
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
