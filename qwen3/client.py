@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, ClassVar, Generic, TypedDict
+from typing import Any, ClassVar, Generic, TypedDict, cast
 
 import dashscope
 import httpx
@@ -34,6 +34,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar
 
+from clients.core.body import streamed_json
 from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
@@ -96,6 +97,19 @@ async def _sse_payloads(
             error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
             raise Failure(error, response.headers)
         yield data, event.data
+
+
+def _has_inline_media(body: dict[str, Any]) -> bool:
+    """Whether a user turn carries a part with a ``data:`` URI (inline media, possibly megabytes of base64)."""
+    for message in body.get("input", {}).get("messages", ()):
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                for value in part.values():
+                    first = value[0] if isinstance(value, list) and value else value
+                    if isinstance(first, str) and first.startswith("data:"):
+                        return True
+    return False
 
 
 def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
@@ -243,14 +257,23 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         await sdk.aclose()
 
     async def _send_to(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
-        """One non-streamed attempt; ``connect_timeout`` seconds to connect."""
-        response = await self._client().transport.request(
-            "POST",
-            ENDPOINT_PATHS[endpoint],
-            json=body,
-            headers=_oss_headers(body),
-            timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
-        )
+        """One non-streamed attempt; ``connect_timeout`` seconds to connect. A body with inline media is sent piece
+        by piece (``clients.core.body``), never built whole."""
+        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+        transport = self._client().transport
+        streamed = streamed_json(body) if _has_inline_media(body) else None
+        if streamed is None:
+            response = await transport.request(
+                "POST", ENDPOINT_PATHS[endpoint], json=body, headers=_oss_headers(body), timeout=timeout
+            )
+        else:
+            response = await transport.request(
+                "POST",
+                ENDPOINT_PATHS[endpoint],
+                content=cast("bytes", streamed),  # httpx takes an async iterable; the SDK passes it through
+                headers={**_oss_headers(body), **streamed.headers},
+                timeout=timeout,
+            )
         if response.status_code != 200:
             raise Failure(error_from_body(response.status_code, response.content, response.headers), response.headers)
         data = json_object("DashScope", response.content)
@@ -261,14 +284,30 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
     async def _open_events_at(self, endpoint: Endpoint, body: dict[str, Any]) -> EventStream:
         """One attempt to open a stream and read its first event; each event may take ``stream_idle_timeout``
         seconds."""
+        headers = {"X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
+        timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
+        transport = self._client().transport
+        streamed = streamed_json(body) if _has_inline_media(body) else None
         try:
-            response = await self._client().transport.open_stream(
-                "POST",
-                ENDPOINT_PATHS[endpoint],
-                json=body,
-                headers={"X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)},
-                timeout=httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout),
-            )
+            if streamed is None:
+                response = await transport.open_stream(
+                    "POST", ENDPOINT_PATHS[endpoint], json=body, headers=headers, timeout=timeout
+                )
+            else:  # the SDK's open_stream takes json= only: the same request on its httpx client, body in pieces
+                request = transport.http_client.build_request(
+                    "POST",
+                    ENDPOINT_PATHS[endpoint],
+                    content=streamed,
+                    headers={**headers, **streamed.headers},
+                    timeout=timeout,
+                )
+                response = await transport.http_client.send(request, stream=True)
+                if response.status_code >= 400:
+                    try:
+                        content = await response.aread()
+                    finally:
+                        await response.aclose()
+                    raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
         except DashScopeError as exc:
             if exc.status_code is None:  # no answer: classified and described from its httpx cause
                 raise
