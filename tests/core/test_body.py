@@ -20,6 +20,12 @@ from qwen3 import QwenVLChatClient
 from qwen3.testing import DashScopeEmulator
 
 
+async def _ask(client: Any, question: list[Message], stream: bool) -> Any:
+    if stream:
+        return await client.get_response(question, stream=True).get_final_response()
+    return await client.get_response(question)
+
+
 async def _joined(body: Any) -> bytes:
     streamed = streamed_json(body, large=16)
     assert streamed is not None
@@ -55,10 +61,7 @@ async def test_a_qwen_request_with_inline_media_is_sent_in_pieces(stream: bool) 
     with DashScopeEmulator(api_key="k", default_reply=Reply(text="a chart")) as emu:
         client = QwenVLChatClient(model="qwen3-vl-plus", api_key="k", base_url=emu.base_url, max_retries=0)
         question = [Message("user", ["What is this?", image])]
-        if stream:
-            answer = await client.get_response(question, stream=True).get_final_response()
-        else:
-            answer = await client.get_response(question)
+        answer = await _ask(client, question, stream)
         request = emu.requests[0]
     assert answer.text == "a chart"
     assert request.messages[-1]["content"][1]["image"] == image.uri  # the same data URI, byte for byte
@@ -73,7 +76,4 @@ async def test_an_error_answer_to_a_body_sent_in_pieces_is_classified_as_usual(s
         client = QwenVLChatClient(model="qwen3-vl-plus", api_key="wrong-key", base_url=emu.base_url, max_retries=0)
         question = [Message("user", ["What is this?", image])]
         with pytest.raises(ChatClientInvalidAuthException, match="InvalidApiKey"):
-            if stream:
-                await client.get_response(question, stream=True).get_final_response()
-            else:
-                await client.get_response(question)
+            await _ask(client, question, stream)
