@@ -6,10 +6,11 @@ https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference; docs/optio
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Generic
+from typing import Any, Generic, TypedDict
 
 from agent_framework import ChatOptions
 from pydantic import BaseModel
@@ -17,6 +18,7 @@ from pydantic import BaseModel
 from clients.core.conversion import (
     MAF_OPTIONS,
     ResponseModelT,
+    as_list,
     function_tools,
     invalid,
     refuse_unsupported,
@@ -36,8 +38,7 @@ class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], tota
     or server-side ``conversation_id``: setting one raises ``ChatClientInvalidRequestException``.
 
     Any key not declared here is copied verbatim into ``parameters`` (as the dashscope SDK does with its
-    ``**kwargs``), so new server parameters such as ``enable_code_interpreter`` or ``translation_options``
-    work without a release of this package.
+    ``**kwargs``), so new server parameters such as ``translation_options`` work without a release of this package.
     """
 
     enable_thinking: bool
@@ -51,7 +52,11 @@ class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], tota
     enable_search: bool
     """Let the model search the web."""
     search_options: dict[str, Any]
-    """DashScope ``search_options`` object (e.g. ``{"enable_source": True}``)."""
+    """DashScope ``search_options`` object (e.g. ``{"enable_source": True}``), sent as given; the web search tool
+    (``client.get_web_search_tool()``) checks its options and cites the sources (docs/hosted-tools.md)."""
+    enable_code_interpreter: bool
+    """Let the model run Python in DashScope's sandbox; as ``client.get_code_interpreter_tool()`` does, it turns
+    thinking on and the request into a stream (docs/hosted-tools.md)."""
     vl_high_resolution_images: bool
     """Raise the image pixel cap (vision models)."""
     logprobs: bool
@@ -203,6 +208,9 @@ def convert_options(options: Mapping[str, Any], *, stream: bool, model: str = ""
     tool loop; ``tool_choice`` and ``parallel_tool_calls`` only with tools (MAF's Agent always says
     ``tool_choice="auto"``, meaningless without them).
 
+    Hosted tools in ``tools`` (web search, code interpreter) first become their parameters
+    (`resolve_hosted_tools`).
+
     Thinking (``model`` given): ``enable_thinking`` is sent whenever set; ``False`` for a thinking-only model and
     structured output while thinking raise; a model that thinks by default gets ``enable_thinking: false`` with
     structured output; a forced tool choice while thinking (which DashScope refuses) degrades to ``"auto"`` with a
@@ -210,8 +218,9 @@ def convert_options(options: Mapping[str, Any], *, stream: bool, model: str = ""
 
     Raises:
         ChatClientInvalidRequestException: an option DashScope does not have, ``n`` > 1, a bad tool choice, a
-            thinking rule broken (above).
+            thinking rule broken (above), a hosted tool DashScope cannot run or a web-search option it lacks.
     """
+    options = resolve_hosted_tools(options, model)
     parameters: dict[str, Any] = {"result_format": "message"}
     if stream:
         parameters["incremental_output"] = True
@@ -244,3 +253,219 @@ def convert_options(options: Mapping[str, Any], *, stream: bool, model: str = ""
     if options.get("response_format") is not None:
         parameters["response_format"] = _response_format(options["response_format"], model)
     return parameters
+
+
+# ------------------------------------------------------------------------ hosted tools: web search, code interpreter
+# MAF's SupportsWebSearchTool / SupportsCodeInterpreterTool: the clients' get_web_search_tool() and
+# get_code_interpreter_tool() return the dicts below, MAF's declarative loader writes the same dicts for a YAML
+# `kind: web_search` / `kind: code_interpreter` tool, and `resolve_hosted_tools` turns them into DashScope's own
+# parameters (docs/hosted-tools.md).
+
+WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview"})
+"""``type`` of a web-search tool dict: ``get_web_search_tool()``'s, and agent-framework-declarative's (``kind:
+web_search`` → ``{"type": "web_search_preview", **options}``)."""
+CODE_INTERPRETER_TYPE = "code_interpreter"
+"""``type`` of a code-interpreter tool dict (``get_code_interpreter_tool()`` and agent-framework-declarative)."""
+
+
+class QwenWebSearchOptions(TypedDict, total=False):
+    """What ``get_web_search_tool(**options)`` takes: DashScope's ``search_options`` under their native names
+    (Model Studio "Web search", https://www.alibabacloud.com/help/en/model-studio/web-search; the recorded exchanges
+    ``single-generation-message-search-*``; the cnblogs dashscope-sdk ``SearchOptions``), plus
+    ``enable_text_image_mixed``, a ``parameters`` key of web search. Anything else raises."""
+
+    enable_source: bool
+    """Return the sources (``output.search_info.search_results``), which become citation annotations. Default
+    ``True`` here (DashScope's own default is ``False``: without it there is nothing to cite)."""
+    enable_citation: bool
+    """The model marks cited sentences with markers such as ``[1]``; each marker becomes an annotation with its
+    span. DashScope default ``False``."""
+    citation_format: str
+    """The marker, ``"[<number>]"`` (DashScope's default) or ``"[ref_<number>]"``; must contain ``<number>``."""
+    forced_search: bool
+    """Always search (default ``False``: the model decides)."""
+    search_strategy: str
+    """``"turbo"`` (DashScope's default), ``"max"``, ``"agent"``, ``"agent_max"`` (search and read whole pages;
+    needs thinking and streaming, which the client arranges); also the older ``"standard"``, ``"pro"``,
+    ``"pro_max"`` that public clients send."""
+    enable_search_extension: bool
+    """Vertical-domain search (stock quotes, weather…), returned in ``search_info.extra_tool_info``."""
+    prepend_search_result: bool
+    """Streams only: the first event carries the sources alone."""
+    freshness: int
+    """Only pages of the last 7, 30, 180 or 365 days."""
+    assigned_site_list: list[str]
+    """Search only these sites."""
+    intention_options: dict[str, str]
+    """E.g. ``{"prompt_intervene": "prefer official sources"}``: natural-language guidance for the search."""
+    enable_text_image_mixed: bool
+    """Answer text with images from an image search (as HTML ``<img>``); a ``parameters`` key, not in
+    ``search_options``."""
+
+
+SEARCH_STRATEGIES = ("turbo", "max", "agent", "agent_max", "standard", "pro", "pro_max")
+"""``search_strategy`` values: documented (turbo, max, agent, agent_max: Model Studio "Web search") and older ones
+public clients send (standard: the recorded exchanges; pro: Qwen-Agent; pro_max: the DashScope Java SDK samples).
+Another value raises; the raw ``search_options`` option sends anything as given."""
+FRESHNESS_DAYS = (7, 30, 180, 365)
+"""``freshness`` values (cnblogs dashscope-sdk ``SearchOptions``: "Available options: 7, 30, 180, 365")."""
+_SEARCH_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "enable_source": (bool,),
+    "enable_citation": (bool,),
+    "citation_format": (str,),
+    "forced_search": (bool,),
+    "search_strategy": (str,),
+    "enable_search_extension": (bool,),
+    "prepend_search_result": (bool,),
+    "freshness": (int,),
+    "assigned_site_list": (list, tuple),
+    "intention_options": (Mapping,),
+    "enable_text_image_mixed": (bool,),
+}
+_PARAMETER_KEYS = frozenset({"enable_text_image_mixed"})  # web-search keys that belong in `parameters`
+_TOOL_METADATA = frozenset({"type", "name", "description"})  # a tool dict's own keys, with no DashScope counterpart
+_AGENT_ONLY_MODELS = frozenset({"qwen3-max-2025-09-23"})  # Model Studio "Web search": "agent only"
+
+
+def web_search_tool(**options: Any) -> dict[str, Any]:
+    """``{"type": "web_search", **options}``, checked (`web_search_parameters`) so that a mistake raises here."""
+    tool = {"type": "web_search", **options}
+    web_search_parameters(tool)
+    return tool
+
+
+def code_interpreter_tool() -> dict[str, Any]:
+    """``{"type": "code_interpreter"}``."""
+    return {"type": CODE_INTERPRETER_TYPE}
+
+
+def web_search_parameters(tool: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A web-search tool dict → (``search_options``, other ``parameters``), ``enable_source`` on unless it says not.
+
+    Raises:
+        ChatClientInvalidRequestException: a key DashScope's web search does not have (naming the closest one), a
+            value of the wrong type, an unknown ``search_strategy``, a ``freshness`` other than 7/30/180/365, a
+            ``citation_format`` without ``<number>``.
+    """
+    search: dict[str, Any] = {"enable_source": True}
+    parameters: dict[str, Any] = {}
+    for key, value in tool.items():
+        if key in _TOOL_METADATA or value is None:
+            continue
+        kinds = _SEARCH_OPTION_TYPES.get(key)
+        if kinds is None:
+            close = difflib.get_close_matches(key, _SEARCH_OPTION_TYPES, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(_SEARCH_OPTION_TYPES)}."
+            raise invalid(f"DashScope web search has no option {key!r}: {hint}")
+        if not _of_type(value, kinds):
+            raise invalid(f"Web search option {key!r} must be {kinds[0].__name__}, not {value!r}.")
+        if key == "search_strategy" and value not in SEARCH_STRATEGIES:
+            raise invalid(f"Unknown search_strategy {value!r}: DashScope's are {', '.join(SEARCH_STRATEGIES)}.")
+        if key == "freshness" and value not in FRESHNESS_DAYS:
+            raise invalid(f"freshness must be one of {FRESHNESS_DAYS} (days), not {value!r}.")
+        if key == "citation_format" and "<number>" not in value:
+            raise invalid(f"citation_format {value!r} has no '<number>' (e.g. '[<number>]' or '[ref_<number>]').")
+        if key == "assigned_site_list" and not all(isinstance(site, str) for site in value):
+            raise invalid(f"assigned_site_list must be a list of site names, not {value!r}.")
+        (parameters if key in _PARAMETER_KEYS else search)[key] = list(value) if key == "assigned_site_list" else value
+    return search, parameters
+
+
+def _of_type(value: Any, kinds: tuple[type, ...]) -> bool:
+    """``isinstance``, where a bool is not an int."""
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
+
+
+def _hosted_tools(tools: Any) -> tuple[list[Any], Mapping[str, Any] | None, bool]:
+    """(the other tools, the web-search tool dict or None, whether the code interpreter was asked for).
+
+    Raises:
+        ChatClientInvalidRequestException: a hosted tool DashScope cannot run (file search, image generation, MCP,
+            another provider's…), two web-search tools, a code interpreter given files.
+    """
+    rest: list[Any] = []
+    search: Mapping[str, Any] | None = None
+    code = False
+    for tool in as_list(tools):
+        kind = tool.get("type") if isinstance(tool, Mapping) else None
+        if kind in WEB_SEARCH_TYPES:
+            if search is not None:
+                raise invalid("Two web search tools: give DashScope one (its options are one search_options).")
+            search = tool
+        elif kind == CODE_INTERPRETER_TYPE:
+            extra = sorted(set(tool) - _TOOL_METADATA)
+            if extra:
+                raise invalid(
+                    f"DashScope's code interpreter takes no settings, got {extra}: it runs the code the model writes "
+                    "in Alibaba's sandbox, with no files or containers of yours (Model Studio 'Code interpreter')."
+                )
+            code = True
+        elif isinstance(kind, str) and kind != "function":
+            raise invalid(
+                f"Hosted tool {kind!r} cannot run on DashScope chat: DashScope runs web search "
+                "(client.get_web_search_tool()) and the code interpreter (client.get_code_interpreter_tool()); "
+                "give anything else as a function tool (@tool) that your code runs."
+            )
+        else:
+            rest.append(tool)
+    return rest, search, code
+
+
+def resolve_hosted_tools(options: Mapping[str, Any], model: str) -> Mapping[str, Any]:
+    """``options`` with hosted tools turned into DashScope parameters; ``options`` itself when there are none.
+
+    - a web-search tool → ``enable_search: true`` and its ``search_options`` (merged over a ``search_options``
+      option; ``enable_text_image_mixed`` as a parameter);
+    - a code-interpreter tool → ``enable_code_interpreter: true``;
+    - the code interpreter (tool or option) and the ``agent_max`` search strategy need thinking mode and a stream
+      (Model Studio "Code interpreter": "only supports thinking mode" and "only supports streaming output";
+      "Web search": agent_max "Non-streaming output is not supported", set ``enable_thinking``): ``enable_thinking``
+      becomes ``True`` when unset, which also makes the client stream under the hood.
+
+    Idempotent: resolved options resolve to themselves.
+
+    Raises:
+        ChatClientInvalidRequestException: see `_hosted_tools` and `web_search_parameters`; ``enable_search=False``
+            with a web-search tool; ``enable_thinking=False`` or a model without thinking mode where thinking is
+            needed; ``agent_max`` on a model that searches with ``agent`` only.
+    """
+    tools = options.get("tools")
+    rest, search, code = _hosted_tools(tools) if tools else ([], None, False)
+    search_options = options.get("search_options")
+    strategy = (search or {}).get("search_strategy") or (
+        search_options.get("search_strategy") if isinstance(search_options, Mapping) else None
+    )
+    code = code or options.get("enable_code_interpreter") is True
+    if search is None and not code and strategy != "agent_max":
+        return options
+    resolved = dict(options)
+    resolved["tools"] = rest or None
+    if search is not None:
+        if options.get("enable_search") is False:
+            raise invalid("enable_search=False contradicts the web search tool given: drop one of them.")
+        tool_search, parameters = web_search_parameters(search)
+        resolved["enable_search"] = True
+        resolved["search_options"] = {**(search_options or {}), **tool_search}
+        resolved.update(parameters)
+    if code:
+        resolved["enable_code_interpreter"] = True
+    if strategy == "agent_max" and model.strip().lower() in _AGENT_ONLY_MODELS:
+        raise invalid(f"{model!r} searches with search_strategy 'agent' only (Model Studio 'Web search').")
+    if code or strategy == "agent_max":
+        need = "The code interpreter" if code else "search_strategy 'agent_max'"
+        if thinking_mode(model) == "none":
+            raise invalid(f"{need} needs thinking mode, which {model!r} has not: use e.g. qwen3-max or qwen3.6-plus.")
+        if options.get("enable_thinking") is False:
+            raise invalid(f"{need} needs thinking mode (Model Studio): drop enable_thinking=False.")
+        resolved["enable_thinking"] = True
+    return resolved
+
+
+def citation_format(options: Mapping[str, Any]) -> str | None:
+    """The citation marker a request asks for (``search_options.citation_format``, DashScope's default ``[<number>]``)
+    when it enables search with ``enable_citation``; None otherwise (then no marker is looked for)."""
+    search = options.get("search_options")
+    if not options.get("enable_search") or not isinstance(search, Mapping) or not search.get("enable_citation"):
+        return None
+    value = search.get("citation_format")
+    return value if isinstance(value, str) and "<number>" in value else "[<number>]"

@@ -26,6 +26,7 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 from clients.core.sse import SSEDecoder
 from qwen3 import video_frames
 from qwen3.convert import build_request
+from qwen3.options import citation_format
 from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.routing import Endpoint, endpoint_for_model
 from tests.conftest import WIRE, wire_json, wire_text
@@ -72,12 +73,21 @@ class Case:
     """(uri, media_type) of each media content in the answer."""
     finish: str | None = None
     usage: dict[str, int] | None = None
+    citations: tuple[tuple[int, str, tuple[int, int] | None], ...] = ()
+    """(source index, url, span of its marker in the answer or None) of each citation annotation, in order."""
+    code: tuple[tuple[str, str], ...] = ()
+    """(call_id, code) of each code_interpreter_tool_call."""
     error: tuple[int, str, str] | None = None
     """(HTTP status, code, message) of an error capture."""
     response_gap: str = ""
 
 
 # ------------------------------------------------------------------------------------------------ shared input
+
+WESTLAKE = "https://westlake.hangzhou.gov.cn/col/col1229288584/art/2026/"
+GUSHITONG = (
+    "https://gushitong.baidu.com/stock/hk-09988?code=09988&financeType=stock&market=hk&name=阿里巴巴-SW&subTab=2"
+)
 
 QUESTION = "请问 1+1 是多少？"
 DOG = "https://dashscope.oss-cn-beijing.aliyuncs.com/images/dog_and_girl.jpeg"
@@ -639,7 +649,14 @@ CASES = [
             "output_token_count": 1379,
             "total_token_count": 1998,
             "reasoning_output_token_count": 636,
+            "dashscope.search_count": 1,
+            "dashscope.image_search_count": 4,
         },
+        citations=(  # no enable_citation: every source, without a span
+            (1, "https://westlake.hangzhou.gov.cn/", None),
+            (2, WESTLAKE + "art_9b6b1ef9ad844050823a8f3aef900001.html", None),
+            (3, WESTLAKE + "art_e8fcbf7cb6eb40df9b2f9512f0070181.html", None),
+        ),
     ),
     Case(
         "parameter-error-nosse",
@@ -838,7 +855,16 @@ CASES = [
             "output_token_count": 266,
             "total_token_count": 2973,
             "cache_read_input_token_count": 0,
+            "dashscope.search_count": 1,
         },
+        citations=(  # enable_citation with "[ref_<number>]": one per marker, with its span; then the uncited sources
+            (1, "https://xueqiu.com/1692213155/355441155", (162, 169)),
+            (3, "https://xueqiu.com/9216592857/355356488", (169, 176)),
+            (1, "https://xueqiu.com/1692213155/355441155", (220, 227)),
+            (2, GUSHITONG, (368, 375)),
+            (4, "https://www.alibabagroup.com/redirect?path=/cn/ir/home", None),
+            (5, "https://www.alibabagroup.com/zh-HK/investor-relations", None),
+        ),
     ),
     Case(
         "single-generation-message-search-sse",
@@ -867,7 +893,15 @@ CASES = [
             "output_token_count": 101,
             "total_token_count": 810,
             "cache_read_input_token_count": 0,
+            "dashscope.search_count": 1,
         },
+        citations=(  # sources in the first (prepended) event, no enable_citation
+            (1, "https://www.ip.cn/tianqi/zhejiang/hangzhou/15day.html", None),
+            (2, "https://tianqi.eastday.com/tianqi/hangzhou/20251020.html", None),
+            (3, "https://www.ip.cn/tianqi/zhejiang/hangzhou/202510.html", None),
+            (4, "http://www.suzhoutianqi114.com/hangzhou/10yuefen.html", None),
+            (5, "https://tianqi.eastday.com/lishi/hangzhou.html", None),
+        ),
     ),
     Case(
         "single-generation-message-sse",
@@ -917,7 +951,9 @@ CASES = [
             "total_token_count": 977,
             "reasoning_output_token_count": 150,
             "cache_read_input_token_count": 0,
+            "dashscope.code_interpreter_count": 1,
         },
+        code=(("code_interpreter_0_752a7de3-d3aa-4aeb-82ab-a8b08b41524b", "123**21"),),
     ),
     Case(
         "single-generation-message-with-parallel-tools-sse",
@@ -1092,9 +1128,9 @@ def _assert_text(actual: str, expected: str | Long) -> None:
         assert actual == expected
 
 
-def _replay(text: str) -> ChatResponse[Any]:
+def _replay(text: str, citation_format: str | None = None) -> ChatResponse[Any]:
     """An SSE body fed line by line, as the client reads it, into one ``ChatResponse``."""
-    decoder, state = SSEDecoder(complete_on_data=True), StreamState()
+    decoder, state = SSEDecoder(complete_on_data=True), StreamState(citation_format=citation_format)
     events = [event for line in text.splitlines() if (event := decoder.feed(line)) is not None]
     assert events
     assert all((e.event, e.status) == ("result", 200) for e in events)
@@ -1152,7 +1188,8 @@ def test_response_parses_to_the_right_contents(case: Case) -> None:
         assert data == {"code": code, "message": message, "request_id": case.request_id}
         return
 
-    response = _replay(body) if stream else parse_response(json.loads(body))
+    cite = citation_format(wire_json(f"{case.name}.request.body.json")["parameters"])
+    response = _replay(body, cite) if stream else parse_response(json.loads(body), citation_format=cite)
     contents = [content for message in response.messages for content in message.contents]
     assert response.response_id == case.request_id
     _assert_text("".join(c.text or "" for c in contents if c.type == "text"), case.answer)
@@ -1162,3 +1199,18 @@ def test_response_parses_to_the_right_contents(case: Case) -> None:
     assert [(c.uri, c.media_type) for c in contents if c.type == "uri"] == list(case.media)
     assert response.finish_reason == case.finish
     assert response.usage_details == case.usage
+    answer = "".join(c.text or "" for c in contents if c.type == "text")
+    citations = [(a, c) for c in contents for a in c.annotations or () if c.type == "text"]
+    assert [(a["additional_properties"]["index"], a["url"], _span(a)) for a, _ in citations] == list(case.citations)
+    for annotation, content in citations:  # spans point at the markers, in the text content that carries them
+        if (span := _span(annotation)) is not None:
+            assert content.text[span[0] : span[1]] == f"[ref_{annotation['additional_properties']['index']}]"
+    assert all(a["type"] == "citation" and a["tool_name"] == "web_search" and a["title"] for a, _ in citations)
+    assert answer.count("[ref_") >= sum(1 for _, _, span in case.citations if span)
+    code = [(c.call_id, c.inputs[0].text) for c in contents if c.type == "code_interpreter_tool_call" and c.inputs]
+    assert code == list(case.code)
+
+
+def _span(annotation: Any) -> tuple[int, int] | None:
+    regions = annotation.get("annotated_regions")
+    return (regions[0]["start_index"], regions[0]["end_index"]) if regions else None
