@@ -10,7 +10,8 @@ Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict, cast
@@ -23,6 +24,7 @@ from agent_framework import (
     ChatResponseUpdate,
     FunctionInvocationLayer,
     Message,
+    ResponseStream,
     SecretString,
     load_settings,
 )
@@ -32,10 +34,10 @@ from agent_framework.exceptions import (
 )
 from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, Unpack
 
 from clients.core.body import streamed_json
-from clients.core.errors import to_chat_client_exception
+from clients.core.errors import hide, to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
@@ -49,9 +51,26 @@ from clients.core.transport import (
     parsed,
     wrong_shape,
 )
-from qwen3.convert import build_request, conversation_has_media, needs_oss_resolve
-from qwen3.errors import error_from_body, parse_error
-from qwen3.options import QwenChatOptions, request_thinks
+from qwen3.convert import (
+    WORKSPACE_HEADER,
+    DataInspection,
+    Headers,
+    build_request,
+    conversation_has_media,
+    merge_headers,
+    needs_oss_resolve,
+    request_headers,
+)
+from qwen3.errors import WORKSPACE_CODES, error_from_body, parse_error
+from qwen3.options import (
+    QwenChatOptions,
+    QwenWebSearchOptions,
+    citation_format,
+    code_interpreter_tool,
+    request_thinks,
+    resolve_hosted_tools,
+    web_search_tool,
+)
 from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
 from qwen3.uploads import UPLOAD_MODES, UploadedFiles, UploadLocalFiles, upload_region_error, with_uploaded_files
@@ -68,6 +87,13 @@ DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 """Native API base, China (Beijing) region (Model Studio "Qwen via DashScope")."""
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
 """Native API base, international (Singapore) region; keys work only in their own region."""
+
+logger = logging.getLogger("agent_framework.qwen3")
+
+_CALL_KEYWORDS = ("headers", "extra_headers", "workspace", "data_inspection")
+"""Per-call ``client_kwargs`` this client reads (``agent.run(..., client_kwargs={...})``)."""
+_MAF_KEYWORDS = frozenset({"session", "middleware", "thread"})
+"""Per-call keywords MAF itself passes down to a client without its layers; not this client's business."""
 
 QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions", covariant=True)  # type: ignore[valid-type]
 
@@ -147,8 +173,14 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         env_file_encoding: str | None = None,
         rewrite_other_agents: bool = True,
         upload_local_files: UploadLocalFiles = "never",
+        workspace: str | None = None,
+        data_inspection: DataInspection = None,
+        headers: Headers | None = None,
         **kwargs: Any,
     ) -> None:
+        self._headers = request_headers(
+            workspace=workspace, data_inspection=data_inspection, headers=headers, error=ValueError
+        )
         if endpoint not in (None, "text", "multimodal"):
             raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {endpoint!r}.")
         if upload_local_files not in UPLOAD_MODES:
@@ -201,6 +233,74 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, endpoint={self.endpoint!r})"
+
+    # ------------------------------------------------------------------------------------------ hosted tools
+
+    @staticmethod
+    def get_web_search_tool(**search_options: Unpack[QwenWebSearchOptions]) -> dict[str, Any]:
+        """DashScope web search as a MAF hosted tool (MAF's ``SupportsWebSearchTool``; MAF's harness agent adds it by
+        itself): put it in ``tools=``. The request then carries ``enable_search: true`` and these ``search_options``
+        (``enable_source`` on by default), and the sources DashScope returns become citation annotations on the
+        answer text (docs/hosted-tools.md).
+
+        Returns:
+            ``{"type": "web_search", **search_options}``.
+
+        Raises:
+            ChatClientInvalidRequestException: an option DashScope's web search lacks or a wrong value
+                (``qwen3.options.QwenWebSearchOptions``).
+        """
+        return web_search_tool(**search_options)
+
+    @staticmethod
+    def get_code_interpreter_tool() -> dict[str, Any]:
+        """DashScope's code interpreter as a MAF hosted tool (MAF's ``SupportsCodeInterpreterTool``): put it in
+        ``tools=``. The request then carries ``enable_code_interpreter: true`` with thinking on, streamed (both
+        required, Model Studio "Code interpreter"); the code the model ran arrives as ``code_interpreter_tool_call``
+        contents (docs/hosted-tools.md).
+
+        Returns:
+            ``{"type": "code_interpreter"}``.
+        """
+        return code_interpreter_tool()
+
+    # ------------------------------------------------------------------------------------------ headers
+
+    def _inner_get_response(
+        self,
+        *,
+        messages: Sequence[Message],
+        stream: bool,
+        options: Mapping[str, Any],
+        **kwargs: Any,
+    ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
+        """MAF's entry point; per-call ``client_kwargs`` (``headers``, ``extra_headers``, ``workspace``,
+        ``data_inspection``) become this call's headers (`_call_headers`)."""
+        hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
+        call = {key: kwargs.pop(key) for key in _CALL_KEYWORDS if key in kwargs}
+        unused = sorted(key for key in kwargs if key not in _MAF_KEYWORDS and not key.startswith("_"))
+        if unused:
+            logger.warning("%s ignores the client_kwargs %s: it takes %s.", type(self).__name__, unused, _CALL_KEYWORDS)
+        if stream:
+            return self._build_response_stream(
+                self._stream(messages, options, call=call), response_format=options.get("response_format")
+            )
+        return self._get(messages, options, call=call)
+
+    def _call_headers(self, call: Mapping[str, Any] | None) -> dict[str, str]:
+        """The client's headers with a call's own on top (``extra_headers``, MAF's OpenAI clients' name, then
+        ``headers``, then ``workspace`` and ``data_inspection``).
+
+        Raises:
+            ChatClientInvalidRequestException: what `qwen3.convert.request_headers` refuses; nothing is sent.
+        """
+        if not call:
+            return self._headers
+        extra = request_headers(headers=call.get("extra_headers"))
+        own = request_headers(
+            workspace=call.get("workspace"), data_inspection=call.get("data_inspection"), headers=call.get("headers")
+        )
+        return merge_headers(merge_headers(self._headers, extra), own)
 
     # ------------------------------------------------------------------------------------------ routing
 
@@ -256,22 +356,22 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
     async def _close_sdk(self, sdk: dashscope.AsyncClient) -> None:
         await sdk.aclose()
 
-    async def _send_to(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
-        """One non-streamed attempt; ``connect_timeout`` seconds to connect. A body with inline media is sent piece
-        by piece (``clients.core.body``), never built whole."""
+    async def _send_to(self, endpoint: Endpoint, body: dict[str, Any], headers: Headers) -> dict[str, Any]:
+        """One non-streamed attempt with ``headers`` (`_call_headers`); ``connect_timeout`` seconds to connect. A body
+        with inline media is sent piece by piece (``clients.core.body``), never built whole."""
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         transport = self._client().transport
         streamed = streamed_json(body) if _has_inline_media(body) else None
         if streamed is None:
             response = await transport.request(
-                "POST", ENDPOINT_PATHS[endpoint], json=body, headers=_oss_headers(body), timeout=timeout
+                "POST", ENDPOINT_PATHS[endpoint], json=body, headers={**headers, **_oss_headers(body)}, timeout=timeout
             )
         else:
             response = await transport.request(
                 "POST",
                 ENDPOINT_PATHS[endpoint],
                 content=cast("bytes", streamed),  # httpx takes an async iterable; the SDK passes it through
-                headers={**_oss_headers(body), **streamed.headers},
+                headers={**headers, **_oss_headers(body), **streamed.headers},
                 timeout=timeout,
             )
         if response.status_code != 200:
@@ -281,10 +381,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             raise Failure(error_from_body(200, response.content, response.headers), response.headers)
         return data
 
-    async def _open_events_at(self, endpoint: Endpoint, body: dict[str, Any]) -> EventStream:
-        """One attempt to open a stream and read its first event; each event may take ``stream_idle_timeout``
-        seconds."""
-        headers = {"X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
+    async def _open_events_at(self, endpoint: Endpoint, body: dict[str, Any], extra: Headers) -> EventStream:
+        """One attempt to open a stream with the ``extra`` headers (`_call_headers`) and read its first event; each
+        event may take ``stream_idle_timeout`` seconds."""
+        headers = {**extra, "X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
         timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
         transport = self._client().transport
         streamed = streamed_json(body) if _has_inline_media(body) else None
@@ -326,47 +426,65 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
 
     # ------------------------------------------------------------------------------------------- MAF entry
 
-    async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
+    async def _get(
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, call: Mapping[str, Any] | None = None
+    ) -> ChatResponse[Any]:
+        """A non-streamed request; ``call``: its per-call ``client_kwargs`` (`_call_headers`)."""
         opts = await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._PROVIDER)
+        opts = dict(resolve_hosted_tools(opts, model))  # hosted tools may turn thinking on (hence a stream)
+        headers = self._call_headers(call)
         if request_thinks(model, opts):
             # Thinking is refused in non-streamed calls by many models (qwq, qvq, open-source qwen3, qwen-plus in
             # thinking mode: "enable_thinking must be set to false for non-streaming calls", Model Studio "Deep
             # thinking"), and a
             # stream gives the same answer for all: stream under the hood and aggregate.
-            updates = [update async for update in self._stream(messages, opts, checked=True)]
+            updates = [update async for update in self._stream(messages, opts, checked=True, call=call)]
             return ChatResponse.from_updates(updates, output_format_type=opts.get("response_format"))
         messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
         for attempt, endpoint in enumerate(endpoints):
             body = build_request(messages, opts, model=model, endpoint=endpoint, stream=False)
             try:
-                data = await self._post(partial(self._send_to, endpoint, body))
+                data = await self._post(partial(self._send_to, endpoint, body, headers))
             except Failure as failure:
                 if attempt + 1 < len(endpoints) and is_url_error(failure.error.code, failure.error.message):
                     continue
-                raise self._exception(failure, model, endpoint, messages) from None
+                raise self._exception(failure, model, endpoint, messages, headers) from None
             self._remember(model, endpoint, attempt)
             return parsed(
-                self._PROVIDER, parse_response, data, model=model, response_format=opts.get("response_format")
+                self._PROVIDER,
+                parse_response,
+                data,
+                model=model,
+                response_format=opts.get("response_format"),
+                citation_format=citation_format(opts),
             )
         raise AssertionError("unreachable: the last endpoint either returns or raises")
 
     async def _stream(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, checked: bool = False
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any],
+        *,
+        checked: bool = False,
+        call: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]:
-        """The updates of a streamed request; ``checked``: ``options`` went through ``_checked_options`` already."""
+        """The updates of a streamed request; ``checked``: ``options`` went through ``_checked_options`` already;
+        ``call``: the per-call ``client_kwargs`` (`_call_headers`)."""
         opts = options if checked else await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._PROVIDER)
+        opts = resolve_hosted_tools(opts, model)
+        headers = self._call_headers(call)
         messages = self._history(await self._with_uploads(messages, model))
         endpoints = self._endpoints(model, messages)
         for attempt, endpoint in enumerate(endpoints):
             body = build_request(messages, opts, model=model, endpoint=endpoint, stream=True)
-            state = StreamState()
+            state = StreamState(citation_format=citation_format(opts))
             produced = False
             try:
                 # transient failures before the first event are retried inside _open_stream; later ones raise
-                async with self._open_stream(partial(self._open_events_at, endpoint, body)) as events:
+                async with self._open_stream(partial(self._open_events_at, endpoint, body, headers)) as events:
                     async for data, text in events:
                         produced = True
                         try:
@@ -381,7 +499,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                 retry = not produced and attempt + 1 < len(endpoints)
                 if retry and is_url_error(failure.error.code, failure.error.message):
                     continue
-                raise self._exception(failure, model, endpoint, messages) from None
+                raise self._exception(failure, model, endpoint, messages, headers) from None
             self._remember(model, endpoint, attempt)
             return
 
@@ -400,7 +518,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         )
 
     def _exception(
-        self, failure: Failure, model: str, endpoint: Endpoint, messages: Sequence[Message]
+        self, failure: Failure, model: str, endpoint: Endpoint, messages: Sequence[Message], headers: Headers
     ) -> ChatClientException:
         error = failure.error
         if is_url_error(error.code, error.message) and endpoint == "multimodal" and conversation_has_media(messages):
@@ -409,6 +527,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                 f" The model {model!r} takes no image, video or audio input on DashScope: use a vision model "
                 "(e.g. QwenVLChatClient with qwen3-vl-plus, or qwen3.6-plus) or remove the media."
             )
+            error = replace(error, message=error.message + hint)
+        elif error.code in WORKSPACE_CODES:
+            sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
+            hint = f" (workspace {sent!r}, from workspace=)" if sent else " (no workspace= was given)"
             error = replace(error, message=error.message + hint)
         return to_chat_client_exception(error)
 
@@ -472,11 +594,24 @@ class QwenChatClient(
             so an international, US or Hong Kong ``base_url`` with ``"large"``/``"always"`` raises ``ValueError``.
             Files ``image_content(path)`` already read are inline data, not files: pass
             ``Content.from_uri(Path(p).resolve().as_uri())`` to have them uploaded. See docs/media.md.
+        workspace: a sub-workspace id (``ws_…``) sent as ``X-DashScope-WorkSpace`` on every request (Model Studio
+            "Call a model in a sub-workspace"; keys made in a sub-workspace need none). Default: none.
+        data_inspection: extra content moderation, sent as ``X-DashScope-DataInspection``: ``True`` for
+            ``{"input":"cip","output":"cip"}`` (Model Studio "Content security"), or that JSON as a mapping or a
+            string. A refused input or output raises ``ChatClientContentFilterException``.
+        headers: more HTTP headers for every request (``Authorization`` and the headers the client sets itself are
+            refused: the key goes only as ``api_key``). Per call: ``client_kwargs={"headers": {...}}`` (or
+            ``"extra_headers"``), ``{"workspace": …}``, ``{"data_inspection": …}`` on ``agent.run`` or
+            ``get_response``, over these. See docs/options.md.
+
+    The hosted tools ``get_web_search_tool()`` and ``get_code_interpreter_tool()`` go in ``tools=``
+    (docs/hosted-tools.md).
 
     Raises:
         SettingNotFoundError: no API key or no model, naming the variable to set.
-        ValueError: a bad ``endpoint`` or ``upload_local_files``, an OpenAI-compatible-mode ``base_url``, or
-            ``upload_local_files`` with a ``base_url`` outside the China (Beijing) region.
+        ValueError: a bad ``endpoint`` or ``upload_local_files``, an OpenAI-compatible-mode ``base_url``,
+            ``upload_local_files`` with a ``base_url`` outside the China (Beijing) region, a header ``headers``,
+            ``workspace`` or ``data_inspection`` cannot send.
     """
 
     def __init__(
@@ -495,6 +630,9 @@ class QwenChatClient(
         retry_policy: RetryPolicy | None = None,
         rewrite_other_agents: bool = True,
         upload_local_files: UploadLocalFiles = "never",
+        workspace: str | None = None,
+        data_inspection: DataInspection = None,
+        headers: Headers | None = None,
         env_file_path: str | None = None,
         env_file_encoding: str | None = None,
         middleware: Sequence[Any] | None = None,
@@ -517,6 +655,9 @@ class QwenChatClient(
             retry_policy=retry_policy,
             rewrite_other_agents=rewrite_other_agents,
             upload_local_files=upload_local_files,
+            workspace=workspace,
+            data_inspection=data_inspection,
+            headers=headers,
             env_file_path=env_file_path,
             env_file_encoding=env_file_encoding,
             middleware=middleware,

@@ -11,7 +11,10 @@ from collections.abc import Mapping
 
 from clients.core.errors import ProviderError
 
-AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key"})
+AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})
+WORKSPACE_CODES = frozenset({"WorkSpaceNotFound", "Workspace.AccessDenied"})
+"""404 "WorkSpace can not be found." and 403 "Workspace access denied." (Model Studio "Error codes"): a wrong
+``workspace=``, reported as bad credentials."""
 FILTER_CODES = frozenset({"DataInspectionFailed", "data_inspection_failed", "InvalidParameter.DataInspection"})
 # HTTP status implied by a DashScope code, for errors that arrive without a usable one (Model Studio "Error codes").
 STATUS_BY_CODE_PREFIX = (
@@ -20,6 +23,7 @@ STATUS_BY_CODE_PREFIX = (
     ("Model.AccessDenied", 403),
     ("Workspace.AccessDenied", 403),
     ("ModelNotFound", 404),
+    ("WorkSpaceNotFound", 404),
     ("Throttling", 429),
     ("InternalError", 500),
     ("SystemError", 500),
