@@ -23,6 +23,7 @@ __all__ = [
     "Reply",
     "ReplyFactory",
     "ScriptItem",
+    "SearchResult",
     "ToolCall",
     "ToolResult",
     "Turn",
@@ -192,6 +193,16 @@ class ToolCall:
         return self.id or ""
 
 
+@dataclass(frozen=True)
+class SearchResult:
+    """A web page a hosted web search found (``Reply.search_results``); its number is its position + 1."""
+
+    title: str
+    url: str
+    site_name: str = ""
+    icon: str = ""
+
+
 @dataclass
 class Reply:
     """What the emulated model answers to one request. Every field is optional.
@@ -211,6 +222,10 @@ class Reply:
       where the provider does that (DashScope, OpenAI).
     * ``usage``: sent verbatim in the provider's own shape; None = estimated from the text lengths, using
       ``input_tokens``, ``cached_tokens`` and ``reasoning_tokens`` when given.
+    * ``search_results`` / ``executed_code``: what the provider's hosted tools did, where the emulator has them
+      (DashScope: the web search's sources, numbered from 1, sent when the request enabled search with
+      ``enable_source``; the code its code interpreter ran, one item per run, sent when the request enabled it).
+      Other emulators ignore them.
     * ``error``: ``(http_status, provider_code, message)`` in the provider's own terms (``LoopbackServer.failing``
       builds them from neutral kinds); ``error_after_events=N``: a stream first sends N events.
     * ``delay``: seconds to wait before answering; ``headers``: extra response headers (e.g. Retry-After).
@@ -258,6 +273,8 @@ class Reply:
     input_tokens: int | None = None
     cached_tokens: int = 0
     reasoning_tokens: int | None = None
+    search_results: Sequence[SearchResult] = ()
+    executed_code: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         for name in (

@@ -33,6 +33,13 @@ a ``str`` (plain text) or a callable ``(RecordedRequest) -> Reply``. When the qu
 * ``Reply.error_reply(400, "InvalidParameter", "…")``, ``Reply.error_reply(500, "InternalError", "…",
   after_events=3)`` (mid-stream failure), ``Reply.rate_limited(retry_after=2)``;
 * ``Reply(text=…, delay=0.5)`` for timeouts, ``Reply(finish_reason="length")`` for truncation.
+* ``Reply(text="Sunny[1].", search_results=[SearchResult("Weather", "https://…")])``: a web search's sources
+  (``output.search_info``), sent when the request has ``enable_search`` and ``search_options.enable_source``: in
+  the body, or once in a stream (in its first event, or alone before it with ``prepend_search_result``), later
+  events carrying empty lists, with ``usage.plugins.search``;
+* ``Reply(reasoning=…, executed_code=["123**21"], text=…)``: code the code interpreter ran (``output.tool_info``,
+  repeated in every later event, ``usage.plugins.code_interpreter``), sent when the request has
+  ``enable_code_interpreter``.
 
 Faults, for testing retries and timeouts (one scripted reply is consumed per request, retries included):
 
@@ -64,7 +71,9 @@ checked against the policy, the API key checked like on the chat paths). ``emu.u
 Validation (``validate=True``, the default) rejects what DashScope rejects, with its own code and message:
 wrong endpoint for the model, missing model or messages, non-string text content, malformed multimodal parts,
 orphan tool messages, non-JSON tool arguments, thinking streams without ``incremental_output``, JSON mode
-without the word "json", misplaced system messages, bad media URLs and oversized data URIs. Non-stream requests
+without the word "json", misplaced system messages, bad media URLs and oversized data URIs, the code interpreter
+or the ``agent_max`` search strategy without a stream or thinking, and (``workspaces=``) an unknown
+``X-DashScope-WorkSpace`` (404 ``WorkSpaceNotFound``). Non-stream requests
 get HTTP 400 JSON; stream requests get HTTP 200 with an ``event:error`` frame, like the real service.
 
 Streams honour ``parameters.incremental_output``: ``true`` gives deltas, ``false`` or missing gives cumulative
@@ -72,7 +81,7 @@ snapshots (the real server's default for most models). ``dashscope.AsyncClient``
 only when you pass ``incremental_output=True`` (with ``False`` it asks for deltas and merges them itself).
 """
 
-from clients.testing import Reply, ReplyFactory, ScriptItem, ToolCall
+from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolCall
 
 from ._emulator import DashScopeEmulator
 from ._types import Endpoint, RecordedRequest
@@ -88,6 +97,7 @@ __all__ = [
     "Reply",
     "ReplyFactory",
     "ScriptItem",
+    "SearchResult",
     "ToolCall",
     "endpoint_for",
 ]

@@ -24,7 +24,7 @@ from clients.testing._server import (
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
 from ._uploads import Answer as UploadAnswer
-from ._validation import ApiError, validate
+from ._validation import WORKSPACE_NOT_FOUND, ApiError, validate
 from ._wire import Renderer, error_body, malformed_event, sse_event
 
 PATHS: dict[str, Endpoint] = {
@@ -68,6 +68,9 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
       table (Model Studio "Image and video understanding"); models matching nothing are accepted on both endpoints.
     * ``default_reply``: a `Reply` or ``(RecordedRequest) -> Reply`` used when the script is empty; default
       `Reply.echo`.
+    * ``workspaces``: the workspace ids that exist; a request naming another in ``X-DashScope-WorkSpace`` gets
+      HTTP 404 ``WorkSpaceNotFound`` "WorkSpace can not be found." (Model Studio "Error codes"). None (default):
+      any workspace is accepted. ``RecordedRequest.workspace`` / ``.data_inspection`` read the headers.
 
     Replies are consumed one per accepted chat request, in FIFO order; requests rejected by the API-key check
     or by validation do not consume one. All requests to the two chat paths are recorded in ``requests``.
@@ -102,9 +105,11 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         default_reply: Reply | ReplyFactory | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        workspaces: Iterable[str] | None = None,
     ) -> None:
         super().__init__(api_key=api_key, validate=validate, default_reply=default_reply, host=host, port=port)
         self.models: dict[str, Endpoint] = dict(models or {})
+        self.workspaces: frozenset[str] | None = None if workspaces is None else frozenset(workspaces)
         self._uploads = UploadStore()
 
     @property
@@ -171,6 +176,10 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         return _json_answer(status, error_body(code, message, request_id), request_id)
 
     def _refuse(self, request: RecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
+        workspace = request.workspace
+        if self.workspaces is not None and workspace is not None and workspace not in self.workspaces:
+            # ASSUMPTION: answered before the model runs, so a stream gets it as a plain HTTP error like a bad key
+            return _json_answer(404, error_body("WorkSpaceNotFound", WORKSPACE_NOT_FOUND, request_id), request_id)
         if not isinstance(body, dict):  # ASSUMPTION: no capture of a malformed body
             failed = ApiError(400, "InvalidParameter", "Request body is not a JSON object.")
             return _error_answer(failed, request.stream, request_id)

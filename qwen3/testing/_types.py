@@ -82,6 +82,17 @@ class RecordedRequest(_RecordedRequest):
         """``parameters.enable_thinking`` is true."""
         return self.parameters.get("enable_thinking") is True
 
+    @property
+    def workspace(self) -> str | None:
+        """The ``X-DashScope-WorkSpace`` header (the sub-workspace), None when not sent."""
+        return self.headers.get("x-dashscope-workspace")
+
+    @property
+    def data_inspection(self) -> str | None:
+        """The ``X-DashScope-DataInspection`` header (content moderation, e.g. ``{"input":"cip","output":"cip"}``),
+        None when not sent."""
+        return self.headers.get("x-dashscope-datainspection")
+
 
 def _turn(message: Mapping[str, Any]) -> Turn:
     """A native message as a `Turn`; its media values are ``data:<type>;base64,…`` URIs (decoded) or URLs

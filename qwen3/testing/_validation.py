@@ -48,6 +48,13 @@ MAX_DATA_URI_BYTES = 10 * 1024 * 1024  # upload page; vision page [DOC-CN]: base
 # 404 ModelNotFound, which the live native API has not been seen to send
 MODEL_NOT_EXIST = "Model not exist."
 DATA_URI_TOO_BIG = f"Exceeded limit on max bytes per data-uri item : {MAX_DATA_URI_BYTES}"
+# Hosted tools. ASSUMPTION: the wording; the rules are Model Studio "Code interpreter" ("only supports thinking mode",
+# "only supports streaming output") and "Web search" (agent_max: "Non-streaming output is not supported", thinking on)
+CODE_INTERPRETER_NEEDS_STREAM = "The code interpreter only supports streaming output: set stream to true."
+CODE_INTERPRETER_NEEDS_THINKING = "The code interpreter only supports thinking mode: set enable_thinking to true."
+AGENT_MAX_NEEDS_STREAM = "search_strategy agent_max does not support non-streaming output."
+AGENT_MAX_NEEDS_THINKING = "search_strategy agent_max requires enable_thinking to be true."
+WORKSPACE_NOT_FOUND = "WorkSpace can not be found."  # Model Studio "Error codes": 404 WorkSpaceNotFound
 
 BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
     # Model Studio "Image and video understanding". Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not
@@ -217,9 +224,29 @@ def validate(body: dict[str, Any], endpoint: Endpoint, stream: bool, models: Map
     # server tolerates both).
     if stream and parameters.get("enable_thinking") is True and parameters.get("incremental_output") is not True:
         return _invalid(THINKING_NEEDS_INCREMENTAL)  # Model Studio "Qwen API reference" [DOC-CN]
+    if error := _check_hosted_tools(parameters, stream):
+        return _invalid(error)
     response_format = parameters.get("response_format")
     if isinstance(response_format, dict) and response_format.get("type") == "json_object":
         texts = [text_of(m.get("content")) for m in messages if isinstance(m, dict)] + [str(inp.get("prompt") or "")]
         if not any("json" in text.lower() for text in texts):
             return _invalid(JSON_WORD)  # Model Studio "Qwen API reference" [DOC-CN]
+    return None
+
+
+def _check_hosted_tools(parameters: Mapping[str, Any], stream: bool) -> str | None:
+    """The code interpreter and the ``agent_max`` search strategy need a stream and thinking (see the messages)."""
+    options = parameters.get("search_options")
+    agent_max = isinstance(options, dict) and options.get("search_strategy") == "agent_max"
+    thinking = parameters.get("enable_thinking") is True
+    if parameters.get("enable_code_interpreter") is True:
+        if not stream:
+            return CODE_INTERPRETER_NEEDS_STREAM
+        if not thinking:
+            return CODE_INTERPRETER_NEEDS_THINKING
+    if agent_max and parameters.get("enable_search") is True:
+        if not stream:
+            return AGENT_MAX_NEEDS_STREAM
+        if not thinking:
+            return AGENT_MAX_NEEDS_THINKING
     return None

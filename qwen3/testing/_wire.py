@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from clients.testing import Reply
@@ -66,6 +67,8 @@ class _Progress:
     arguments: dict[int, str] = field(default_factory=dict)  # call index -> arguments so far
     weight: float = 0.0
     reasoning_weight: float = 0.0
+    events: int = 0  # result events sent so far
+    code_runs: int = 0  # code-interpreter runs reported so far
 
 
 @dataclass
@@ -75,6 +78,7 @@ class _Step:
     reasoning: str = ""
     text: str = ""
     fragments: list[tuple[int, int, str]] = field(default_factory=list)  # (call index, fragment no, piece)
+    code: bool = False  # the code interpreter runs one more piece of code here
 
 
 class Renderer:
@@ -96,6 +100,61 @@ class Renderer:
         )
         weight, self.image_tokens = request_weight(request)
         self.input_tokens = prompt_tokens(reply, weight, self.image_tokens)
+        self._hosted_tools(reply, request)
+
+    # -- hosted tools: web search, code interpreter -------------------------------------------------------
+    def _hosted_tools(self, reply: Reply, request: RecordedRequest) -> None:
+        """What the request let the hosted tools do: a search runs with ``enable_search`` (and the reply's
+        ``search_results``), its sources are returned with ``search_options.enable_source`` (Model Studio "Web
+        search"); the code interpreter runs with ``enable_code_interpreter``."""
+        parameters = request.parameters
+        options = parameters.get("search_options")
+        options = options if isinstance(options, dict) else {}
+        self.searched = parameters.get("enable_search") is True and bool(reply.search_results)
+        self.sources: list[dict[str, Any]] = []
+        if self.searched and options.get("enable_source") is True:
+            self.sources = [  # key order of the recorded exchange single-generation-message-search-nosse
+                {"icon": r.icon, "site_name": r.site_name or "无", "index": i, "title": r.title, "url": r.url}
+                for i, r in enumerate(reply.search_results, 1)
+            ]
+        self.prepend = bool(self.sources) and request.stream and options.get("prepend_search_result") is True
+        self.strategy = str(options.get("search_strategy") or "turbo")  # "turbo": the default (capture websearch)
+        self.code = list(reply.executed_code) if parameters.get("enable_code_interpreter") is True else []
+
+    def _plugins(self, code_runs: int) -> dict[str, Any]:
+        """``usage.plugins`` (recorded exchanges ``*-search-*``, ``*-with-code-interpreter-sse``)."""
+        plugins: dict[str, Any] = {}
+        if self.searched:
+            plugins["search"] = {"count": 1, "strategy": self.strategy}
+        if code_runs:
+            plugins["code_interpreter"] = {"count": code_runs}
+        return plugins
+
+    def _hosted_output(self, output: dict[str, Any], progress: _Progress | None) -> None:
+        """``output.search_info`` and ``output.tool_info`` beside ``choices``: a body carries all; in a stream the
+        sources come once, in the first event (alone in a prepended event of their own with
+        ``prepend_search_result``), and every later event carries empty lists; ``tool_info`` lists every run so
+        far, repeated in each event (recorded exchanges ``single-generation-message-search-sse`` and
+        ``single-generation-message-with-code-interpreter-sse``)."""
+        if self.sources:
+            first = progress is None or (progress.events == 1 and not self.prepend)
+            results = self.sources if first else []
+            output["search_info"] = {"extra_tool_info": [], "search_results": results}
+        runs = len(self.code) if progress is None else progress.code_runs
+        if runs:
+            output["tool_info"] = [
+                {"code_interpreter": {"code": c}, "type": "code_interpreter"} for c in self.code[:runs]
+            ]
+
+    def _sources_event(self) -> dict[str, Any]:
+        """The first event of a stream with ``prepend_search_result``: the sources alone, ``usage: {}`` (recorded
+        exchange ``single-generation-message-search-sse``)."""
+        message = {"content": self._content(""), "role": "assistant"}
+        output = {
+            "choices": [{"message": message, "finish_reason": "null"}],
+            "search_info": {"search_results": self.sources},
+        }
+        return {"output": output, "usage": {}, "request_id": self.request_id}
 
     # -- pieces -------------------------------------------------------------------------------------------
     def _content(self, text: str) -> str | list[dict[str, str]]:
@@ -116,6 +175,9 @@ class Renderer:
             usage["output_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
         if self.reply.cached_tokens:  # cache hits (protocol doc: prompt_tokens_details)
             usage["prompt_tokens_details"] = {"cached_tokens": self.reply.cached_tokens}
+        plugins = self._plugins(progress.code_runs)
+        if plugins:
+            usage["plugins"] = plugins
         if self.multimodal:  # capture F6: no total_tokens, image_tokens when the request had images
             if self.image_tokens:
                 usage["image_tokens"] = self.image_tokens
@@ -152,15 +214,20 @@ class Renderer:
             message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [self._call(i, c.arguments_json) for i, c in enumerate(reply.tool_calls)]
-        progress = _Progress(reasoning_weight=token_weight(reply.reasoning))
+        progress = _Progress(reasoning_weight=token_weight(reply.reasoning), code_runs=len(self.code))
         progress.weight = progress.reasoning_weight + token_weight(reply.text)
         progress.weight += calls_weight(reply.tool_calls)
-        return self._envelope(message, reply.resolved_finish_reason, progress, stream=False)
+        body = self._envelope(message, reply.resolved_finish_reason, progress, stream=False)
+        self._hosted_output(body["output"], None)
+        return body
 
     # -- stream -------------------------------------------------------------------------------------------
     def _steps(self) -> list[_Step]:
         reply = self.reply
         steps = [_Step(reasoning=p) for p in pieces(reply.reasoning, reply.chunks)]
+        steps += [
+            _Step(code=True) for _ in self.code
+        ]  # between the thinking and the answer (capture single-generation-message-with-code-interpreter-sse)
         steps += [_Step(text=p) for p in pieces(reply.text, reply.chunks)]
         order = call_fragments(reply)
         if not reply.interleave:
@@ -175,6 +242,8 @@ class Renderer:
 
     def _event_data(self, step: _Step, progress: _Progress, finish_reason: str) -> dict[str, Any]:
         reply = self.reply
+        progress.events += 1
+        progress.code_runs += step.code
         progress.reasoning += step.reasoning
         progress.text += step.text
         progress.reasoning_weight += token_weight(step.reasoning)
@@ -196,7 +265,9 @@ class Renderer:
             if progress.arguments:
                 message["tool_calls"] = [self._call(i, a) for i, a in sorted(progress.arguments.items())]
         message["role"] = "assistant"
-        return self._envelope(message, finish_reason, progress, stream=True)
+        data = self._envelope(message, finish_reason, progress, stream=True)
+        self._hosted_output(data["output"], progress)
+        return data
 
     def _fragment(self, index: int, number: int, piece: str) -> dict[str, Any]:
         if number == 0:
@@ -211,14 +282,19 @@ class Renderer:
         steps = self._steps()
         progress = _Progress()
         if reply.error is None:
-            for n, step in enumerate(steps, 1):
-                last = n == len(steps)
-                data = self._event_data(step, progress, reply.resolved_finish_reason if last else "null")
+            for n, data in enumerate(self._datas(steps, progress, reply.resolved_finish_reason), 1):
                 yield sse_event(n, "result", 200, data)
             return
         count = reply.error_after_events or 0
         steps += [_Step() for _ in range(count - len(steps))]
-        for n, step in enumerate(steps[:count], 1):
-            yield sse_event(n, "result", 200, self._event_data(step, progress, "null"))
+        for n, data in enumerate(islice(self._datas(steps, progress, "null"), count), 1):
+            yield sse_event(n, "result", 200, data)
         status, code, message = reply.error
         yield sse_event(count + 1, "error", status, error_body(code, message, self.request_id))
+
+    def _datas(self, steps: list[_Step], progress: _Progress, finish_reason: str) -> Iterator[dict[str, Any]]:
+        """The result events' data: the prepended sources event if any, then one per step, the last finishing."""
+        if self.prepend:
+            yield self._sources_event()
+        for n, step in enumerate(steps, 1):
+            yield self._event_data(step, progress, finish_reason if n == len(steps) else "null")
