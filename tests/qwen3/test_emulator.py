@@ -20,7 +20,7 @@ import httpx
 import pytest
 from dashscope import AioGeneration, AioMultiModalConversation, Generation
 
-from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall
+from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, SearchResult, ToolCall
 
 KEY = "sk-test"
 TEXT_PATH = "/services/aigc/text-generation/generation"
@@ -716,12 +716,23 @@ def _capture_events(raw: str) -> list[list[str]]:
 
 def _accumulate(datas: list[dict[str, Any]]) -> dict[str, Any]:
     """Text, reasoning, tool calls and finish reason of an incremental stream; the error of an error stream."""
-    out: dict[str, Any] = {"text": "", "reasoning": "", "calls": {}, "finish": None, "error": None}
+    out: dict[str, Any] = {
+        "text": "",
+        "reasoning": "",
+        "calls": {},
+        "finish": None,
+        "error": None,
+        "sources": [],
+        "code": [],
+    }
     for data in datas:
         if "code" in data:
             out["error"] = (data["code"], data["message"])
             continue
         output = data["output"]
+        # hosted tools: the sources come once (later events carry empty lists), tool_info lists every run so far
+        out["sources"] = out["sources"] or (output.get("search_info") or {}).get("search_results") or []
+        out["code"] = [item["code_interpreter"]["code"] for item in output.get("tool_info") or []] or out["code"]
         if "text" in output:
             out["text"] += output["text"] or ""
             out["finish"] = output["finish_reason"]
@@ -769,6 +780,10 @@ def test_replay_recorded_stream(name: str) -> None:
                 reasoning=expected["reasoning"],
                 tool_calls=calls,
                 finish_reason=expected["finish"],
+                search_results=[
+                    SearchResult(r["title"], r["url"], r["site_name"], r["icon"]) for r in expected["sources"]
+                ],
+                executed_code=expected["code"],
             )
         )
         rsp = httpx.post(
@@ -792,4 +807,24 @@ def test_replay_recorded_stream(name: str) -> None:
             is type(first_content)
             for d in datas
         )
-        assert [d["usage"]["output_tokens"] for d in datas] == sorted(d["usage"]["output_tokens"] for d in datas)
+        tokens = [d["usage"].get("output_tokens", 0) for d in datas]  # a prepended sources event has usage: {}
+        assert tokens == sorted(tokens)
+        for key in ("search_info", "tool_info"):  # in the same events as recorded: first / from its run on
+            assert _carries(datas, key) == _carries(recorded, key)
+
+
+def _carries(datas: list[dict[str, Any]], key: str) -> list[str]:
+    """Which events carry ``output[key]`` and whether non-empty, runs collapsed: e.g. ``["full", "empty"]``."""
+    marks: list[str] = []
+    for data in datas:
+        value = data.get("output", {}).get(key)
+        mark = (
+            "none"
+            if value is None
+            else "full"
+            if (value.get("search_results") if key == "search_info" else value)
+            else "empty"
+        )
+        if not marks or marks[-1] != mark:
+            marks.append(mark)
+    return marks
