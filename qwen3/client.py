@@ -11,7 +11,7 @@ Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict, cast
@@ -24,7 +24,6 @@ from agent_framework import (
     ChatResponseUpdate,
     FunctionInvocationLayer,
     Message,
-    ResponseStream,
     SecretString,
     load_settings,
 )
@@ -37,7 +36,7 @@ from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
 from clients.core.body import streamed_json
-from clients.core.errors import hide, to_chat_client_exception
+from clients.core.errors import to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
@@ -266,26 +265,17 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
 
     # ------------------------------------------------------------------------------------------ headers
 
-    def _inner_get_response(
-        self,
-        *,
-        messages: Sequence[Message],
-        stream: bool,
-        options: Mapping[str, Any],
-        **kwargs: Any,
-    ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
-        """MAF's entry point; per-call ``client_kwargs`` (``headers``, ``extra_headers``, ``workspace``,
-        ``data_inspection``) become this call's headers (`_call_headers`)."""
-        hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
-        call = {key: kwargs.pop(key) for key in _CALL_KEYWORDS if key in kwargs}
-        unused = sorted(key for key in kwargs if key not in _MAF_KEYWORDS and not key.startswith("_"))
+    def _call_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """MAF's per-call ``client_kwargs`` this client reads (``headers``, ``extra_headers``, ``workspace``,
+        ``data_inspection``) as ``_get`` / ``_stream``'s ``call``, which `_call_headers` turns into headers; any
+        other key (but MAF's own) is logged as ignored."""
+        call = {key: kwargs[key] for key in _CALL_KEYWORDS if key in kwargs}
+        unused = sorted(
+            key for key in kwargs if key not in call and key not in _MAF_KEYWORDS and not key.startswith("_")
+        )
         if unused:
             logger.warning("%s ignores the client_kwargs %s: it takes %s.", type(self).__name__, unused, _CALL_KEYWORDS)
-        if stream:
-            return self._build_response_stream(
-                self._stream(messages, options, call=call), response_format=options.get("response_format")
-            )
-        return self._get(messages, options, call=call)
+        return {"call": call}
 
     def _call_headers(self, call: Mapping[str, Any] | None) -> dict[str, str]:
         """The client's headers with a call's own on top (``extra_headers``, MAF's OpenAI clients' name, then

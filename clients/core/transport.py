@@ -644,11 +644,18 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         **kwargs: Any,
     ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
         hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
+        call = self._call_kwargs(kwargs)
         if stream:
             return self._build_response_stream(
-                self._stream(messages, options), response_format=options.get("response_format")
+                self._stream(messages, options, **call), response_format=options.get("response_format")
             )
-        return self._get(messages, options)
+        return self._get(messages, options, **call)
+
+    def _call_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments ``_get`` / ``_stream`` take from MAF's per-call ``client_kwargs`` (``agent.run(...,
+        client_kwargs=…)``, ``get_response(..., client_kwargs=…)``): none by default; a provider that reads some
+        (``qwen3``: its headers) overrides this."""
+        return {}
 
     async def _checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """MAF's option validation, with one policy for every client: an option of the wrong type or out of range
