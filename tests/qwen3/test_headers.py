@@ -8,15 +8,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agent_framework import Agent, AgentResponse
+from agent_framework import Agent, AgentResponse, Content, Message
 from agent_framework.exceptions import (
     ChatClientContentFilterException,
     ChatClientInvalidAuthException,
     ChatClientInvalidRequestException,
 )
 
-from qwen3 import QwenChatClient, RawQwenChatClient
+from qwen3 import QwenChatClient, QwenVLChatClient, RawQwenChatClient
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
+from tests.conftest import PNG
 from tests.helpers import get_weather, hi
 
 KEY = "sk-test-secret-0123456789"
@@ -33,7 +34,7 @@ def qwen(emu: DashScopeEmulator, **kwargs: Any) -> QwenChatClient:
     return QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url, **kwargs)
 
 
-async def run(agent: Agent, text: str = "hi", *, stream: bool, **kwargs: Any) -> AgentResponse:
+async def run(agent: Agent, text: str | Message = "hi", *, stream: bool, **kwargs: Any) -> AgentResponse:
     if stream:
         return await agent.run(text, stream=True, **kwargs).get_final_response()
     return await agent.run(text, **kwargs)
@@ -80,6 +81,17 @@ async def test_per_call_client_kwargs_override_the_client(emu: DashScopeEmulator
     }
     await run(agent, stream=stream)  # the next call is back to the client's own
     assert extra(emu) == {"x-tenant": "a", "x-trace": "client", "x-dashscope-workspace": "ws_team"}
+
+
+@STREAM
+async def test_a_request_with_inline_media_carries_them_too(emu: DashScopeEmulator, stream: bool) -> None:
+    # a body with 64 KiB of base64 or more goes out piece by piece (clients.core.body), another path to the transport
+    client = QwenVLChatClient(model="qwen3-vl-plus", api_key=KEY, base_url=emu.base_url, workspace="ws_team")
+    image = PNG + bytes(64 * 1024)
+    question = Message("user", ["What is this?", Content.from_data(image, "image/png")])
+    await run(Agent(client=client), question, stream=stream, client_kwargs={"headers": {"X-Trace": "img"}})
+    assert emu.requests[0].turns[-1].media[0].data == image
+    assert extra(emu) == {"x-dashscope-workspace": "ws_team", "x-trace": "img"}
 
 
 @STREAM
