@@ -105,6 +105,7 @@ class QwenSettings(TypedDict, total=False):
     http_base_url: str | None  # DASHSCOPE_HTTP_BASE_URL: the dashscope SDK's own variable, used as a fallback
     model: str | None  # DASHSCOPE_MODEL (QwenChatClient)
     vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
+    workspace: str | None  # DASHSCOPE_WORKSPACE: the dashscope SDK's own variable (it sends it as a header too)
 
 
 async def _sse_payloads(
@@ -177,9 +178,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         headers: Headers | None = None,
         **kwargs: Any,
     ) -> None:
-        self._headers = request_headers(
-            workspace=workspace, data_inspection=data_inspection, headers=headers, error=ValueError
-        )
+        request_headers(workspace=workspace, data_inspection=data_inspection, headers=headers, error=ValueError)
+        self._workspace_setting: str | None = None  # DASHSCOPE_WORKSPACE, read by _settings
         if endpoint not in (None, "text", "multimodal"):
             raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {endpoint!r}.")
         if upload_local_files not in UPLOAD_MODES:
@@ -204,10 +204,17 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             rewrite_other_agents=rewrite_other_agents,
             **kwargs,
         )
+        self._headers = request_headers(
+            workspace=self._workspace_setting if workspace is None else workspace,
+            data_inspection=data_inspection,
+            headers=headers,
+            error=ValueError,
+        )
 
     def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
         given = {self._MODEL_SETTING if key == "model" else key: value for key, value in given.items()}
         settings = load_settings(QwenSettings, env_prefix="DASHSCOPE_", **given)
+        self._workspace_setting = settings.get("workspace")
         model_var = f"DASHSCOPE_{self._MODEL_SETTING.upper()}"
         if not settings.get(self._MODEL_SETTING):
             raise SettingNotFoundError(
@@ -520,7 +527,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             error = replace(error, message=error.message + hint)
         elif error.code in WORKSPACE_CODES:
             sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
-            hint = f" (workspace {sent!r}, from workspace=)" if sent else " (no workspace= was given)"
+            hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"
             error = replace(error, message=error.message + hint)
         return to_chat_client_exception(error)
 
@@ -585,7 +592,8 @@ class QwenChatClient(
             Files ``image_content(path)`` already read are inline data, not files: pass
             ``Content.from_uri(Path(p).resolve().as_uri())`` to have them uploaded. See docs/media.md.
         workspace: a sub-workspace id (``ws_…``) sent as ``X-DashScope-WorkSpace`` on every request (Model Studio
-            "Call a model in a sub-workspace"; keys made in a sub-workspace need none). Default: none.
+            "Call a model in a sub-workspace"; keys made in a sub-workspace need none). Default from
+            ``DASHSCOPE_WORKSPACE`` (the dashscope SDK's variable), else none.
         data_inspection: extra content moderation, sent as ``X-DashScope-DataInspection``: ``True`` for
             ``{"input":"cip","output":"cip"}`` (Model Studio "Content security"), or that JSON as a mapping or a
             string. A refused input or output raises ``ChatClientContentFilterException``.

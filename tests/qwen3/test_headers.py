@@ -154,6 +154,20 @@ async def test_bad_headers_are_refused_before_sending(
         assert "Injected" not in str(error)
 
 
+@STREAM
+async def test_the_workspace_defaults_from_the_sdks_variable(
+    emu: DashScopeEmulator, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DASHSCOPE_WORKSPACE", "ws_team")
+    agent = Agent(client=qwen(emu))
+    await run(agent, stream=stream)
+    await run(agent, stream=stream, client_kwargs={"workspace": "ws_other"})
+    assert [request.workspace for request in emu.requests] == ["ws_team", "ws_other"]
+    monkeypatch.setenv("DASHSCOPE_WORKSPACE", "ws gone")
+    with pytest.raises(ValueError, match="workspace id"):
+        qwen(emu)
+
+
 def test_the_clients_headers_never_hold_the_key(emu: DashScopeEmulator) -> None:
     client = qwen(emu, workspace="ws_team", headers={"X-Trace": "t"})
     assert KEY not in repr(client)
