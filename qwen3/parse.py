@@ -214,6 +214,17 @@ class StreamState:
         if self.citation_format is not None:
             self.citations = Citations(self.citation_format)
 
+    def hosted(self, output: Mapping[str, Any], request_id: str | None, out: list[Content]) -> None:
+        """An event's hosted-tool output: each new ``tool_info`` item as a ``code_interpreter_tool_call`` appended
+        to ``out`` (DashScope repeats the list in every later event); ``search_info`` sources kept for citations."""
+        tool_info = output.get("tool_info")
+        if tool_info and len(tool_info) > self.code_calls:
+            out.extend(code_interpreter_calls(tool_info, self.code_calls, request_id))
+            self.code_calls = len(tool_info)
+        if output.get("search_info"):
+            self.citations = self.citations or Citations(None)
+            self.citations.add(output["search_info"])
+
     def answer(self, content: Any, out: list[Content]) -> None:
         """An event's answer ``content`` (a string, or multimodal parts) appended to ``out``, its text routed
         through the ``<think>`` splitter (``clients.core.think.LeadingThinkSplitter``: a short undecided prefix is
@@ -248,24 +259,19 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     """
     choice = _choice(data)
     message = choice.get("message") or {}
-    output = data.get("output") or {}
     contents: list[Content] = []
     reasoning = message.get("reasoning_content")
     if reasoning:
         contents.append(text_delta(reasoning, "text_reasoning"))
-    tool_info = output.get("tool_info")
-    if tool_info and len(tool_info) > state.code_calls:  # hosted code interpreter, repeated in every later event
-        contents.extend(code_interpreter_calls(tool_info, state.code_calls, data.get("request_id")))
-        state.code_calls = len(tool_info)
+    output = data.get("output") or {}
+    if len(output) > 1:  # search_info / tool_info beside choices: hosted tools (else `output` is choices alone)
+        state.hosted(output, data.get("request_id"), contents)
     content = message.get("content")
     if content:
         state.answer(content, contents)
     tool_calls = message.get("tool_calls")
     if tool_calls:
         contents.extend(tool_call_fragments(state.tool_calls, tool_calls))
-    if output.get("search_info"):
-        state.citations = state.citations or Citations(None)
-        state.citations.add(output["search_info"])
     wire_reason = choice.get("finish_reason")
     reason = None if wire_reason == "null" else finish_reason(wire_reason, bool(state.tool_calls.calls))
     if reason is not None:
