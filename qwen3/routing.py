@@ -19,14 +19,21 @@ other endpoint when DashScope answers "url error", so a model newer than this ta
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
     "ENDPOINT_PATHS",
+    "MODEL_FAMILIES",
+    "SOURCES",
+    "UNKNOWN_FAMILY",
     "Endpoint",
+    "InputKind",
+    "ModelFamily",
     "ThinkingMode",
     "endpoint_for_model",
     "is_url_error",
+    "model_family",
     "other_endpoint",
     "supports_json_schema",
     "thinking_mode",
@@ -41,14 +48,6 @@ ENDPOINT_PATHS: dict[Endpoint, str] = {
 }
 """Path of each endpoint below the native base URL (``…/api/v1``)."""
 
-# Families served by multimodal-generation: vision (qwen-vl, qwen2/2.5/3-vl, vl-ocr), visual reasoning (qvq),
-# audio (qwen-audio, qwen2-audio), omni, and image generation (qwen-image, capture
-# multimodal-generation-image-nosse). Matched anywhere after an optional "qwen" prefix so that
-# snapshots (-latest, -2025-01-25), sizes (-7b-instruct) and -thinking variants are covered.
-_MULTIMODAL_FAMILY = re.compile(r"^(qvq|qwen[\d.]*-(vl|audio|omni|image)|qwen-vl-ocr)")
-# Unified multimodal generations: qwen3.5 and later (qwen3.5-plus, qwen3.6-flash, qwen3.7-plus...).
-_VERSIONED = re.compile(r"^qwen(\d+)(?:\.(\d+))?")
-
 
 def endpoint_for_model(model: str) -> Endpoint:
     """The native endpoint for ``model`` by family (case-insensitive); ``"text"`` when the family is unknown.
@@ -57,15 +56,7 @@ def endpoint_for_model(model: str) -> Endpoint:
     ``qwen-vl-max``, ``qwen2.5-vl-7b-instruct``, ``qwen3-vl-plus``, ``qvq-max``, ``qwen-audio-turbo``,
     ``qwen3-omni-flash``, ``qwen3.5-plus``, ``qwen3.6-flash``, ``qwen3.7-plus`` → multimodal.
     """
-    name = model.strip().lower()
-    if _MULTIMODAL_FAMILY.match(name):
-        return "multimodal"
-    version = _VERSIONED.match(name)
-    if version is not None:
-        major, minor = int(version.group(1)), int(version.group(2) or 0)
-        if (major, minor) >= (3, 5):
-            return "multimodal"
-    return "text"
+    return model_family(model).endpoint
 
 
 def other_endpoint(endpoint: Endpoint) -> Endpoint:
@@ -78,20 +69,249 @@ def is_url_error(code: str | None, message: str | None) -> bool:
     return (code or "") == "InvalidParameter" and "url error" in (message or "").lower()
 
 
-# ------------------------------------------------------------------------------------------------- thinking
+# ---------------------------------------------------------------------------------------------- the table
 
 ThinkingMode = Literal["none", "hybrid", "only"]
+InputKind = Literal["image", "video", "audio"]
 
-# Thinking-only families: `enable_thinking: false` is refused ("The value of the enable_thinking parameter is
-# restricted to True.", Model Studio "Deep thinking", DOC-CN).
-_THINKING_ONLY = re.compile(r"^(qwq|qvq|deepseek-r1|qwen3-.*-thinking)")
-# Families without a thinking mode: the flag may be refused (400 InvalidParameter.NotSupportEnableThinking, Model Studio
-# "Deep thinking").
-_NO_THINKING = re.compile(r"^(qwen-max|qwen3-.*-instruct|qwen2\.5|qwen2-|qwen-vl-(max|plus)|deepseek-v3|qwen-mt)")
-# Open-source Qwen3 checkpoints (qwen3-8b, qwen3-235b-a22b, ...): hybrid, thinking on by default, stream only.
-_OPEN_SOURCE_QWEN3 = re.compile(r"^qwen3-\d+(\.\d+)?b")
-# The documented JSON Schema mode: "only some qwen-plus models" (Alibaba structured-output page, Dec 2025).
-_JSON_SCHEMA = re.compile(r"^qwen-plus")
+SOURCES: dict[str, str] = {
+    "models": "https://www.alibabacloud.com/help/en/model-studio/models",
+    "vision": "https://www.alibabacloud.com/help/en/model-studio/vision",
+    "deep-thinking": "https://www.alibabacloud.com/help/en/model-studio/deep-thinking",
+    "structured-output": "https://www.alibabacloud.com/help/en/model-studio/qwen-structured-output",
+    "context-cache": "https://www.alibabacloud.com/help/en/model-studio/context-cache",
+    "qwencloud-cache": "https://docs.qwencloud.com/developer-guides/text-generation/context-cache",
+    "qwen-long": "https://www.alibabacloud.com/help/en/model-studio/long-context-qwen-long",
+    "file-interface": "https://www.alibabacloud.com/help/en/model-studio/openai-file-interface",
+    "compatible-reference": "https://help.aliyun.com/zh/model-studio/compatibility-of-openai-with-dashscope",
+    "omni": "https://www.alibabacloud.com/help/en/model-studio/qwen-omni",
+}
+"""The pages each row of `MODEL_FAMILIES` cites, by short name (read in 2026; the last "Last Updated" seen is in
+docs/models.md)."""
+
+_IV: frozenset[InputKind] = frozenset({"image", "video"})
+_IVA: frozenset[InputKind] = frozenset({"image", "video", "audio"})
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """What DashScope does with one model family: one row of `MODEL_FAMILIES`.
+
+    ``pattern`` is a regular expression matched at the start of the lower-cased model name, so snapshots
+    (``-latest``, ``-2026-04-02``), sizes and ``-us`` variants fall into their family.
+    """
+
+    pattern: str
+    endpoint: Endpoint
+    """The native endpoint that serves it ("url error, please check url!" on the other one)."""
+    thinking: ThinkingMode
+    """``only``: always thinks (``enable_thinking: false`` refused); ``hybrid``: the flag switches it; ``none``."""
+    thinks_by_default: bool = False
+    """A hybrid model that thinks when ``enable_thinking`` is not sent (Qwen 3.5 and later)."""
+    json_schema: bool = False
+    """Takes ``response_format: {"type": "json_schema"}``; others get ``json_object`` + the schema in the prompt."""
+    preserve_thinking: bool = False
+    """Takes ``parameters.preserve_thinking`` (earlier turns' ``reasoning_content`` read back)."""
+    replay_all_reasoning: bool = False
+    """DashScope asks for every earlier turn's ``reasoning_content`` back, not just the current tool loop's."""
+    explicit_cache: bool = False
+    """On Model Studio's explicit context-cache list (``cache_control`` markers take effect)."""
+    inputs: frozenset[InputKind] = frozenset()
+    """Media it reads besides text."""
+    file_ids: bool = False
+    """Reads documents named ``fileid://…`` in a system message (Qwen-Long, Qwen-Doc)."""
+    sources: tuple[str, ...] = ()
+    """Keys of `SOURCES`."""
+    note: str = ""
+    """What could not be confirmed, and the assumption made."""
+
+    def matches(self, name: str) -> bool:
+        return re.match(self.pattern, name) is not None
+
+
+_TEXT: Endpoint = "text"
+_MM: Endpoint = "multimodal"
+
+MODEL_FAMILIES: tuple[ModelFamily, ...] = (
+    # ---- thinking-only families
+    ModelFamily("qvq", _MM, "only", inputs=_IV, sources=("deep-thinking", "vision")),
+    ModelFamily("qwq", _TEXT, "only", sources=("deep-thinking",)),
+    ModelFamily("deepseek-r1", _TEXT, "only", sources=("deep-thinking",)),
+    ModelFamily(
+        r"qwen3\.7-max-(preview|2026-05-17)",
+        _MM,
+        "only",
+        preserve_thinking=True,
+        inputs=_IV,
+        sources=("deep-thinking",),
+    ),
+    # ---- Qwen 3.5 and later: one multimodal endpoint for text and media ("The DashScope API for the Qwen3.5 series
+    # uses a multimodal interface", deep-thinking)
+    ModelFamily(
+        r"qwen3\.8-omni",
+        _MM,
+        "hybrid",
+        thinks_by_default=True,
+        preserve_thinking=True,
+        replay_all_reasoning=True,
+        inputs=_IVA,
+        sources=("compatible-reference",),
+        note="the native endpoint for Omni models is not documented (compatible mode only); multimodal assumed",
+    ),
+    ModelFamily(
+        r"qwen3\.8-(max|flash)",
+        _MM,
+        "hybrid",
+        thinks_by_default=True,
+        preserve_thinking=True,
+        replay_all_reasoning=True,
+        inputs=_IV,
+        sources=("deep-thinking", "compatible-reference"),
+        note="preserve_thinking defaults to true and every earlier reasoning_content must come back "
+        "(compatible-reference); json_schema only third-party-documented: json_object kept",
+    ),
+    ModelFamily(
+        r"qwen3\.7-(max|plus|flash)",
+        _MM,
+        "hybrid",
+        thinks_by_default=True,
+        preserve_thinking=True,
+        inputs=_IV,
+        sources=("deep-thinking", "compatible-reference"),
+        note="not on the explicit-cache lists read (qwen3.7-plus unverified)",
+    ),
+    ModelFamily(
+        r"qwen3\.6-plus",
+        _MM,
+        "hybrid",
+        thinks_by_default=True,
+        preserve_thinking=True,
+        explicit_cache=True,
+        inputs=_IV,
+        sources=("deep-thinking", "qwencloud-cache", "vision"),
+    ),
+    ModelFamily(
+        r"qwen3\.6-(max|flash)",
+        _MM,
+        "hybrid",
+        thinks_by_default=True,
+        preserve_thinking=True,
+        inputs=_IV,
+        sources=("deep-thinking", "compatible-reference"),
+        note="qwen3.6-flash takes preserve_thinking per the compatible-mode reference, not the deep-thinking page",
+    ),
+    ModelFamily(
+        r"qwen3\.5-(plus|flash)",
+        _MM,
+        "hybrid",
+        thinks_by_default=True,
+        explicit_cache=True,
+        inputs=_IV,
+        sources=("deep-thinking", "context-cache", "structured-output"),
+        note="json_schema not confirmed (the 2026 structured-output page lists it without naming the mode)",
+    ),
+    ModelFamily(
+        r"qwen3\.\d+-omni",
+        _MM,
+        "hybrid",
+        inputs=_IVA,
+        sources=("compatible-reference", "omni"),
+        note="Omni models are documented on compatible mode (streaming only); the native endpoint is assumed",
+    ),
+    ModelFamily(
+        r"qwen(3\.([5-9]|[1-9]\d)|[4-9])",
+        _MM,
+        "hybrid",
+        thinks_by_default=True,
+        inputs=_IV,
+        sources=("deep-thinking",),
+        note="any later Qwen generation (open-source qwen3.5-397b-a17b, qwen3.6-35b-a3b, newer names) is taken to "
+        "behave like Qwen 3.5: multimodal endpoint, thinking on by default",
+    ),
+    # ---- Qwen3 vision and omni
+    ModelFamily(r"qwen3-(vl|omni)-.*-thinking", _MM, "only", inputs=_IV, sources=("deep-thinking", "vision")),
+    ModelFamily(r"qwen3-(vl|omni)-.*-instruct", _MM, "none", inputs=_IV, sources=("vision",)),
+    ModelFamily(r"qwen3-vl-plus", _MM, "hybrid", explicit_cache=True, inputs=_IV, sources=("vision", "context-cache")),
+    ModelFamily(r"qwen3-vl", _MM, "hybrid", inputs=_IV, sources=("vision",)),
+    ModelFamily(r"qwen3-omni", _MM, "hybrid", inputs=_IVA, sources=("compatible-reference", "omni")),
+    # ---- Qwen3 text
+    ModelFamily(r"qwen3-.*-thinking", _TEXT, "only", sources=("deep-thinking",)),
+    ModelFamily(r"qwen3-.*-instruct", _TEXT, "none", sources=("deep-thinking",)),
+    ModelFamily(r"qwen3-\d+(\.\d+)?b", _TEXT, "hybrid", thinks_by_default=True, sources=("deep-thinking",)),
+    ModelFamily(
+        r"qwen3-max",
+        _TEXT,
+        "hybrid",
+        json_schema=True,
+        explicit_cache=True,
+        sources=("deep-thinking", "structured-output", "context-cache"),
+    ),
+    ModelFamily(r"qwen3-coder", _TEXT, "none", explicit_cache=True, sources=("context-cache", "structured-output")),
+    # ---- commercial Qwen (Qwen3 inside)
+    ModelFamily(
+        r"qwen-plus",
+        _TEXT,
+        "hybrid",
+        json_schema=True,
+        explicit_cache=True,
+        sources=("deep-thinking", "structured-output", "context-cache"),
+    ),
+    ModelFamily(
+        r"qwen-flash",
+        _TEXT,
+        "hybrid",
+        json_schema=True,
+        explicit_cache=True,
+        sources=("deep-thinking", "structured-output", "context-cache"),
+    ),
+    ModelFamily(r"qwen-turbo", _TEXT, "hybrid", sources=("deep-thinking",)),
+    ModelFamily(r"qwen-max", _TEXT, "none", sources=("structured-output",)),
+    ModelFamily(r"qwen-long", _TEXT, "none", json_schema=True, file_ids=True, sources=("qwen-long", "file-interface")),
+    ModelFamily(
+        r"qwen-doc",
+        _TEXT,
+        "none",
+        file_ids=True,
+        sources=("file-interface",),
+        note="documented on compatible mode; the native text endpoint is assumed",
+    ),
+    # ---- earlier vision, audio, omni and image models
+    ModelFamily(r"qwen-vl-ocr", _MM, "hybrid", inputs=frozenset({"image"}), sources=("vision",)),
+    ModelFamily(r"qwen-vl-(max|plus)", _MM, "none", inputs=_IV, sources=("vision", "structured-output")),
+    ModelFamily(r"qwen[\d.]*-vl", _MM, "none", inputs=_IV, sources=("vision",)),
+    ModelFamily(r"qwen-audio", _MM, "hybrid", inputs=frozenset({"audio"}), sources=("models",)),
+    ModelFamily(r"qwen[\d.]*-audio", _MM, "none", inputs=frozenset({"audio"}), sources=("models",)),
+    ModelFamily(r"qwen[\d.]*-omni", _MM, "none", inputs=_IVA, sources=("omni",)),
+    ModelFamily(r"qwen[\d.]*-image", _MM, "hybrid", sources=("models",)),
+    ModelFamily(r"qwen2\.5|qwen2-", _TEXT, "none", sources=("models",)),
+    ModelFamily(r"qwen-mt", _TEXT, "none", sources=("models",)),
+    # ---- other vendors' models served by Model Studio
+    ModelFamily(
+        r"deepseek-v3\.2",
+        _TEXT,
+        "hybrid",
+        json_schema=True,
+        explicit_cache=True,
+        sources=("deep-thinking", "structured-output", "context-cache"),
+    ),
+    ModelFamily(r"deepseek-v[34]", _TEXT, "hybrid", sources=("deep-thinking",)),
+)
+"""Model families, most specific first: the first row whose ``pattern`` matches a model name describes it. Edit a
+row, not the code, when Alibaba's lists change; docs/models.md prints the table with its sources."""
+
+UNKNOWN_FAMILY = ModelFamily(
+    "",
+    _TEXT,
+    "hybrid",
+    note="a model no row names: text endpoint (the other after a url error), thinking off unless set",
+)
+"""What a model no row matches is taken to be."""
+
+
+def model_family(model: str) -> ModelFamily:
+    """The `MODEL_FAMILIES` row for ``model`` (case-insensitive), or `UNKNOWN_FAMILY`."""
+    name = model.strip().lower()
+    return next((family for family in MODEL_FAMILIES if family.matches(name)), UNKNOWN_FAMILY)
 
 
 def thinking_mode(model: str) -> ThinkingMode:
@@ -100,29 +320,18 @@ def thinking_mode(model: str) -> ThinkingMode:
 
     Unknown families count as hybrid: the flag is then sent only when the caller sets it.
     """
-    name = model.strip().lower()
-    if _THINKING_ONLY.match(name):
-        return "only"
-    if _NO_THINKING.match(name):
-        return "none"
-    return "hybrid"
+    return model_family(model).thinking
 
 
 def thinks_by_default(model: str) -> bool:
     """Whether the model thinks when ``enable_thinking`` is not sent: thinking-only models, qwen3.5 and later, and
-    the open-source Qwen3 hybrids (Model Studio "Visual reasoning"; Model Studio "Deep thinking"). Others (qwen-plus,
-    qwen3-vl-plus...) default to off."""
-    name = model.strip().lower()
-    mode = thinking_mode(name)
-    if mode != "hybrid":
-        return mode == "only"
-    if _OPEN_SOURCE_QWEN3.match(name):
-        return True
-    version = _VERSIONED.match(name)
-    return version is not None and (int(version.group(1)), int(version.group(2) or 0)) >= (3, 5)
+    the open-source Qwen3 hybrids (Model Studio "Deep thinking"). Others (qwen-plus, qwen3-max, qwen3-vl-plus...)
+    default to off."""
+    family = model_family(model)
+    return family.thinking == "only" or (family.thinking == "hybrid" and family.thinks_by_default)
 
 
 def supports_json_schema(model: str) -> bool:
-    """Whether DashScope documents ``response_format: {"type": "json_schema"}`` for the model (qwen-plus family);
-    others get ``json_object`` with the schema in the prompt."""
-    return _JSON_SCHEMA.match(model.strip().lower()) is not None
+    """Whether DashScope documents ``response_format: {"type": "json_schema"}`` for the model (qwen-plus, qwen-flash,
+    qwen3-max, qwen-long, deepseek-v3.2); others get ``json_object`` with the schema in the prompt."""
+    return model_family(model).json_schema
