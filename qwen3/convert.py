@@ -26,7 +26,7 @@ from clients.core.conversion import (
 from clients.core.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
 from clients.core.tool_media import hoist_tool_media
 from qwen3.options import convert_options, structured_output_instruction
-from qwen3.routing import Endpoint
+from qwen3.routing import Endpoint, model_family
 
 logger = logging.getLogger("agent_framework.qwen3")
 
@@ -120,7 +120,7 @@ def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[s
     return {"role": "user", "content": "\n".join(texts) if endpoint == "text" else parts}
 
 
-def _assistant_message(message: Message, endpoint: Endpoint, replay_reasoning: bool) -> dict[str, Any] | None:
+def _assistant_message(message: Message, endpoint: Endpoint, reasoning: bool) -> dict[str, Any] | None:
     texts = [c.text for c in message.contents if c.type == "text" and c.text]
     tool_calls = wire_tool_calls(message)
     if any(c.type in ("data", "uri") for c in message.contents):
@@ -132,11 +132,39 @@ def _assistant_message(message: Message, endpoint: Endpoint, replay_reasoning: b
     wire: dict[str, Any] = {"role": "assistant", "content": _text_content(texts, endpoint)}
     if tool_calls:
         wire["tool_calls"] = tool_calls
-    if replay_reasoning:
-        reasoning = "".join(c.text or "" for c in message.contents if c.type == "text_reasoning")
-        if reasoning:
-            wire["reasoning_content"] = reasoning
+    if reasoning:
+        text = "".join(c.text or "" for c in message.contents if c.type == "text_reasoning")
+        if text:
+            wire["reasoning_content"] = text  # top level of the message (Model Studio "Deep thinking")
     return wire
+
+
+# ------------------------------------------------------------------------------------- reasoning continuity
+
+
+def current_tool_loop(messages: Sequence[Message]) -> set[int]:
+    """``id()`` of the assistant messages of the current tool loop: those after the last ``user`` message.
+
+    Tool results are ``tool`` messages in MAF, so they do not end a loop; neither do the user messages
+    ``hoist_tool_media`` inserts for a tool's media (they are not in ``messages``, the caller's list). A history
+    that ends on a user message has no current loop yet.
+    """
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    return {id(m) for m in messages[last_user + 1 :] if m.role == "assistant"}
+
+
+def replay_policy(value: Any, model: str) -> str:
+    """Which assistant turns carry their reasoning back (``replay_reasoning``): ``"none"`` (False), ``"all"`` (True,
+    or unset for a model whose row says DashScope wants every turn's back, qwen3.8) or ``"tool_loop"`` (unset).
+
+    Raises:
+        ChatClientInvalidRequestException: a value other than True, False or None.
+    """
+    if value is None:
+        return "all" if model_family(model).replay_all_reasoning else "tool_loop"
+    if not isinstance(value, bool):
+        raise invalid(f"Option 'replay_reasoning' must be True, False or None (automatic), not {value!r}.")
+    return "all" if value else "none"
 
 
 def _tool_messages(message: Message, endpoint: Endpoint) -> list[dict[str, Any]]:
@@ -165,7 +193,7 @@ def convert_messages(
     *,
     endpoint: Endpoint,
     instructions: str | None = None,
-    replay_reasoning: bool = False,
+    replay: str = "tool_loop",
 ) -> list[dict[str, Any]]:
     """MAF messages → DashScope ``input.messages`` for ``endpoint``.
 
@@ -180,8 +208,8 @@ def convert_messages(
     - ``assistant``: text, plus ``tool_calls`` ``[{"id", "type": "function", "function": {"name", "arguments":
       <JSON string>}}]``; content ``""`` (text) or ``[]`` (multimodal) beside calls (captures
       ``*-with-tools-sse.request``). Arguments are always a JSON object string (repaired if the model produced a
-      broken one). Reasoning is sent back as ``reasoning_content`` only with ``replay_reasoning`` (Model Studio "Deep
-      thinking").
+      broken one). Reasoning goes back as the turn's top-level ``reasoning_content`` per ``replay``:
+      ``"tool_loop"`` (the turns of `current_tool_loop`), ``"all"`` or ``"none"`` (Model Studio "Deep thinking").
     - ``tool``: one message per ``function_result`` with ``tool_call_id``; media a tool returned follow the
       tool turns as a user message, so they reach the model.
 
@@ -191,6 +219,7 @@ def convert_messages(
     """
     system_texts: list[str] = [instructions] if instructions else []
     out: list[dict[str, Any]] = []
+    loop = current_tool_loop(messages) if replay == "tool_loop" else set()
     for position, message in enumerate(hoist_tool_media(messages, keep=lambda item: _kind(item) is not None)):
         role = message.role
         if role == "system":
@@ -198,7 +227,8 @@ def convert_messages(
         elif role == "user":
             out.append(_user_message(message, endpoint, position))
         elif role == "assistant":
-            wire = _assistant_message(message, endpoint, replay_reasoning)
+            reasoning = replay == "all" or id(message) in loop
+            wire = _assistant_message(message, endpoint, reasoning)
             if wire is not None:
                 out.append(wire)
         elif role == "tool":
@@ -248,8 +278,9 @@ def build_request(
         messages,
         endpoint=endpoint,
         instructions=instructions,
-        replay_reasoning=bool(options.get("replay_reasoning")),
+        replay=replay_policy(options.get("replay_reasoning"), model),
     )
+    _preserve_thinking(parameters, wire, options, model)
     return {"model": model, "input": {"messages": wire}, "parameters": parameters}
 
 
@@ -330,3 +361,23 @@ def merge_headers(base: Headers, override: Headers) -> dict[str, str]:
     """``base`` with ``override`` on top, names compared without case (HTTP's rule)."""
     names = {name.lower() for name in override}
     return {**{name: value for name, value in base.items() if name.lower() not in names}, **override}
+
+
+def _preserve_thinking(
+    parameters: dict[str, Any], wire: list[dict[str, Any]], options: Mapping[str, Any], model: str
+) -> None:
+    """``preserve_thinking`` in ``parameters``: as the caller set it (a bool); unset, ``true`` when the model takes it
+    (`qwen3.routing.ModelFamily.preserve_thinking`) and an assistant turn carries ``reasoning_content``: without it
+    DashScope drops earlier reasoning ("By default, the model ignores reasoning_content in the messages history. Set
+    preserve_thinking to true to pass prior reasoning to subsequent turns", Model Studio "Deep thinking").
+
+    Raises:
+        ChatClientInvalidRequestException: a value that is not a bool.
+    """
+    given = options.get("preserve_thinking")
+    if given is not None:
+        if not isinstance(given, bool):
+            raise invalid(f"Option 'preserve_thinking' must be True or False, not {given!r}.")
+        parameters["preserve_thinking"] = given
+    elif model_family(model).preserve_thinking and any("reasoning_content" in m for m in wire):
+        parameters["preserve_thinking"] = True

@@ -66,8 +66,12 @@ class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], tota
     n: int
     """Number of choices; only 1 is supported by this client (one MAF response is one answer)."""
     replay_reasoning: bool
-    """Send earlier turns' reasoning back as ``reasoning_content`` (default False: DashScope's documented default
-    is not to, Model Studio "Deep thinking"; turn it on for models and prompts that benefit, e.g. long tool loops)."""
+    """Which assistant turns carry their reasoning back as ``reasoning_content``. Unset (automatic): the turns of the
+    current tool loop (after the last user message), or every turn for models DashScope asks that of (qwen3.8);
+    True: every turn; False: none (docs/thinking.md). Read by the client, never sent."""
+    preserve_thinking: bool
+    """DashScope's ``preserve_thinking``: the model reads the ``reasoning_content`` sent back (Model Studio "Deep
+    thinking"). Unset: sent as true to the models that take it whenever reasoning is sent back; set: sent as given."""
 
 
 _SAME_NAME = (
@@ -86,7 +90,7 @@ _SAME_NAME = (
     "logprobs",
     "top_logprobs",
 )
-_HANDLED = MAF_OPTIONS | {"replay_reasoning", "enable_thinking"}
+_HANDLED = MAF_OPTIONS | {"replay_reasoning", "enable_thinking", "preserve_thinking"}
 _UNSUPPORTED = {
     "frequency_penalty": "DashScope has no frequency_penalty; use presence_penalty or repetition_penalty.",
     "logit_bias": "DashScope has no logit_bias.",

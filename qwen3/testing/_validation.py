@@ -56,6 +56,12 @@ AGENT_MAX_NEEDS_STREAM = "search_strategy agent_max does not support non-streami
 AGENT_MAX_NEEDS_THINKING = "search_strategy agent_max requires enable_thinking to be true."
 WORKSPACE_NOT_FOUND = "WorkSpace can not be found."  # Model Studio "Error codes": 404 WorkSpaceNotFound
 
+
+# ASSUMPTION (no verbatim source): reasoning sent back is a string on an assistant turn (Model Studio "Deep thinking"
+# shows it only there), and preserve_thinking a boolean
+BAD_REASONING = "The reasoning_content field must be a string on an assistant message."
+BAD_PRESERVE = "The preserve_thinking parameter must be a boolean."
+
 BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
     # Model Studio "Image and video understanding". Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not
     # taken as text.
@@ -73,6 +79,7 @@ BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
     ),  # unified models: multimodal even for text-only input (Model Studio "Image and video understanding")
     ("qwen3.6*", "multimodal"),
     ("qwen3.7*", "multimodal"),
+    ("qwen3.8*", "multimodal"),  # deep-thinking page (Sep 2026): the Qwen 3.5+ multimodal interface
     *(
         (f"qwen-{tier}{suffix}", "text")
         for tier in ("max", "plus", "turbo", "flash")
@@ -158,6 +165,8 @@ def _check_message(index: int, message: Any, messages: list[Any], endpoint: Endp
     if not isinstance(message, dict) or message.get("role") not in _ROLES:
         return ROLE_OR_EMPTY  # ASSUMPTION: unknown roles answered like capture parameter-error
     role: str = message["role"]
+    if "reasoning_content" in message and (role != "assistant" or not isinstance(message["reasoning_content"], str)):
+        return BAD_REASONING
     if role == "system" and index != 0:
         return SYSTEM_FIRST
     calls = message.get("tool_calls")
@@ -222,6 +231,8 @@ def validate(body: dict[str, Any], endpoint: Endpoint, stream: bool, models: Map
     parameters = parameters if isinstance(parameters, dict) else {}
     # parameters.stream and a stream without incremental_output are NOT errors (Model Studio "Qwen API reference": the
     # server tolerates both).
+    if "preserve_thinking" in parameters and not isinstance(parameters["preserve_thinking"], bool):
+        return _invalid(BAD_PRESERVE)
     if stream and parameters.get("enable_thinking") is True and parameters.get("incremental_output") is not True:
         return _invalid(THINKING_NEEDS_INCREMENTAL)  # Model Studio "Qwen API reference" [DOC-CN]
     if error := _check_hosted_tools(parameters, stream):

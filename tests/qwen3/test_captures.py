@@ -308,7 +308,7 @@ CASES = [
             Message(
                 "assistant",
                 [
-                    Content.from_text_reasoning(text="用户现在需要先获取杭州和上海现在的天气"),  # not sent back
+                    Content.from_text_reasoning(text="用户现在需要先获取杭州和上海现在的天气"),
                     weather_call("call_aa99ad078f294a3d81da41d7", "浙江省杭州市"),
                     weather_call("call_aa8b6311567847e197e6ca7f", "上海市"),
                 ],
@@ -316,7 +316,13 @@ CASES = [
             Message("tool", [Content.from_function_result("call_aa99ad078f294a3d81da41d7", result="杭州-大部多云")]),
             Message("tool", [Content.from_function_result("call_aa8b6311567847e197e6ca7f", result="上海-晴")]),
         ],
-        options={"enable_thinking": True, "tools": [WEATHER], "allow_multiple_tool_calls": True},
+        # the recorded client sent no reasoning back; ours sends the tool loop's by default (docs/thinking.md)
+        options={
+            "enable_thinking": True,
+            "tools": [WEATHER],
+            "allow_multiple_tool_calls": True,
+            "replay_reasoning": False,
+        },
         differs={"result_format": RESULT_DEFAULT},
         headerless=("multimodal", "qwen3.6-plus (README: served on the multimodal endpoint)"),
         request_id="87e6587a-71a3-98ba-89a3-23151746e292",

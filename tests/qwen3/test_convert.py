@@ -147,7 +147,7 @@ def test_tool_round_trip_matches_recorded_multimodal_request() -> None:
         Message(
             "assistant",
             [
-                Content.from_text_reasoning(text="用户需要…"),  # not sent back: DashScope's default
+                Content.from_text_reasoning(text="用户需要…"),  # the recording sent no reasoning back
                 weather_call("call_aa99ad078f294a3d81da41d7", "浙江省杭州市"),
                 weather_call("call_aa8b6311567847e197e6ca7f", "上海市"),
             ],
@@ -156,7 +156,11 @@ def test_tool_round_trip_matches_recorded_multimodal_request() -> None:
         Message("tool", [Content.from_function_result("call_aa8b6311567847e197e6ca7f", result="上海-晴")]),
     ]
     assert conversation_has_media(messages)
-    assert convert_messages(messages, endpoint="multimodal") == _without_index(expected["input"]["messages"])
+    recorded = _without_index(expected["input"]["messages"])
+    assert convert_messages(messages, endpoint="multimodal", replay="none") == recorded
+    by_default = convert_messages(messages, endpoint="multimodal")  # the current tool loop's reasoning goes back
+    assert by_default[1] == {**recorded[1], "reasoning_content": "用户需要…"}
+    assert by_default[:1] + by_default[2:] == recorded[:1] + recorded[2:]
 
 
 def test_tool_result_images_follow_the_tool_turns_as_a_user_message() -> None:
@@ -301,15 +305,26 @@ def test_broken_tool_arguments_are_repaired_on_the_wire_only() -> None:
     assert json.loads(junk[0]["tool_calls"][0]["function"]["arguments"]) == {"raw": "oops"}
 
 
-def test_reasoning_replay_is_opt_in() -> None:
+def test_reasoning_goes_back_for_the_current_tool_loop_only_unless_asked() -> None:
+    think = Content.from_text_reasoning
     messages = [
         Message("user", ["1+1?"]),
-        Message("assistant", [Content.from_text_reasoning(text="add them"), Content.from_text("2")]),
+        Message("assistant", [think(text="add them"), Content.from_text("2")]),
+        Message("user", ["and the weather?"]),
+        Message("assistant", [think(text="call the tool"), Content.from_function_call("c1", "weather", arguments="")]),
+        Message("tool", [Content.from_function_result("c1", result="sunny")]),
     ]
-    assert "reasoning_content" not in convert_messages(messages, endpoint="text")[1]
-    replayed = build_request(messages, {"replay_reasoning": True}, model="qwen-plus", endpoint="text", stream=True)
-    assert replayed["input"]["messages"][1] == {"role": "assistant", "content": "2", "reasoning_content": "add them"}
-    assert "replay_reasoning" not in replayed["parameters"]
+    wire = convert_messages(messages, endpoint="text")
+    assert "reasoning_content" not in wire[1]  # an earlier loop
+    assert wire[3]["reasoning_content"] == "call the tool"  # the current loop
+    assert [m.get("reasoning_content") for m in convert_messages(messages, endpoint="text", replay="all")][1] == (
+        "add them"
+    )
+    assert not any("reasoning_content" in m for m in convert_messages(messages, endpoint="text", replay="none"))
+    body = build_request(messages, {"replay_reasoning": True}, model="qwen-plus", endpoint="text", stream=True)
+    assert body["input"]["messages"][1] == {"role": "assistant", "content": "2", "reasoning_content": "add them"}
+    assert "replay_reasoning" not in body["parameters"]
+    assert "preserve_thinking" not in body["parameters"]  # qwen-plus does not take it
 
 
 def test_media_in_assistant_messages_is_never_read_or_sent(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -126,6 +126,7 @@ def render_table() -> str:
 
 def test_docs_print_the_table() -> None:
     text = DOC.read_text(encoding="utf-8")
-    assert BEGIN in text and END in text, "docs/models.md lost its table markers"
+    assert BEGIN in text, "docs/models.md lost its table markers"
+    assert END in text, "docs/models.md lost its table markers"
     shown = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
     assert shown == render_table(), "docs/models.md's table differs from MODEL_FAMILIES: paste render_table()'s output"
