@@ -486,7 +486,7 @@ async def reasoning_round_trip(target: Target, server: LoopbackServer) -> None:
     """Thinking on, a reply with reasoning (and a signature) and a tool call, through ``Agent.run``: the
     reasoning is surfaced as ``text_reasoning``; on the next request it never comes back as plain text, and
     comes back as the provider wants it: signed blocks with the signature byte for byte (Anthropic, Gemini),
-    ``reasoning_content`` in the tool loop (OpenAI-compatible), or not at all (DashScope)."""
+    ``reasoning_content`` in the tool loop (OpenAI-compatible, DashScope)."""
     await _reasoning_round_trip(target, server, stream=False)
 
 

@@ -62,8 +62,8 @@ class Target:
             right after the tool results (OpenAI and DashScope take only text in ``tool`` messages).
         reasoning_replay: what the next request carries of the model's reasoning: ``"signed"`` (Anthropic thinking
             blocks, Gemini thought signatures: the signature byte for byte), ``"unsigned"`` (OpenAI-compatible
-            ``reasoning_content`` inside a tool loop, as DeepSeek requires), ``"none"`` (DashScope documents no
-            replay). Never as plain assistant text.
+            ``reasoning_content`` inside a tool loop, as DeepSeek requires, and DashScope with ``preserve_thinking``),
+            ``"none"`` (not sent back). Never as plain assistant text.
         call_ids: the provider issues tool-call ids and wants them back on the calls and results (OpenAI, Anthropic,
             DashScope); Gemini before 3 issues none and pairs results with calls by name and order.
         filter_as_error: the provider answers blocked content with an error (HTTP 400 or a blocked prompt), so a
@@ -254,7 +254,7 @@ _QWEN: _Provider = {
     "thinking_options": {"enable_thinking": True},
     "system_in_place": False,
     "tool_result_media": "user_turn",
-    "reasoning_replay": "none",
+    "reasoning_replay": "unsigned",
     "call_ids": True,
     "filter_as_error": True,
 }
