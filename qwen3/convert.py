@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
-from agent_framework import Content, Message
+from agent_framework import Content, Message, get_namespaced_value
 
 from clients.core.conversion import (
     NOT_SENT,
     add_system_text,
+    as_list,
     invalid,
     result_text,
     wire_tool_calls,
@@ -60,10 +61,11 @@ def _kind(content: Content) -> str | None:
         raise invalid(str(exc)) from exc
 
 
-_PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate")
+_PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "enable_rotate")
 """Siblings DashScope accepts next to a modality key (Model Studio "Image and video understanding"; ``enable_rotate``
 for OCR models, capture
-``multimodal-generation-vl-ocr-sse``), read from ``additional_properties``."""
+``multimodal-generation-vl-ocr-sse``), read from ``additional_properties``. ``cache_control`` is read by
+`cache_marker`."""
 
 
 def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, Any]:
@@ -92,36 +94,43 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
     for key in _PART_HINTS:
         if props.get(key) is not None:
             part[key] = props[key]
-    return part
+    return _marked(part, content, where)
+
+
+def _wire_content(parts: list[dict[str, Any]], endpoint: Endpoint) -> str | list[dict[str, Any]]:
+    """A message's content: the parts on the multimodal endpoint; on the text endpoint one string (texts joined by a
+    newline), unless a part carries a cache marker: then ``[{"type": "text", "text", "cache_control"?}, …]`` (Model
+    Studio "Context cache": "change the content field to an array and add the cache_control field")."""
+    if endpoint == "multimodal":
+        return parts
+    if any(CACHE_KEY in part for part in parts):
+        return [{"type": "text", **part} for part in parts]
+    return "\n".join(part["text"] for part in parts)
 
 
 def _text_content(texts: list[str], endpoint: Endpoint) -> str | list[dict[str, Any]]:
     """Text on the text endpoint is one string; on the multimodal endpoint one ``{"text"}`` part each."""
-    if endpoint == "text":
-        return "\n".join(texts)
-    return [{"text": text} for text in texts]
+    return _wire_content([{"text": text} for text in texts], endpoint)
 
 
 def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[str, Any]:
     where = f"messages[{position}] (user)"
-    texts: list[str] = []
     parts: list[dict[str, Any]] = []
     for content in message.contents:
         if content.type == "text":
             if content.text:
-                texts.append(content.text)
-                parts.append({"text": content.text})
+                parts.append(_marked({"text": content.text}, content, where))
         elif content.type in ("data", "uri"):
             parts.append(_media_part(content, endpoint, where))
         elif content.type not in NOT_SENT and content.type != "text_reasoning":
             raise invalid(f"{where}: content of type {content.type!r} cannot be sent to DashScope.")
     if not parts:
         raise invalid(f"{where} has no text or media; DashScope rejects empty content.")
-    return {"role": "user", "content": "\n".join(texts) if endpoint == "text" else parts}
+    return {"role": "user", "content": _wire_content(parts, endpoint)}
 
 
-def _assistant_message(message: Message, endpoint: Endpoint, reasoning: bool) -> dict[str, Any] | None:
-    texts = [c.text for c in message.contents if c.type == "text" and c.text]
+def _assistant_message(message: Message, endpoint: Endpoint, reasoning: bool, where: str) -> dict[str, Any] | None:
+    texts = [_marked({"text": c.text}, c, where) for c in message.contents if c.type == "text" and c.text]
     tool_calls = wire_tool_calls(message)
     if any(c.type in ("data", "uri") for c in message.contents):
         # DashScope assistant turns carry text and tool calls only; and a path in assistant-authored content is
@@ -129,7 +138,7 @@ def _assistant_message(message: Message, endpoint: Endpoint, reasoning: bool) ->
         logger.warning("Media in an assistant message is not sent to DashScope (assistant turns carry text only).")
     if not texts and not tool_calls:
         return None  # e.g. a reasoning-only turn: nothing DashScope accepts (empty content is a 400)
-    wire: dict[str, Any] = {"role": "assistant", "content": _text_content(texts, endpoint)}
+    wire: dict[str, Any] = {"role": "assistant", "content": _wire_content(texts, endpoint)}
     if tool_calls:
         wire["tool_calls"] = tool_calls
     if reasoning:
@@ -167,7 +176,7 @@ def replay_policy(value: Any, model: str) -> str:
     return "all" if value else "none"
 
 
-def _tool_messages(message: Message, endpoint: Endpoint) -> list[dict[str, Any]]:
+def _tool_messages(message: Message, endpoint: Endpoint, where: str) -> list[dict[str, Any]]:
     """One ``role: "tool"`` message per function result (capture ``*-with-tools-sse.request``).
 
     Content is a string on the text endpoint and ``[{"text"}]`` on the multimodal endpoint (captures
@@ -178,13 +187,8 @@ def _tool_messages(message: Message, endpoint: Endpoint) -> list[dict[str, Any]]
     for content in message.contents:
         if content.type != "function_result":
             continue
-        out.append(
-            {
-                "role": "tool",
-                "content": _text_content([result_text(content) or "(no output)"], endpoint),
-                "tool_call_id": content.call_id,
-            }
-        )
+        part = _marked({"text": result_text(content) or "(no output)"}, content, where)
+        out.append({"role": "tool", "content": _wire_content([part], endpoint), "tool_call_id": content.call_id})
     return out
 
 
@@ -228,16 +232,147 @@ def convert_messages(
             out.append(_user_message(message, endpoint, position))
         elif role == "assistant":
             reasoning = replay == "all" or id(message) in loop
-            wire = _assistant_message(message, endpoint, reasoning)
+            wire = _assistant_message(message, endpoint, reasoning, f"messages[{position}] (assistant)")
             if wire is not None:
                 out.append(wire)
         elif role == "tool":
-            out.extend(_tool_messages(message, endpoint))
+            out.extend(_tool_messages(message, endpoint, f"messages[{position}] (tool)"))
         else:
             raise invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
     if system_texts:
-        out.insert(0, {"role": "system", "content": _text_content(["\n\n".join(system_texts)], endpoint)})
+        system: dict[str, Any] = {"text": "\n\n".join(system_texts)}
+        marker = _system_marker(messages)
+        if marker is not None:
+            system[CACHE_KEY] = marker
+        out.insert(0, {"role": "system", "content": _wire_content([system], endpoint)})
     return out
+
+
+# ------------------------------------------------------------------------------------------- context cache
+
+CACHE_KEY = "cache_control"
+"""DashScope's explicit cache marker: a sibling of a content part's modality key; the cached prefix ends at that part
+(Model Studio "Context cache", https://www.alibabacloud.com/help/en/model-studio/context-cache)."""
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+"""The only marker type DashScope has ("Only supported type: ephemeral", validity 5 minutes, reset on each hit)."""
+MAX_CACHE_MARKERS = 4
+"""DashScope's limit per request ("If the number of cache markers is greater than four, only the last four cache
+markers take effect"): this client refuses more, before sending, rather than have some silently ignored."""
+CACHE_MODES = ("prefix",)
+"""Values of the ``cache`` option."""
+_NEUTRAL_BREAKPOINT = "prompt_cache_breakpoint"  # MAF's provider-neutral per-part breakpoint (agent_framework_openai)
+
+
+def cache_marker(content: Content, where: str) -> dict[str, Any] | None:
+    """The cache marker ``content`` asks for, or None.
+
+    ``additional_properties["cache_control"]`` is DashScope's own spelling (``{"type": "ephemeral"}``, an extra key
+    such as the SDK samples' ``"ttl": "5m"`` passes through). MAF's provider-neutral breakpoint,
+    ``additional_properties["core"]["prompt_cache_breakpoint"]`` (or the flat legacy key) holding a mapping, becomes
+    ``{"type": "ephemeral"}``, so content marked for another MAF client caches here too.
+
+    Raises:
+        ChatClientInvalidRequestException: a ``cache_control`` that is not a mapping with ``type: "ephemeral"``.
+    """
+    props = content.additional_properties or {}
+    value = props.get(CACHE_KEY)
+    if value is not None:
+        return checked_marker(value, where)
+    neutral = get_namespaced_value(props, "core", _NEUTRAL_BREAKPOINT, props.get(_NEUTRAL_BREAKPOINT))
+    return dict(EPHEMERAL) if isinstance(neutral, Mapping) else None
+
+
+def checked_marker(value: Any, where: str) -> dict[str, Any]:
+    """``value`` as a marker: a mapping whose ``type`` is ``"ephemeral"``; else ChatClientInvalidRequestException."""
+    if not isinstance(value, Mapping) or value.get("type") != "ephemeral":
+        raise invalid(
+            f"{where}: cache_control must be {{'type': 'ephemeral'}}, the only cache type DashScope has (Model Studio "
+            f"'Context cache'), not {value!r}."
+        )
+    return dict(value)
+
+
+def _marked(part: dict[str, Any], content: Content, where: str) -> dict[str, Any]:
+    marker = cache_marker(content, where)
+    if marker is not None:
+        part[CACHE_KEY] = marker
+    return part
+
+
+def _system_marker(messages: Sequence[Message]) -> dict[str, Any] | None:
+    """The merged system message's marker: that of the first marked content of a system message."""
+    for position, message in enumerate(messages):
+        for content in message.contents if message.role == "system" else ():
+            marker = cache_marker(content, f"messages[{position}] (system)")
+            if marker is not None:
+                return marker
+    return None
+
+
+def _mark_end(message: dict[str, Any]) -> None:
+    """A marker on the last part of a wire message (its string content turned into one text part) unless one is
+    there."""
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = [{"type": "text", "text": content, CACHE_KEY: dict(EPHEMERAL)}]
+    elif isinstance(content, list) and content:
+        content[-1].setdefault(CACHE_KEY, dict(EPHEMERAL))
+
+
+def _tool_marked(tool: Any) -> bool:
+    """Whether a tool asks to be cached: ``FunctionTool.additional_properties["cache_control"]`` or a tool dict's
+    ``cache_control`` (checked like any marker)."""
+    props = tool if isinstance(tool, Mapping) else getattr(tool, "additional_properties", None)
+    value = props.get(CACHE_KEY) if isinstance(props, Mapping) else None
+    if value is not None:
+        checked_marker(value, f"tool {getattr(tool, 'name', None) or tool!r}")
+    return value is not None
+
+
+def apply_cache(body: dict[str, Any], options: Mapping[str, Any], model: str) -> None:
+    """Cache markers the options ask for, and DashScope's rules checked, on a built request ``body``.
+
+    - ``cache="prefix"``: markers at the end of the system message (instructions; the tool definitions are cached
+      with any marker: "If a request includes the tools parameter, adding a cache marker in messages also caches the
+      tool descriptions") and at the end of the first user message, so every later request of the conversation (the
+      tool loop's next call, the next turn) reads that prefix from the cache.
+    - A tool marked for caching (DashScope has no marker on tool definitions) puts the marker at the end of the
+      system message, or of the first message when there is none; the tool dict is sent without it.
+    - More than `MAX_CACHE_MARKERS` markers raise; markers for a model that is not on the explicit-cache list
+      (`qwen3.routing.ModelFamily.explicit_cache`) are sent with a warning (DashScope ignores them there).
+
+    Raises:
+        ChatClientInvalidRequestException: an unknown ``cache`` value, a malformed marker, more than four markers.
+    """
+    messages: list[dict[str, Any]] = body["input"]["messages"]
+    mode = options.get("cache")
+    if mode is not None and mode not in CACHE_MODES:
+        raise invalid(f"Option 'cache' must be one of {', '.join(map(repr, CACHE_MODES))} or None, not {mode!r}.")
+    system = messages[0] if messages and messages[0].get("role") == "system" else None
+    if mode == "prefix":
+        if system is not None:
+            _mark_end(system)
+        first_user = next((m for m in messages if m.get("role") == "user"), None)
+        if first_user is not None:
+            _mark_end(first_user)
+    if any([_tool_marked(tool) for tool in as_list(options.get("tools"))]) and messages:
+        _mark_end(system if system is not None else messages[0])
+        for tool in body["parameters"].get("tools") or ():
+            tool.pop(CACHE_KEY, None)
+    count = sum(1 for m in messages for p in m.get("content") or () if isinstance(p, dict) and CACHE_KEY in p)
+    if count > MAX_CACHE_MARKERS:
+        raise invalid(
+            f"{count} cache markers: DashScope takes at most {MAX_CACHE_MARKERS} per request and silently ignores "
+            "the earlier ones ('only the last four cache markers take effect', Model Studio 'Context cache'). Mark "
+            "fewer contents (cache='prefix' places two)."
+        )
+    if count and not model_family(model).explicit_cache:
+        logger.warning(
+            "%s is not on Model Studio's explicit context-cache list (qwen3.routing.MODEL_FAMILIES): DashScope ignores "
+            "cache_control for models without explicit caching; the %d marker(s) are sent in case the list has grown.",
+            model,
+            count,
+        )
 
 
 def needs_oss_resolve(body: Mapping[str, Any]) -> bool:
@@ -281,7 +416,9 @@ def build_request(
         replay=replay_policy(options.get("replay_reasoning"), model),
     )
     _preserve_thinking(parameters, wire, options, model)
-    return {"model": model, "input": {"messages": wire}, "parameters": parameters}
+    body = {"model": model, "input": {"messages": wire}, "parameters": parameters}
+    apply_cache(body, options, model)
+    return body
 
 
 # ---------------------------------------------------------------------------------------------- headers

@@ -68,12 +68,20 @@ checked against the policy, the API key checked like on the chat paths). ``emu.u
 (`RecordedUpload`: ``.key``, ``.url`` = ``oss://<key>``, ``.size``, ``.content_type``, ``.model``, ``.data``);
 ``emu.fail_upload(403, "AccessDenied", "…")`` makes the next upload fail (``step="policy"``: the next policy).
 
+Explicit context cache (Model Studio "Context cache"; ``_cache.py``): ``cache_control`` markers write cache blocks of
+1024+ estimated tokens (the last four markers of a request count), later requests read the longest cached prefix
+within 20 blocks of a marker for 5 minutes, per model and API key, for the models on the page's list; usage then
+reports ``prompt_tokens_details.cached_tokens`` / ``cache_creation_input_tokens``. ``emu.cache_uses`` lists each
+answered request's ``.read`` / ``.created`` tokens (None without explicit caching); ``emu.context_cache.clear()``
+empties the store.
+
 Validation (``validate=True``, the default) rejects what DashScope rejects, with its own code and message:
 wrong endpoint for the model, missing model or messages, non-string text content, malformed multimodal parts,
 orphan tool messages, non-JSON tool arguments, thinking streams without ``incremental_output``, JSON mode
 without the word "json", misplaced system messages, bad media URLs and oversized data URIs, the code interpreter
-or the ``agent_max`` search strategy without a stream or thinking, and (``workspaces=``) an unknown
-``X-DashScope-WorkSpace`` (404 ``WorkSpaceNotFound``). Non-stream requests
+or the ``agent_max`` search strategy without a stream or thinking, (``workspaces=``) an unknown
+``X-DashScope-WorkSpace`` (404 ``WorkSpaceNotFound``), malformed ``cache_control`` markers, ``reasoning_content``
+off an assistant turn, a non-boolean ``preserve_thinking``. Non-stream requests
 get HTTP 400 JSON; stream requests get HTTP 200 with an ``event:error`` frame, like the real service.
 
 Streams honour ``parameters.incremental_output``: ``true`` gives deltas, ``false`` or missing gives cumulative

@@ -21,11 +21,12 @@ from clients.testing._server import (
     sse_answer,
 )
 
+from ._cache import CacheUse, ContextCache
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
 from ._uploads import Answer as UploadAnswer
 from ._validation import WORKSPACE_NOT_FOUND, ApiError, validate
-from ._wire import Renderer, error_body, malformed_event, sse_event
+from ._wire import Renderer, error_body, malformed_event, request_blocks, sse_event
 
 PATHS: dict[str, Endpoint] = {
     "/api/v1/services/aigc/text-generation/generation": "text",  # the dashscope SDK source
@@ -111,6 +112,12 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self.models: dict[str, Endpoint] = dict(models or {})
         self.workspaces: frozenset[str] | None = None if workspaces is None else frozenset(workspaces)
         self._uploads = UploadStore()
+        self.context_cache = ContextCache()
+        """The explicit context cache (``_cache.py``): blocks created by ``cache_control`` markers, read by later
+        requests; usage then reports ``cached_tokens`` and ``cache_creation_input_tokens``."""
+        self.cache_uses: list[CacheUse | None] = []
+        """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
+        when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
 
     @property
     def base_url(self) -> str:
@@ -137,9 +144,11 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self._uploads.fail(step, ApiError(status, code, message))
 
     def clear(self) -> None:
-        """Drop queued replies, recorded requests, uploaded files and queued upload failures."""
+        """Drop queued replies, recorded requests, uploaded files, queued upload failures and cached blocks."""
         super().clear()
         self._uploads.clear()
+        self.context_cache.clear()
+        self.cache_uses.clear()
 
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _handle(
@@ -208,9 +217,14 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         if reply.error is not None and (not request.stream or reply.gateway_error):
             # a gateway error on a stream too: it has no events to count, so it takes the non-stream faults
             answer = _error_answer(ApiError(*reply.error), False, request_id, reply.headers)
-        elif request.stream:
-            events = Renderer(reply, request, request_id).events()
-            return _sse_answer(events, reply, request_id, reply.headers)
         else:
-            answer = _json_answer(200, Renderer(reply, request, request_id).body(), request_id, reply.headers)
+            cache = None
+            if reply.usage is None and reply.error is None:
+                account = request.headers.get("authorization", "")
+                cache = self.context_cache.use(account, request.model, request_blocks(request))
+            self.cache_uses.append(cache)
+            renderer = Renderer(reply, request, request_id, cache)
+            if request.stream:
+                return _sse_answer(renderer.events(), reply, request_id, reply.headers)
+            answer = _json_answer(200, renderer.body(), request_id, reply.headers)
         return nonstream_faults(answer, reply)

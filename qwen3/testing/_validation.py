@@ -61,6 +61,8 @@ WORKSPACE_NOT_FOUND = "WorkSpace can not be found."  # Model Studio "Error codes
 # shows it only there), and preserve_thinking a boolean
 BAD_REASONING = "The reasoning_content field must be a string on an assistant message."
 BAD_PRESERVE = "The preserve_thinking parameter must be a boolean."
+# ASSUMPTION (Model Studio "Context cache": "Only supported type: ephemeral"; no error text is documented)
+BAD_CACHE_CONTROL = "The cache_control field must be an object whose type is 'ephemeral'."
 
 BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
     # Model Studio "Image and video understanding". Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not
@@ -145,6 +147,8 @@ def _check_parts(content: Any, role: str) -> str | None:
         modal = _MODALS & part.keys()
         if len(modal) != 1 or not part.keys() - modal <= _PART_SIBLINGS:
             return NOT_A_MODAL
+        if "cache_control" in part and not _good_marker(part["cache_control"]):
+            return BAD_CACHE_CONTROL
         key = next(iter(modal))
         value = part[key]
         if key == "text":
@@ -159,6 +163,24 @@ def _check_parts(content: Any, role: str) -> str | None:
         elif error := _url_error(value):
             return error
     return None
+
+
+def _good_marker(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "ephemeral"
+
+
+def _check_text_parts(content: list[Any]) -> str | None:
+    """List content on the text endpoint: typed text parts only, ``{"type": "text", "text", "cache_control"?}`` (Model
+    Studio "Context cache": a message's content becomes such an array to carry a marker, in its ``Generation.call``
+    sample and the dashscope SDK's). An untyped ``[{"text": …}]`` is refused as before ([DOC-CN])."""
+    for part in content:
+        if not isinstance(part, dict) or not isinstance(part.get("text"), str) or part.get("type") != "text":
+            return NOT_A_STRING
+        if not part.keys() <= {"type", "text", "cache_control"}:
+            return NOT_A_STRING
+        if "cache_control" in part and not _good_marker(part["cache_control"]):
+            return BAD_CACHE_CONTROL
+    return None if content else NOT_A_STRING
 
 
 def _check_message(index: int, message: Any, messages: list[Any], endpoint: Endpoint) -> str | None:
@@ -176,6 +198,8 @@ def _check_message(index: int, message: Any, messages: list[Any], endpoint: Endp
         error = None if has_calls else ROLE_OR_EMPTY  # ASSUMPTION: an assistant tool-call turn may omit content
     elif endpoint == "multimodal":
         error = _check_parts(content, role)
+    elif isinstance(content, list):
+        error = _check_text_parts(content)
     elif not isinstance(content, str):
         error = NOT_A_STRING
     else:  # ASSUMPTION: an empty user message gets the "Content length" message

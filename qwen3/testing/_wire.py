@@ -13,12 +13,24 @@ from itertools import islice
 from typing import Any
 
 from clients.testing import Reply
-from clients.testing._wire import call_fragments, calls_weight, dumps, pieces, prompt_tokens, text_of, token_weight
+from clients.testing._wire import (
+    call_fragments,
+    calls_weight,
+    decode_base64,
+    dumps,
+    pieces,
+    prompt_tokens,
+    text_of,
+    token_weight,
+)
 
+from ._cache import Block, CacheUse, material
 from ._types import RecordedRequest
 
 IMAGE_TOKENS_PER_IMAGE = 256
-"""Estimated ``image_tokens`` per image part (a made-up constant; the real count depends on pixels)."""
+"""Estimated ``image_tokens`` of an image whose size the emulator cannot read (a URL, a format other than PNG/JPEG)."""
+_PIXELS_PER_TOKEN = 32 * 32  # Qwen3-VL and the Qwen 3.5+ models: one token per 32x32 pixels
+_MIN_IMAGE_TOKENS, _MAX_IMAGE_TOKENS, _MAX_HIGH_RES_TOKENS = 4, 2560, 16384
 
 
 def sse_event(event_id: int, kind: str, status: int, data: Mapping[str, Any]) -> bytes:
@@ -39,23 +51,84 @@ def error_body(code: str, message: str, request_id: str) -> dict[str, str]:
     return {"code": code, "message": message, "request_id": request_id}
 
 
+def _image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of PNG or JPEG bytes (their first bytes suffice), None for anything else."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if data[:2] != b"\xff\xd8":
+        return None
+    i = 2
+    while i + 9 < len(data) and data[i] == 0xFF:
+        marker, length = data[i + 1], int.from_bytes(data[i + 2 : i + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start-of-frame segment
+            return int.from_bytes(data[i + 7 : i + 9], "big"), int.from_bytes(data[i + 5 : i + 7], "big")
+        i += 2 + length
+    return None
+
+
+def image_tokens(value: Any, *, high_resolution: bool = False) -> int:
+    """Estimated tokens of one image part, by Model Studio's rule for Qwen3-VL and Qwen 3.5+ ("Image and video
+    understanding", token calculation): each side rounded to a multiple of 32 px, one token per 32x32 px plus 2, the
+    image scaled into 4..2560 tokens (16384 with ``vl_high_resolution_images``). Read from a PNG or JPEG ``data:``
+    URI's header; `IMAGE_TOKENS_PER_IMAGE` for URLs and other formats."""
+    size = None
+    if isinstance(value, str) and value.startswith("data:") and "," in value:
+        head = value.split(",", 1)[1][:350_000]  # enough base64 for any header worth reading
+        data = decode_base64(head[: len(head) - len(head) % 4]) or b""
+        size = _image_size(data)
+    if not size or min(size) <= 0:
+        return IMAGE_TOKENS_PER_IMAGE
+    width, height = size
+    cap = (_MAX_HIGH_RES_TOKENS if high_resolution else _MAX_IMAGE_TOKENS) * _PIXELS_PER_TOKEN
+    w_bar, h_bar = max(32, round(width / 32) * 32), max(32, round(height / 32) * 32)
+    if w_bar * h_bar > cap:
+        beta = math.sqrt(width * height / cap)
+        w_bar, h_bar = max(32, math.floor(width / beta / 32) * 32), max(32, math.floor(height / beta / 32) * 32)
+    return max(_MIN_IMAGE_TOKENS, w_bar * h_bar // _PIXELS_PER_TOKEN) + 2
+
+
+def request_blocks(request: RecordedRequest) -> list[Block]:
+    """The request's content blocks in prefix order, with their estimated tokens and markers (``_cache``): the tool
+    definitions, then each message's parts (a string content is one block)."""
+    high = request.parameters.get("vl_high_resolution_images") is True
+    blocks: list[Block] = []
+    if "tools" in request.parameters:
+        tools = dumps(request.parameters["tools"])
+        blocks.append(Block(material("tools", tools), math.ceil(token_weight(tools)), False))
+    for message in request.messages:
+        if not isinstance(message, dict):
+            continue
+        role, content = str(message.get("role")), message.get("content")
+        for part in content if isinstance(content, list) else [content]:
+            if isinstance(part, dict):
+                tokens = image_tokens(part["image"], high_resolution=high) if "image" in part else 0
+                tokens += math.ceil(token_weight(text_of([part])))
+                blocks.append(Block(material(role, part), tokens, isinstance(part.get("cache_control"), dict)))
+            else:
+                blocks.append(Block(material(role, part), math.ceil(token_weight(text_of(part))), False))
+    return blocks
+
+
 def request_weight(request: RecordedRequest) -> tuple[float, int]:
     """(token weight, image_tokens) of the request: text weight of all messages (or the prompt) and tools, and
-    `IMAGE_TOKENS_PER_IMAGE` per image part (images count into input_tokens too, as in capture F6)."""
+    `image_tokens` per image part (images count into input_tokens too, as in capture F6)."""
     weight, images = 0.0, 0
+    high = request.parameters.get("vl_high_resolution_images") is True
     for message in request.messages:
         if not isinstance(message, dict):
             continue
         weight += token_weight(text_of(message.get("content")))
         content = message.get("content")
         if isinstance(content, list):
-            images += sum(1 for p in content if isinstance(p, dict) and "image" in p)
+            images += sum(
+                image_tokens(p["image"], high_resolution=high) for p in content if isinstance(p, dict) and "image" in p
+            )
     inp = request.body.get("input")
     if isinstance(inp, dict) and isinstance(inp.get("prompt"), str):
         weight += token_weight(inp["prompt"])
     if "tools" in request.parameters:
         weight += token_weight(dumps(request.parameters["tools"]))
-    return weight, images * IMAGE_TOKENS_PER_IMAGE
+    return weight, images
 
 
 @dataclass
@@ -84,10 +157,11 @@ class _Step:
 class Renderer:
     """Turns one `Reply` into the body (non-stream) or events (stream) for one request."""
 
-    def __init__(self, reply: Reply, request: RecordedRequest, request_id: str) -> None:
+    def __init__(self, reply: Reply, request: RecordedRequest, request_id: str, cache: CacheUse | None = None) -> None:
         self.reply = reply
         self.request = request
         self.request_id = request_id
+        self.cache = cache
         self.multimodal = request.endpoint == "multimodal"
         # result_format="text" (text endpoint only; tools and thinking need "message", Model Studio "Qwen API
         # reference")
@@ -100,6 +174,8 @@ class Renderer:
         )
         weight, self.image_tokens = request_weight(request)
         self.input_tokens = prompt_tokens(reply, weight, self.image_tokens)
+        if cache is not None:  # input_tokens include what was read and written (Model Studio "Context cache")
+            self.input_tokens = max(self.input_tokens, cache.read + cache.created)
         self._hosted_tools(reply, request)
 
     # -- hosted tools: web search, code interpreter -------------------------------------------------------
@@ -173,7 +249,9 @@ class Renderer:
             if reasoning_tokens is None:
                 reasoning_tokens = math.ceil(progress.reasoning_weight)
             usage["output_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
-        if self.reply.cached_tokens:  # cache hits (protocol doc: prompt_tokens_details)
+        if self.cache is not None:  # explicit cache (Model Studio "Context cache")
+            usage["prompt_tokens_details"] = self.cache.usage_details()
+        elif self.reply.cached_tokens:  # implicit cache hits (protocol doc: prompt_tokens_details)
             usage["prompt_tokens_details"] = {"cached_tokens": self.reply.cached_tokens}
         plugins = self._plugins(progress.code_runs)
         if plugins:
