@@ -432,6 +432,28 @@ async def test_offline_run_end_to_end(ka: ModuleType, tmp_path: Path, capsys: py
     assert "tokens:" in out
     assert "input" in out.split("tokens:")[1]
 
+    # the chart is cached: the first request writes the prefix (markers on the system message and the chart), the
+    # second reads it (a fresh emulator: the first could read nothing, so every read token is the second's)
+    assert first.messages[0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert user["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "image" in user["content"][-1]
+    written, read = report.usage["cache_creation_input_token_count"], report.usage["cache_read_input_token_count"]
+    assert written > 1024
+    assert read == written
+    assert f"cache:      {written} tokens written (125% of the input price), {read} read back (10%)" in out
+
+
+def test_cache_line_says_what_the_cache_did(ka: ModuleType, tmp_path: Path) -> None:
+    def line(cache: bool, **usage: int) -> str:
+        report = ka.RunReport(chart=tmp_path, model="qwen-max", emulated=True, text="", usage=usage, cache=cache)
+        return str(ka.cache_line(report))
+
+    assert line(False) == "not used (qwen-max is not on Model Studio's explicit context-cache list)"
+    assert line(True, input_token_count=10).startswith("asked for (cache='prefix'), nothing cached")
+    assert line(True, cache_creation_input_token_count=1500, cache_read_input_token_count=1500).startswith(
+        "1500 tokens written (125% of the input price), 1500 read back (10%)"
+    )
+
 
 def test_script_runs_offline_as_a_subprocess(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
