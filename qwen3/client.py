@@ -11,6 +11,7 @@ Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -22,6 +23,7 @@ from agent_framework import (
     ChatMiddlewareLayer,
     ChatResponse,
     ChatResponseUpdate,
+    Content,
     FunctionInvocationLayer,
     Message,
     SecretString,
@@ -72,7 +74,14 @@ from qwen3.options import (
 )
 from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
-from qwen3.uploads import UPLOAD_MODES, UploadedFiles, UploadLocalFiles, upload_region_error, with_uploaded_files
+from qwen3.uploads import (
+    UPLOAD_MODES,
+    UploadedFiles,
+    UploadLocalFiles,
+    upload_document,
+    upload_region_error,
+    with_uploaded_files,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -512,6 +521,25 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             api_key=self._api_key.get_secret_value(),
             base_url=self.base_url,
             cache=self._uploaded,
+        )
+
+    async def upload_document(
+        self, path: str | os.PathLike[str], *, wait: float = 120.0, poll_interval: float = 1.0
+    ) -> Content:
+        """Upload a document (PDF, DOCX, TXT, XLSX, …) for Qwen-Long with this client's key and region and return
+        ``Content.from_hosted_file(file_id, name=…)`` to put in a message (sent as a ``fileid://`` system message).
+        See ``qwen3.uploads.upload_document`` and docs/long-documents.md.
+
+        Raises:
+            ChatClientInvalidRequestException, ChatClientInvalidAuthException, ChatClientException: as there.
+        """
+        return await upload_document(
+            path,
+            api_key=self._api_key.get_secret_value(),
+            base_url=self.base_url,
+            wait=wait,
+            poll_interval=poll_interval,
+            timeout=self.timeout,
         )
 
     def _exception(

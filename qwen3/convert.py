@@ -8,6 +8,7 @@ API that the test suite replays; each rule names its source.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import re
@@ -223,13 +224,20 @@ def convert_messages(
     """
     system_texts: list[str] = [instructions] if instructions else []
     out: list[dict[str, Any]] = []
+    leading_files: list[str] = []
     loop = current_tool_loop(messages) if replay == "tool_loop" else set()
     for position, message in enumerate(hoist_tool_media(messages, keep=lambda item: _kind(item) is not None)):
         role = message.role
+        files, message = _split_files(message, f"messages[{position}] ({role})")
         if role == "system":
-            add_system_text(system_texts, message, f"messages[{position}] (system)")
+            leading_files.extend(files)
+            if message.contents:
+                add_system_text(system_texts, message, f"messages[{position}] (system)")
         elif role == "user":
-            out.append(_user_message(message, endpoint, position))
+            if files:
+                out.append(_file_message(files, endpoint))
+            if message.contents or not files:
+                out.append(_user_message(message, endpoint, position))
         elif role == "assistant":
             reasoning = replay == "all" or id(message) in loop
             wire = _assistant_message(message, endpoint, reasoning, f"messages[{position}] (assistant)")
@@ -245,6 +253,8 @@ def convert_messages(
         if marker is not None:
             system[CACHE_KEY] = marker
         out.insert(0, {"role": "system", "content": _wire_content([system], endpoint)})
+    if leading_files:
+        out.insert(1 if system_texts else 0, _file_message(leading_files, endpoint))
     return out
 
 
@@ -375,6 +385,58 @@ def apply_cache(body: dict[str, Any], options: Mapping[str, Any], model: str) ->
         )
 
 
+# ------------------------------------------------------------------------------------- documents by file id
+
+FILE_REFERENCE = "fileid://"
+"""How a system message names a document uploaded for document understanding (Model Studio "Long context
+(Qwen-Long)", https://www.alibabacloud.com/help/en/model-studio/long-context-qwen-long)."""
+MAX_FILE_IDS = 100
+"""'a single request can reference a maximum of 100 files' (same page)."""
+
+
+def _split_files(message: Message, where: str) -> tuple[list[str], Message]:
+    """The ids of ``message``'s ``hosted_file`` contents, and the message without them (itself when it has none)."""
+    files = [c for c in message.contents if c.type == "hosted_file"]
+    if not files:
+        return [], message
+    ids = []
+    for content in files:
+        file_id = content.file_id
+        if not isinstance(file_id, str) or not file_id.strip() or any(ch in file_id for ch in ", \t\n"):
+            raise invalid(f"{where}: {file_id!r} is not a DashScope file id (e.g. 'file-fe-…' from upload_document).")
+        ids.append(file_id)
+    rest = copy.copy(message)
+    rest.contents = [c for c in message.contents if c.type != "hosted_file"]
+    return ids, rest
+
+
+def _file_message(ids: list[str], endpoint: Endpoint) -> dict[str, Any]:
+    """One system message naming documents, ``fileid://a,fileid://b`` (the page's several-files form: "You can pass
+    multiple file-ids in a single system message"), kept apart from the instructions so the model does not read the
+    document as its role ("add the role-setting information to the first message")."""
+    text = ",".join(FILE_REFERENCE + file_id for file_id in ids)
+    return {"role": "system", "content": _wire_content([{"text": text}], endpoint)}
+
+
+def check_file_ids(messages: Sequence[Message], model: str) -> None:
+    """Refuse, before sending, documents a model cannot read: ``Content.from_hosted_file`` is sent as a
+    ``fileid://`` system message, which only the models of `qwen3.routing.ModelFamily.file_ids` (qwen-long,
+    qwen-doc-turbo) resolve; others would read the reference as text. At most `MAX_FILE_IDS` per request.
+
+    Raises:
+        ChatClientInvalidRequestException: file ids for another model, or more than 100.
+    """
+    count = sum(1 for m in messages for c in m.contents if c.type == "hosted_file" and m.role in ("user", "system"))
+    if count and not model_family(model).file_ids:
+        raise invalid(
+            f"The conversation names {count} uploaded document(s) (Content.from_hosted_file), which {model!r} cannot "
+            "read: DashScope resolves fileid:// references only for its document models (qwen-long, qwen-doc-turbo; "
+            "Model Studio 'Long context (Qwen-Long)'). Use one of them, or put the document's text in the message."
+        )
+    if count > MAX_FILE_IDS:
+        raise invalid(f"{count} documents in one request: DashScope reads at most {MAX_FILE_IDS} (Qwen-Long limits).")
+
+
 def needs_oss_resolve(body: Mapping[str, Any]) -> bool:
     """Whether a request body refers to ``oss://`` temporary files, which DashScope resolves only with the header
     ``X-DashScope-OssResourceResolve: enable`` (Model Studio "Qwen API reference"; Model Studio "Upload a local file";
@@ -404,6 +466,7 @@ def build_request(
     """
     if not messages:
         raise invalid("No messages to send: DashScope needs at least one user message.")
+    check_file_ids(messages, model)
     parameters = convert_options(options, stream=stream, model=model)
     instructions = options.get("instructions")
     schema_text = structured_output_instruction(options.get("response_format"), model)
@@ -418,6 +481,7 @@ def build_request(
     _preserve_thinking(parameters, wire, options, model)
     body = {"model": model, "input": {"messages": wire}, "parameters": parameters}
     apply_cache(body, options, model)
+    _partial(wire, options)
     return body
 
 
@@ -498,6 +562,30 @@ def merge_headers(base: Headers, override: Headers) -> dict[str, str]:
     """``base`` with ``override`` on top, names compared without case (HTTP's rule)."""
     names = {name.lower() for name in override}
     return {**{name: value for name, value in base.items() if name.lower() not in names}, **override}
+
+
+def _partial(wire: list[dict[str, Any]], options: Mapping[str, Any]) -> None:
+    """Partial mode (Model Studio "Partial mode", https://www.alibabacloud.com/help/en/model-studio/partial-mode): "In
+    the last message of the array, set the role to assistant and provide the prefix in the content field. You must
+    also set the "partial": true parameter in that message."
+
+    Raises:
+        ChatClientInvalidRequestException: ``partial`` not a bool, or set on a conversation that does not end with an
+            assistant turn holding text (and no tool calls).
+    """
+    value = options.get("partial")
+    if value is None or value is False:
+        return
+    if value is not True:
+        raise invalid(f"Option 'partial' must be True or False, not {value!r}.")
+    last = wire[-1] if wire else {}
+    if last.get("role") != "assistant" or last.get("tool_calls") or not last.get("content"):
+        raise invalid(
+            "partial=True continues the last message, which must be an assistant turn holding the text to continue "
+            "(Model Studio 'Partial mode'); this conversation ends with a "
+            f"{last.get('role', 'nothing')!r} message. Add Message('assistant', [prefix]) last."
+        )
+    last["partial"] = True
 
 
 def _preserve_thinking(

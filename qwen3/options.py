@@ -69,6 +69,10 @@ class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], tota
     """Which assistant turns carry their reasoning back as ``reasoning_content``. Unset (automatic): the turns of the
     current tool loop (after the last user message), or every turn for models DashScope asks that of (qwen3.8);
     True: every turn; False: none (docs/thinking.md). Read by the client, never sent."""
+    partial: bool
+    """Partial mode: the conversation's last message is an assistant turn whose text the model continues (sent with
+    ``"partial": true``; the answer holds only the continuation). Thinking is switched off for it
+    (docs/long-documents.md). Read by the client, never sent as a parameter; like the Anthropic peer's ``prefill``."""
     cache: Literal["prefix"]
     """``"prefix"``: cache the stable prefix (instructions, tools and the first user message) with DashScope's
     explicit context cache, so later requests of the conversation read it at 10% of the input price (writing it costs
@@ -94,7 +98,7 @@ _SAME_NAME = (
     "logprobs",
     "top_logprobs",
 )
-_HANDLED = MAF_OPTIONS | {"replay_reasoning", "enable_thinking", "preserve_thinking", "cache"}
+_HANDLED = MAF_OPTIONS | {"replay_reasoning", "enable_thinking", "preserve_thinking", "cache", "partial"}
 _UNSUPPORTED = {
     "frequency_penalty": "DashScope has no frequency_penalty; use presence_penalty or repetition_penalty.",
     "logit_bias": "DashScope has no logit_bias.",
@@ -137,7 +141,8 @@ def request_thinks(model: str, options: Mapping[str, Any]) -> bool:
     "Deep thinking")."""
     if options.get("enable_thinking") is not None:
         return bool(options["enable_thinking"])
-    if options.get("response_format") is not None and thinking_mode(model) == "hybrid":
+    needs_no_thinking = options.get("response_format") is not None or options.get("partial")
+    if needs_no_thinking and thinking_mode(model) == "hybrid":
         return False
     return thinks_by_default(model)
 
@@ -202,6 +207,15 @@ def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str
             )
         if enabled is None and thinks_by_default(model):
             enabled = False  # qwen3.5+ think unless told not to: structured output needs it off, say so explicitly
+    if options.get("partial"):
+        if enabled or mode == "only":
+            raise invalid(
+                f"Partial mode (prefix continuation) is not available while {model!r} thinks ('thinking mode does "
+                "not support partial mode', Model Studio 'Partial mode'): set enable_thinking=False or use a "
+                "non-thinking model."
+            )
+        if enabled is None and thinks_by_default(model):
+            enabled = False  # the hybrid models are listed for partial mode "(non-thinking mode)"
     if enabled is not None:
         parameters["enable_thinking"] = bool(enabled)
     return request_thinks(model, options)

@@ -21,12 +21,19 @@ path in assistant-authored content; only image, video and audio files (the bytes
 file goes once per request even when named twice; the caller's ``Message`` objects are never changed (changed
 messages are shallow copies). A client keeps the URLs it got (``UploadedFiles``) and reuses them while the file is
 unchanged and the URL well inside its 48 hours, so a tool loop resending the conversation does not upload again.
+
+Documents for Qwen-Long are another store: ``upload_document`` puts a file in DashScope's document store (the
+OpenAI-compatible file API, ``purpose="file-extract"``) and returns ``Content.from_hosted_file(id)``, which the
+converter sends as a ``fileid://`` system message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import json
+import mimetypes
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -34,11 +41,15 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+import dashscope
 from agent_framework import Content, Message
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 from dashscope.utils.oss_utils import OssUtils
+from dashscope.v2.errors import DashScopeError
 
-from clients.core.media import FRAMES_KEY, local_file, sniff_media_type
+from clients.core.errors import ProviderError, hide, redact, to_chat_client_exception
+from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
+from clients.core.transport import json_object
 from qwen3.convert import MAX_INLINE_BYTES
 
 __all__ = [
@@ -46,6 +57,8 @@ __all__ = [
     "UPLOAD_MODES",
     "UploadLocalFiles",
     "UploadedFiles",
+    "compatible_base_url",
+    "upload_document",
     "upload_region_error",
     "with_uploaded_files",
 ]
@@ -308,3 +321,140 @@ async def with_uploaded_files(
     cache = cache if cache is not None else UploadedFiles()
     by_path = await _upload(files, mode=mode, model=model, api_key=api_key, base_url=base_url, cache=cache)
     return _replaced(messages, {uri: (by_path[file.path], file) for uri, file in chosen.items()})
+
+
+# ------------------------------------------------------------------------- documents for Qwen-Long (fileid://)
+
+DOCUMENT_SUFFIXES = frozenset(
+    {
+        ".txt",
+        ".docx",
+        ".pdf",
+        ".xlsx",
+        ".epub",
+        ".mobi",
+        ".md",
+        ".csv",
+        ".json",
+        ".bmp",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+    }
+)
+"""The formats Qwen-Long reads (Model Studio "Long context (Qwen-Long)", Limitations)."""
+MAX_DOCUMENT_BYTES = 150 * 1024 * 1024
+MAX_DOCUMENT_IMAGE_BYTES = 20 * 1024 * 1024
+_IMAGE_SUFFIXES = frozenset({".bmp", ".png", ".jpg", ".jpeg", ".gif"})
+_MAX_ANSWER_BYTES = 1024 * 1024
+
+
+def compatible_base_url(base_url: str) -> str:
+    """The OpenAI-compatible root beside a native base URL: ``…/api/v1`` → ``…/compatible-mode/v1``.
+
+    Raises:
+        ValueError: a base URL that does not end in ``/api/v1`` (a proxy path this package cannot map).
+    """
+    root = base_url.rstrip("/")
+    if not root.endswith("/api/v1"):
+        raise ValueError(
+            f"base_url {base_url!r} does not end in /api/v1, so the document store's address "
+            "(<host>/compatible-mode/v1/files) cannot be derived from it."
+        )
+    return root.removesuffix("/api/v1") + "/compatible-mode/v1"
+
+
+def _document_bytes(path: Path) -> bytes:
+    suffix = path.suffix.lower()
+    if suffix not in DOCUMENT_SUFFIXES:
+        raise ChatClientInvalidRequestException(
+            f"{str(path)!r}: Qwen-Long reads {', '.join(sorted(s[1:].upper() for s in DOCUMENT_SUFFIXES))} "
+            "documents (Model Studio 'Long context (Qwen-Long)'); convert the file first."
+        )
+    limit = MAX_DOCUMENT_IMAGE_BYTES if suffix in _IMAGE_SUFFIXES else MAX_DOCUMENT_BYTES
+    try:
+        return read_media_file(path, limit, limit_note=f"Qwen-Long takes documents up to {limit // 2**20} MB.")
+    except MediaError as exc:
+        raise ChatClientInvalidRequestException(str(exc)) from exc
+
+
+def _file_answer(response: Any, what: str) -> dict[str, Any]:
+    """The JSON object of a file-API answer, or the MAF exception for its error (the compatible-mode envelope
+    ``{"error": {"message", "code"}, "request_id"}``)."""
+    body = response.content[:_MAX_ANSWER_BYTES]
+    if response.status_code == 200:
+        return json_object("DashScope", body)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    message = str(error.get("message")) if isinstance(error, dict) else body.decode("utf-8", "replace")[:300]
+    code = str(error.get("code")) if isinstance(error, dict) and error.get("code") else None
+    request_id = data.get("request_id") if isinstance(data, dict) else None
+    failure = ProviderError("DashScope", response.status_code, code, f"{what}: {redact(message)}", request_id)
+    raise to_chat_client_exception(failure)
+
+
+async def upload_document(
+    path: str | os.PathLike[str],
+    *,
+    api_key: str,
+    base_url: str,
+    wait: float = 120.0,
+    poll_interval: float = 1.0,
+    timeout: float = 300.0,
+) -> Content:
+    """Upload a document for Qwen-Long and return it as ``Content.from_hosted_file(file_id, name=…)``, ready to go in
+    a user (or system) message; the client sends it as a ``fileid://`` system message.
+
+    The route is the one Model Studio documents for ids that ``fileid://`` resolves: ``POST
+    {host}/compatible-mode/v1/files`` with ``purpose="file-extract"`` ("Management operations, such as file upload,
+    deletion, and query, must be performed using an OpenAI compatible SDK"; the native ``/api/v1/files`` of
+    ``dashscope.Files`` is the fine-tune store, and the SDK never sends its ``purpose``). The request goes through
+    the ``dashscope`` SDK's own transport (httpx), not the OpenAI SDK. The file is then polled (``GET …/files/{id}``)
+    until ``status`` is ``"processed"``, at most ``wait`` seconds, since a chat naming it earlier gets 400 "File
+    parsing in progress, please try again later.". Ids belong to the account that uploaded them; qwen-long is served
+    in the China (Beijing) region.
+
+    Raises:
+        ChatClientInvalidRequestException: a format Qwen-Long does not read, a file over 150 MB (20 MB for images),
+            not a regular file, unreadable; or DashScope refused it (HTTP 4xx).
+        ChatClientInvalidAuthException: a key DashScope refuses.
+        ChatClientException: other failures, or still not processed after ``wait`` seconds.
+        ValueError: a ``base_url`` that does not end in ``/api/v1``.
+    """
+    file = Path(path)
+    compatible = compatible_base_url(base_url)
+    data = _document_bytes(file)
+    hide(api_key)
+    sdk = dashscope.AsyncClient(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    try:
+        response = await sdk.transport.request(
+            "POST",
+            "/files",
+            base_url=compatible,
+            files={"file": (file.name, data)},
+            data={"purpose": "file-extract"},
+        )
+        answer = _file_answer(response, f"Uploading {str(file)!r} for Qwen-Long failed")
+        file_id = answer.get("id")
+        if not isinstance(file_id, str) or not file_id:
+            raise ChatClientException(f"DashScope's answer to the upload of {str(file)!r} names no file id.")
+        deadline = time.monotonic() + wait
+        while answer.get("status") not in ("processed", None):
+            if answer.get("status") not in ("processing", "uploaded") or time.monotonic() >= deadline:
+                raise ChatClientException(
+                    f"{str(file)!r} was uploaded as {file_id} but DashScope has not processed it "
+                    f"(status {answer.get('status')!r} after {wait:g} s): try the id later, or upload again."
+                )
+            await asyncio.sleep(poll_interval)
+            response = await sdk.transport.request("GET", f"/files/{file_id}", base_url=compatible)
+            answer = _file_answer(response, f"Checking {file_id} failed")
+    except DashScopeError as exc:  # no answer: connection refused, timeout
+        raise ChatClientException(f"Uploading {str(file)!r} for Qwen-Long failed: {redact(exc.message)}") from exc
+    finally:
+        await sdk.aclose()
+    media_type = mimetypes.guess_type(file.name)[0]
+    return Content.from_hosted_file(file_id, name=file.name, media_type=media_type)

@@ -20,8 +20,10 @@ from clients.testing._server import (
     parse_json,
     sse_answer,
 )
+from clients.testing._wire import text_of
 
 from ._cache import CacheUse, ContextCache
+from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
 from ._uploads import Answer as UploadAnswer
@@ -115,6 +117,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self.context_cache = ContextCache()
         """The explicit context cache (``_cache.py``): blocks created by ``cache_control`` markers, read by later
         requests; usage then reports ``cached_tokens`` and ``cache_creation_input_tokens``."""
+        self._documents = DocumentStore()
         self.cache_uses: list[CacheUse | None] = []
         """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
@@ -143,10 +146,28 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         (``step="policy"``: a DashScope JSON error) fail with this status, code and message. Calls queue up."""
         self._uploads.fail(step, ApiError(status, code, message))
 
+    @property
+    def documents(self) -> list[RecordedDocument]:
+        """Documents uploaded to the emulated Qwen-Long file store (``POST {root}/compatible-mode/v1/files``), in
+        order (``.id``, ``.filename``, ``.purpose``, ``.data``, ``.status``)."""
+        return self._documents.documents
+
+    @property
+    def processing_checks(self) -> int:
+        """How many retrievals (``GET …/files/{id}``) a new document stays ``"processing"`` (default 0); chat requests
+        naming it meanwhile get 400 "File parsing in progress, please try again later."."""
+        return self._documents.processing_checks
+
+    @processing_checks.setter
+    def processing_checks(self, value: int) -> None:
+        self._documents.processing_checks = value
+
     def clear(self) -> None:
-        """Drop queued replies, recorded requests, uploaded files, queued upload failures and cached blocks."""
+        """Drop queued replies, recorded requests, uploaded files and documents, queued upload failures and cached
+        blocks."""
         super().clear()
         self._uploads.clear()
+        self._documents.clear()
         self.context_cache.clear()
         self.cache_uses.clear()
 
@@ -155,6 +176,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
         request_id = str(uuid.uuid4())
+        if path == FILES_PATH or path.startswith(FILES_PATH + "/"):
+            return self._files(method, path, query, headers, raw, request_id)
         if method == "GET":
             return self._answer_get(path, query, headers, request_id)
         if path == OSS_PATH:  # the upload_host of our policies (_uploads.py)
@@ -194,11 +217,40 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             return _error_answer(failed, request.stream, request_id)
         if self.validate and (error := validate(body, request.endpoint, request.stream, self.models)):
             return _error_answer(error, request.stream, request_id)
+        if self.validate and (error := self._document_error(body)):
+            return _error_answer(error, request.stream, request_id)
         return None
 
     def _script_failed(self, request: RecordedRequest, error: ScriptError, request_id: str) -> Answer:
         failed = ApiError(500, "InternalError", str(error))  # a 500 the v2 SDK will not retry
         return _error_answer(failed, request.stream, request_id, {"x-should-retry": "false"})
+
+    def _files(
+        self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes, request_id: str
+    ) -> Answer:
+        """The compatible-mode file API of Qwen-Long documents (``_files.py``)."""
+        if self.api_key is not None and self._key(headers, query) != self.api_key:
+            answer = compat_error(401, "invalid_api_key", BAD_KEY, request_id)
+        elif method == "POST" and path == FILES_PATH:
+            answer = self._documents.upload(headers.get("content-type", ""), raw, request_id)
+        elif method == "GET" and path != FILES_PATH:
+            answer = self._documents.retrieve(path.rsplit("/", 1)[1], request_id)
+        else:
+            answer = compat_error(404, "not_found", f"No such API: {method} {path}", request_id)
+        return self._upload_answer(answer, {"x-request-id": request_id})
+
+    def _document_error(self, body: dict[str, Any]) -> ApiError | None:
+        """A ``fileid://`` reference the store cannot serve (Qwen-Long FAQ: 400 "File parsing in progress…")."""
+        for message in body.get("input", {}).get("messages") or ():
+            content = message.get("content") if isinstance(message, dict) else None
+            text = content if isinstance(content, str) else text_of(content)
+            if not (isinstance(message, dict) and message.get("role") == "system" and text.startswith("fileid://")):
+                continue
+            for reference in text.split(","):
+                problem = self._documents.problem(reference.strip().removeprefix("fileid://"))
+                if problem is not None:
+                    return ApiError(400, "InvalidParameter", problem)
+        return None
 
     def _answer_get(self, path: str, query: dict[str, list[str]], headers: dict[str, str], request_id: str) -> Answer:
         """``GET {base}/uploads?action=getPolicy&model=…`` (the upload policy, ``_uploads.py``); anything else 404."""

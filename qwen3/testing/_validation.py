@@ -63,6 +63,10 @@ BAD_REASONING = "The reasoning_content field must be a string on an assistant me
 BAD_PRESERVE = "The preserve_thinking parameter must be a boolean."
 # ASSUMPTION (Model Studio "Context cache": "Only supported type: ephemeral"; no error text is documented)
 BAD_CACHE_CONTROL = "The cache_control field must be an object whose type is 'ephemeral'."
+# Model Studio "Partial mode": partial goes on the last message, an assistant turn, and not in thinking mode ("思考模式
+# 不支持前缀续写"); the wording is ours (ASSUMPTION)
+PARTIAL_LAST = "The partial parameter is only allowed on the last message, which must be an assistant message."
+PARTIAL_THINKING = "Partial mode is not supported when enable_thinking is true."
 
 BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
     # Model Studio "Image and video understanding". Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not
@@ -92,6 +96,8 @@ BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
     ("qwen2.5-*-instruct*", "text"),
     ("qwen3-[0-9]*b*", "text"),
     ("qwen3-coder*", "text"),
+    ("qwen-long*", "text"),  # Model Studio "Long context (Qwen-Long)": the text-generation endpoint
+    ("qwen-doc*", "text"),
 )
 
 _MODALS = frozenset({"text", "image", "video", "audio"})
@@ -189,8 +195,8 @@ def _check_message(index: int, message: Any, messages: list[Any], endpoint: Endp
     role: str = message["role"]
     if "reasoning_content" in message and (role != "assistant" or not isinstance(message["reasoning_content"], str)):
         return BAD_REASONING
-    if role == "system" and index != 0:
-        return SYSTEM_FIRST
+    if role == "system" and index != 0 and not text_of(message.get("content")).startswith("fileid://"):
+        return SYSTEM_FIRST  # documents may come in later system messages (Qwen-Long: "append documents")
     calls = message.get("tool_calls")
     has_calls = role == "assistant" and bool(calls)
     content = message.get("content")
@@ -251,12 +257,17 @@ def validate(body: dict[str, Any], endpoint: Endpoint, stream: bool, models: Map
     for index, message in enumerate(messages):
         if error := _check_message(index, message, messages, endpoint):
             return _invalid(error)
+    partial = [i for i, m in enumerate(messages) if isinstance(m, dict) and "partial" in m]
+    if partial and (partial != [len(messages) - 1] or messages[-1].get("role") != "assistant"):
+        return _invalid(PARTIAL_LAST)
     parameters = body.get("parameters")
     parameters = parameters if isinstance(parameters, dict) else {}
     # parameters.stream and a stream without incremental_output are NOT errors (Model Studio "Qwen API reference": the
     # server tolerates both).
     if "preserve_thinking" in parameters and not isinstance(parameters["preserve_thinking"], bool):
         return _invalid(BAD_PRESERVE)
+    if partial and messages[-1].get("partial") is True and parameters.get("enable_thinking") is True:
+        return _invalid(PARTIAL_THINKING)
     if stream and parameters.get("enable_thinking") is True and parameters.get("incremental_output") is not True:
         return _invalid(THINKING_NEEDS_INCREMENTAL)  # Model Studio "Qwen API reference" [DOC-CN]
     if error := _check_hosted_tools(parameters, stream):
