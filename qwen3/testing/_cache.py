@@ -80,6 +80,15 @@ class CacheUse:
         }
 
 
+def has_markers(messages: list[Any]) -> bool:
+    """Whether any content part of ``messages`` carries ``cache_control`` (explicit mode), cheaply."""
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(isinstance(p, dict) and "cache_control" in p for p in content):
+            return True
+    return False
+
+
 def caches(model: str) -> bool:
     """Whether ``model`` is on the explicit-cache list."""
     return any(fnmatchcase(model.lower(), pattern) for pattern in EXPLICIT_CACHE_MODELS)

@@ -22,7 +22,7 @@ from clients.testing._server import (
 )
 from clients.testing._wire import text_of
 
-from ._cache import CacheUse, ContextCache
+from ._cache import CacheUse, ContextCache, has_markers
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
@@ -271,7 +271,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             answer = _error_answer(ApiError(*reply.error), False, request_id, reply.headers)
         else:
             cache = None
-            if reply.usage is None and reply.error is None:
+            if reply.usage is None and reply.error is None and has_markers(request.messages):
                 account = request.headers.get("authorization", "")
                 cache = self.context_cache.use(account, request.model, request_blocks(request))
             self.cache_uses.append(cache)

@@ -73,8 +73,11 @@ def image_tokens(value: Any, *, high_resolution: bool = False) -> int:
     URI's header; `IMAGE_TOKENS_PER_IMAGE` for URLs and other formats."""
     size = None
     if isinstance(value, str) and value.startswith("data:") and "," in value:
-        head = value.split(",", 1)[1][:350_000]  # enough base64 for any header worth reading
-        data = decode_base64(head[: len(head) - len(head) % 4]) or b""
+        start = value.index(",") + 1
+        data = decode_base64(value[start : start + 32]) or b""  # a PNG says its size in its first 24 bytes
+        if data[:2] == b"\xff\xd8":  # a JPEG's frame header may follow EXIF data: read on, bounded
+            head = value[start : start + 350_000]
+            data = decode_base64(head[: len(head) - len(head) % 4]) or b""
         size = _image_size(data)
     if not size or min(size) <= 0:
         return IMAGE_TOKENS_PER_IMAGE
