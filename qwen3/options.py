@@ -135,13 +135,29 @@ def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[di
     raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
 
 
+_NOT_WHILE_THINKING = (
+    (
+        "response_format",
+        "Structured output (response_format)",
+        "'Json mode response is not supported when enable_thinking is true'",
+    ),
+    # Model Studio "Partial mode": "thinking mode does not support partial mode"; hybrids listed "(non-thinking mode)"
+    (
+        "partial",
+        "Partial mode (prefix continuation)",
+        "'thinking mode does not support partial mode', Model Studio 'Partial mode'",
+    ),
+)
+"""Options DashScope refuses while the model thinks: (option, what it is, DashScope's words)."""
+
+
 def request_thinks(model: str, options: Mapping[str, Any]) -> bool:
     """Whether a request makes the model think: ``enable_thinking`` if set; else off when structured output is
     asked of a hybrid model (this client then sends ``enable_thinking: false``); else the model's default (Model Studio
     "Deep thinking")."""
     if options.get("enable_thinking") is not None:
         return bool(options["enable_thinking"])
-    needs_no_thinking = options.get("response_format") is not None or options.get("partial")
+    needs_no_thinking = any(options.get(key) not in (None, False) for key, _, _ in _NOT_WHILE_THINKING)
     if needs_no_thinking and thinking_mode(model) == "hybrid":
         return False
     return thinks_by_default(model)
@@ -198,24 +214,16 @@ def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str
             f"{model!r} always thinks: DashScope refuses enable_thinking=False for it ('The value of the "
             "enable_thinking parameter is restricted to True'). Drop the option or use a hybrid model."
         )
-    if options.get("response_format") is not None:
+    for key, feature, quote in _NOT_WHILE_THINKING:
+        if options.get(key) in (None, False):
+            continue
         if enabled or mode == "only":
             raise invalid(
-                f"Structured output (response_format) is not available while {model!r} thinks ('Json mode "
-                "response is not supported when enable_thinking is true'): set enable_thinking=False "
+                f"{feature} is not available while {model!r} thinks ({quote}): set enable_thinking=False "
                 "or use a non-thinking model."
             )
         if enabled is None and thinks_by_default(model):
-            enabled = False  # qwen3.5+ think unless told not to: structured output needs it off, say so explicitly
-    if options.get("partial"):
-        if enabled or mode == "only":
-            raise invalid(
-                f"Partial mode (prefix continuation) is not available while {model!r} thinks ('thinking mode does "
-                "not support partial mode', Model Studio 'Partial mode'): set enable_thinking=False or use a "
-                "non-thinking model."
-            )
-        if enabled is None and thinks_by_default(model):
-            enabled = False  # the hybrid models are listed for partial mode "(non-thinking mode)"
+            enabled = False  # qwen3.5+ think unless told not to: these need it off, say so explicitly
     if enabled is not None:
         parameters["enable_thinking"] = bool(enabled)
     return request_thinks(model, options)
