@@ -53,7 +53,7 @@ from clients.testing._wire import (
     uri_media,
 )
 
-__all__ = ["OpenAIEmulator", "OpenAIRecordedRequest"]
+__all__ = ["ChatCompletionRenderer", "OpenAIEmulator", "OpenAIRecordedRequest", "data_event", "malformed_chunk"]
 
 CHAT_PATH = "/v1/chat/completions"
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")  # the pattern OpenAI names in its 400 (FlowiseAI/Flowise#2948)
@@ -411,17 +411,19 @@ def validate(body: Mapping[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------- rendering
 
 
-def _event(data: Mapping[str, Any] | str) -> bytes:
+def data_event(data: Mapping[str, Any] | str) -> bytes:
     """``data: <json>`` and a blank line (recorded streams)."""
     return f"data: {data if isinstance(data, str) else dumps(data)}\n\n".encode()
 
 
-def _malformed(_: int) -> bytes:
+def malformed_chunk(_: int) -> bytes:
+    """A chunk whose JSON is cut off midway (a broken proxy, a truncated write)."""
     return b'data: {"id":"chatcmpl-cut","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"con\n\n'
 
 
-class _Renderer:
-    """One `Reply` → a ``chat.completion`` body or the chunks of a stream."""
+class ChatCompletionRenderer:
+    """One `Reply` → a ``chat.completion`` body or the chunks of a stream (servers speaking a dialect of Chat
+    Completions override the shape methods: `usage`, `body`, `_chunk`, `_deltas`, `_final_delta`, `error`)."""
 
     def __init__(self, reply: Reply, request: OpenAIRecordedRequest) -> None:
         self.reply = reply
@@ -522,6 +524,15 @@ class _Renderer:
                 yield {"tool_calls": [opening]}
             yield {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}
 
+    def _final_delta(self) -> dict[str, Any]:
+        """The delta of the finishing chunk (OpenAI's is empty)."""
+        return {}
+
+    def error(self, status: int, code: str, message: str) -> dict[str, Any]:
+        """The body of a scripted error (in a stream: its ``data:`` event)."""
+        kind, wire_code = _error_type(status, code)
+        return ApiError(status, kind, wire_code, message).body()
+
     def events(self) -> Iterator[bytes]:
         """The chunks, the finishing chunk, the usage chunk (with ``include_usage``) and ``[DONE]``; with
         ``reply.error``, the opening role-only chunk and ``error_after_events`` more, then ``data: {"error": …}``
@@ -530,19 +541,17 @@ class _Renderer:
         chunks = [self._chunk(delta) for delta in self._deltas()]
         if reply.error is not None:  # the opening role-only chunk, then error_after_events chunks with content
             for chunk in chunks[: (reply.error_after_events or 0) + 1]:
-                yield _event(chunk)
-            status, code, message = reply.error
-            kind, wire_code = _error_type(status, code)
-            yield _event(ApiError(status, kind, wire_code, message).body())
+                yield data_event(chunk)
+            yield data_event(self.error(*reply.error))
             return
         for chunk in chunks:
-            yield _event(chunk)
-        yield _event(self._chunk({}, self.reply.resolved_finish_reason))
+            yield data_event(chunk)
+        yield data_event(self._chunk(self._final_delta(), self.reply.resolved_finish_reason))
         if self.request.include_usage:
             last = self._chunk(None)
             last["usage"] = self.usage()
-            yield _event(last)
-        yield _event("[DONE]")
+            yield data_event(last)
+        yield data_event("[DONE]")
 
 
 def _masked(key: str) -> str:
@@ -644,9 +653,9 @@ class OpenAIEmulator(LoopbackServer[OpenAIRecordedRequest]):
             kind, wire_code = _error_type(status, code)
             answer = json_answer(status, ApiError(status, kind, wire_code, message).body(), headers)
             return nonstream_faults(answer, reply)
-        renderer = _Renderer(reply, request)
+        renderer = ChatCompletionRenderer(reply, request)
         if request.stream:
-            return sse_answer(renderer.events(), reply, _malformed, headers)
+            return sse_answer(renderer.events(), reply, malformed_chunk, headers)
         return nonstream_faults(json_answer(200, renderer.body(), headers), reply)
 
 

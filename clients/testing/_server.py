@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from ._script import FaultKind, RecordedRequest, Reply, ReplyFactory, ScriptItem
@@ -32,6 +32,7 @@ __all__ = [
     "LoopbackServer",
     "ScriptError",
     "Stall",
+    "Wire",
     "json_answer",
     "nonstream_faults",
     "parse_json",
@@ -244,6 +245,20 @@ class _Server(ThreadingHTTPServer):
 
 _S = TypeVar("_S", bound="LoopbackServer[Any]")
 R = TypeVar("R", bound=RecordedRequest)
+R_in = TypeVar("R_in", bound=RecordedRequest, contravariant=True)
+
+
+class Wire(Protocol[R_in]):
+    """The provider-specific steps of `LoopbackServer._chat`: a server is its own wire; a second protocol served by the
+    same server (DashScope's OpenAI-compatible mode beside its native API) passes one of its own."""
+
+    def _key_refused(self, request: R_in, key: str | None, request_id: str) -> Answer: ...
+
+    def _refuse(self, request: R_in, raw: bytes, body: Any, request_id: str) -> Answer | None: ...
+
+    def _script_failed(self, request: R_in, error: ScriptError, request_id: str) -> Answer: ...
+
+    def _render(self, reply: Reply, request: R_in, request_id: str) -> Answer: ...
 
 
 class LoopbackServer(Generic[R]):
@@ -316,22 +331,24 @@ class LoopbackServer(Generic[R]):
         """``reply`` in the provider's wire format: its body, stream or error, with the reply's faults."""
         raise NotImplementedError
 
-    def _chat(self, request: R, raw: bytes, body: Any, request_id: str = "") -> Answer:
+    def _chat(self, request: R, raw: bytes, body: Any, request_id: str = "", wire: Wire[Any] | None = None) -> Answer:
         """The flow every chat request takes once routed (``raw``: its body, ``body``: the body's parsed JSON,
         ``request_id``: the id the answer carries, if any): record it; a missing or wrong key (when ``api_key`` is
         set) gets `_key_refused`, what the provider refuses `_refuse`, both without consuming a reply; then the next
-        scripted reply, rendered (`_render`) after its ``delay``, or `_script_failed`."""
+        scripted reply, rendered (`_render`) after its ``delay``, or `_script_failed`. Those four steps are ``wire``'s
+        (default: this server's own)."""
+        steps: Wire[Any] = self if wire is None else wire
         self._record(request)
         if self.api_key is not None and (key := self._key(request.headers, request.query)) != self.api_key:
-            return self._key_refused(request, key, request_id)
-        refused = self._refuse(request, raw, body, request_id)
+            return steps._key_refused(request, key, request_id)
+        refused = steps._refuse(request, raw, body, request_id)
         if refused is not None:
             return refused
         try:
             reply = self._next_reply(request)
         except ScriptError as exc:
-            return self._script_failed(request, exc, request_id)
-        answer = self._render(reply, request, request_id)
+            return steps._script_failed(request, exc, request_id)
+        answer = steps._render(reply, request, request_id)
         answer.delay += reply.delay
         return answer
 

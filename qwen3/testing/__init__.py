@@ -87,10 +87,20 @@ get HTTP 400 JSON; stream requests get HTTP 200 with an ``event:error`` frame, l
 Streams honour ``parameters.incremental_output``: ``true`` gives deltas, ``false`` or missing gives cumulative
 snapshots (the real server's default for most models). ``dashscope.AsyncClient`` always asks for deltas; SDK 1.x
 only when you pass ``incremental_output=True`` (with ``False`` it asks for deltas and merges them itself).
+
+OpenAI-compatible mode (``_compatible.py``): ``POST {emu.compatible_base_url}/chat/completions`` answers the same
+script in DashScope's compatible-mode Chat Completions (``base_url=emu.compatible_base_url`` for the openai SDK or
+MAF's ``OpenAIChatCompletionClient``; DashScope's own parameters at the top level of the body, as ``extra_body``
+sends them). ``reasoning_content`` when the request thinks, ``prompt_tokens_details.cached_tokens``, no search sources
+and no executed code (compatible mode returns neither), DashScope's compatible-mode error bodies and codes; the
+native rules validate the native request it stands for. Its requests are in ``emu.requests`` as
+`CompatibleRecordedRequest` (``isinstance`` tells them apart; ``.parameters`` = the top-level keys besides ``model``
+and ``messages``, ``.thinking``, ``.turns``, ``.native`` = the native request).
 """
 
 from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolCall
 
+from ._compatible import CompatibleRecordedRequest
 from ._emulator import DashScopeEmulator
 from ._types import Endpoint, RecordedRequest
 from ._uploads import RecordedUpload
@@ -98,6 +108,7 @@ from ._validation import ApiError, endpoint_for
 
 __all__ = [
     "ApiError",
+    "CompatibleRecordedRequest",
     "DashScopeEmulator",
     "Endpoint",
     "RecordedRequest",

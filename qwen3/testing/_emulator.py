@@ -23,6 +23,7 @@ from clients.testing._server import (
 from clients.testing._wire import text_of
 
 from ._cache import CacheUse, ContextCache, has_markers
+from ._compatible import COMPATIBLE_BASE, COMPATIBLE_PATH, CompatibleMode
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
@@ -78,6 +79,10 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
     Replies are consumed one per accepted chat request, in FIFO order; requests rejected by the API-key check
     or by validation do not consume one. All requests to the two chat paths are recorded in ``requests``.
 
+    It also serves DashScope's OpenAI-compatible mode, ``POST {compatible_base_url}/chat/completions``, from the same
+    script and model table (``_compatible.py``); those requests are recorded in ``requests`` too, as
+    `CompatibleRecordedRequest`.
+
     It also emulates DashScope's temporary-file upload (``GET {base}/uploads?action=getPolicy`` and the OSS form
     POSTed to the policy's ``upload_host``, which is the emulator's root): stored files are in ``uploads``,
     ``fail_upload`` makes the next upload or policy request fail (``_uploads.py``).
@@ -118,6 +123,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         """The explicit context cache (``_cache.py``): blocks created by ``cache_control`` markers, read by later
         requests; usage then reports ``cached_tokens`` and ``cache_creation_input_tokens``."""
         self._documents = DocumentStore()
+        self._compatible = CompatibleMode(self)
         self.cache_uses: list[CacheUse | None] = []
         """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
@@ -127,6 +133,12 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         """Native API base, ``http://127.0.0.1:<port>/api/v1``: pass it as ``base_address=`` (SDK 1.x),
         ``base_url=`` (``dashscope.AsyncClient``) or to your own client."""
         return f"{self.root_url}/api/v1"
+
+    @property
+    def compatible_base_url(self) -> str:
+        """OpenAI-compatible base, ``http://127.0.0.1:<port>/compatible-mode/v1``: the ``base_url`` of the openai SDK
+        or of MAF's ``OpenAIChatCompletionClient``."""
+        return f"{self.root_url}{COMPATIBLE_BASE}"
 
     @property
     def uploads(self) -> list[RecordedUpload]:
@@ -176,6 +188,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
         request_id = str(uuid.uuid4())
+        if path == COMPATIBLE_PATH and method == "POST":
+            return self._compatible.chat(path, query, headers, raw, request_id)
         if path == FILES_PATH or path.startswith(FILES_PATH + "/"):
             return self._files(method, path, query, headers, raw, request_id)
         if method == "GET":
@@ -270,13 +284,17 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             # a gateway error on a stream too: it has no events to count, so it takes the non-stream faults
             answer = _error_answer(ApiError(*reply.error), False, request_id, reply.headers)
         else:
-            cache = None
-            if reply.usage is None and reply.error is None and has_markers(request.messages):
-                account = request.headers.get("authorization", "")
-                cache = self.context_cache.use(account, request.model, request_blocks(request))
-            self.cache_uses.append(cache)
-            renderer = Renderer(reply, request, request_id, cache)
+            renderer = Renderer(reply, request, request_id, self._cache_use(reply, request))
             if request.stream:
                 return _sse_answer(renderer.events(), reply, request_id, reply.headers)
             answer = _json_answer(200, renderer.body(), request_id, reply.headers)
         return nonstream_faults(answer, reply)
+
+    def _cache_use(self, reply: Reply, request: RecordedRequest) -> CacheUse | None:
+        """The explicit-cache accounting of an answered request (recorded in ``cache_uses``)."""
+        cache = None
+        if reply.usage is None and reply.error is None and has_markers(request.messages):
+            account = request.headers.get("authorization", "")
+            cache = self.context_cache.use(account, request.model, request_blocks(request))
+        self.cache_uses.append(cache)
+        return cache
