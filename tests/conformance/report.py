@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conformance.scenarios import SCENARIOS, Scenario, execute
-from tests.conformance.targets import TARGETS, Target, one_ca_bundle
+from tests.conformance.scenarios import SCENARIOS, NotApplicable, Scenario, execute
+from tests.conformance.targets import FEATURES, TARGETS, Target, one_ca_bundle
 
 __all__ = ["COMMAND", "DOC", "PACKAGES", "Outcome", "Scorecard", "read_scorecard", "render", "run_all"]
 
@@ -54,7 +54,8 @@ _REPLAY = {
 
 @dataclass(frozen=True)
 class Outcome:
-    """One cell: ``status`` ``"pass"``, ``"fail"`` or ``"skip"``, and the reason (empty on a pass)."""
+    """One cell: ``status`` ``"pass"``, ``"fail"``, ``"skip"`` (could not run) or ``"n/a"`` (the scenario does not
+    apply: the provider lacks the feature), and the reason (empty on a pass)."""
 
     status: str
     reason: str = ""
@@ -95,6 +96,8 @@ async def outcome(target: Target, item: Scenario) -> Outcome:
         return Outcome("skip", unavailable)
     try:
         await execute(target, item)
+    except NotApplicable as exc:
+        return Outcome("n/a", str(exc))
     except Exception as exc:  # every failure is a reason in the table
         return Outcome("fail", _reason(exc))
     return Outcome("pass")
@@ -147,7 +150,8 @@ def render(card: Scorecard, targets: Sequence[Target] = TARGETS, scenarios: Sequ
         "checks MAF's result and what reached the server (a provider-neutral view of the request). Where providers "
         "genuinely differ, the expectation comes from a capability of the target (`tests/conformance/targets.py`), "
         "the same for our client and MAF's official one of that provider. ✅ passes, ❌ fails (the reasons, in "
-        "full, are listed below the table), ⏭ could not run.",
+        "full, are listed below the table), ⏭ could not run, — does not apply (the provider, or its emulator, lacks "
+        "the feature the scenario checks).",
         "",
         "## Clients",
         "",
@@ -166,8 +170,8 @@ def render(card: Scorecard, targets: Sequence[Target] = TARGETS, scenarios: Sequ
         "fields), of our client and MAF's alike:",
         "",
         "| Emulator | System messages | Image from a tool | Reasoning on the next request | Tool-call ids | "
-        "Blocked content |",
-        "|---|---|---|---|---|---|",
+        "Blocked content | Features |",
+        "|---|---|---|---|---|---|---|",
     ]
     for target in {t.emulator: t for t in targets}.values():  # one row per provider (capabilities are its own)
         lines.append(
@@ -176,7 +180,8 @@ def render(card: Scorecard, targets: Sequence[Target] = TARGETS, scenarios: Sequ
             f"{'in the tool result' if target.tool_result_media == 'native' else 'user turn after the results'} | "
             f"{_REPLAY[target.reasoning_replay]} | "
             f"{'the server issues them, sent back' if target.call_ids else 'none issued, paired by name and order'} | "
-            f"{'an error' if target.filter_as_error else 'finish reason content_filter'} |"
+            f"{'an error' if target.filter_as_error else 'finish reason content_filter'} | "
+            f"{', '.join(FEATURES[f] for f in FEATURES if f in target.features) or 'none emulated'} |"
         )
     lines += [
         "",
@@ -195,14 +200,23 @@ def render(card: Scorecard, targets: Sequence[Target] = TARGETS, scenarios: Sequ
             if result.status == "pass":
                 cells.append("✅")
                 continue
+            if result.status == "n/a":
+                cells.append("—")
+                continue
             notes.append(f"**{target.name} · {item.title}**: {result.reason}")
             number = len(notes)
             mark = "❌" if result.status == "fail" else "⏭"
             brief = result.reason if len(result.reason) <= _CELL_REASON else result.reason[: _CELL_REASON - 1] + "…"
             cells.append(f"{mark} [{number}](#{_anchor(number)}) {_cell_text(brief)}")
         lines.append(f"| {item.title} | " + " | ".join(cells) + " |")
-    totals = [sum(card[(s.name, t.name)].status == "pass" for s in scenarios) for t in targets]
-    lines.append("| **Passed** | " + " | ".join(f"**{n}/{len(scenarios)}**" for n in totals) + " |")
+    totals = [
+        (
+            sum(card[(s.name, t.name)].status == "pass" for s in scenarios),
+            sum(card[(s.name, t.name)].status != "n/a" for s in scenarios),
+        )
+        for t in targets
+    ]
+    lines.append("| **Passed** | " + " | ".join(f"**{n}/{of}**" for n, of in totals) + " |")
     lines += ["", "## Why each ❌", ""]
     if not notes:
         lines.append("Every scenario passes on every client.")
@@ -255,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for t in TARGETS
         if t.ours
         for s in SCENARIOS
-        if card[(s.name, t.name)].status != "pass"
+        if card[(s.name, t.name)].status not in ("pass", "n/a")
     ]
     for line in ours_failing:
         print(f"OUR CLIENT FAILS: {line}", file=sys.stderr)

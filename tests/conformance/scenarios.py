@@ -30,15 +30,27 @@ from agent_framework.exceptions import (
 )
 from pydantic import BaseModel
 
-from clients.testing import FaultKind, LoopbackServer, Media, RecordedRequest, Reply, ToolCall, ToolResult, Turn
-from tests.conformance.targets import Target, collect_clients
+from clients.testing import (
+    FaultKind,
+    LoopbackServer,
+    Media,
+    RecordedRequest,
+    Reply,
+    SearchResult,
+    ToolCall,
+    ToolResult,
+    Turn,
+)
+from qwen3.testing import RecordedRequest as DashScopeRequest
+from tests.conformance.targets import FEATURES, Feature, Target, collect_clients
 from tests.conftest import PNG  # a real 1x1 PNG: its bytes must reach the server unchanged
 
-__all__ = ["SCENARIOS", "Scenario", "execute"]
+__all__ = ["SCENARIOS", "NotApplicable", "Scenario", "execute"]
 
 Run = Callable[[Target, LoopbackServer], Awaitable[None]]
 
 IMAGE_URL = "https://upload.wikimedia.org/wikipedia/commons/4/47/PNG_transparency_demonstration_1.png"
+VIDEO_URL = "https://www.w3schools.com/html/mov_bbb.mp4"
 SIGNATURE = "Y29uZm9ybWFuY2Ugc2lnbmF0dXJlIDAx"
 """A scripted reasoning signature: base64 of ``b"conformance signature 01"``, whose standard and URL-safe
 encodings are the same string, so "byte for byte" means the very same string on every provider."""
@@ -52,6 +64,17 @@ class Scenario:
     name: str
     title: str
     run: Run
+
+
+class NotApplicable(Exception):
+    """Raised by a scenario that does not apply to a target: the provider (or its emulator) lacks the feature it
+    checks. The scorecard shows —, and the test skips, with this reason."""
+
+
+def needs(target: Target, feature: Feature) -> None:
+    """Raise `NotApplicable` unless the target's provider has ``feature``."""
+    if feature not in target.features:
+        raise NotApplicable(f"{target.emulator.__name__} emulates no {FEATURES[feature]} of its provider")
 
 
 SCENARIOS: list[Scenario] = []
@@ -344,6 +367,36 @@ async def image_by_data(target: Target, server: LoopbackServer) -> None:
     expect(media.media_type in (None, "image/png"), f"the image was labelled {media.media_type!r}")
 
 
+@scenario("Video input")
+async def video_input(target: Target, server: LoopbackServer) -> None:
+    """A user message with text and a video URL: where the provider takes video (DashScope, Gemini), one user turn
+    carrying both, the video as video with its URL unchanged; elsewhere (OpenAI Chat Completions, Anthropic) a
+    ``ChatClientInvalidRequestException`` naming the video, before anything is sent. Never dropped in silence."""
+    prompt = "What happens in this clip?"
+    video = Content.from_uri(VIDEO_URL, media_type="video/mp4")
+    server.script("A rabbit wakes up in a meadow.")
+    client = target.client(server, "vision")
+    messages = [Message("user", [prompt, video])]
+    if "video" not in target.features:
+        try:
+            await respond(client, messages, stream=False, options=target.options_for("video"))
+        except ChatClientInvalidRequestException as exc:
+            expect("video" in str(exc).lower(), f"the refusal does not say the video is the problem: {short(str(exc))}")
+            requests(server, 0)
+            return
+        sent = [m.kind for r in server.requests for t in r.turns for m in t.media]
+        raise AssertionError(f"a video the provider cannot take raised no error; the request carried media {sent}")
+    await respond(client, messages, stream=False, options=target.options_for("video"))
+    (request,) = requests(server, 1)
+    users = [t for t in conversation(request) if t.role == "user"]
+    expect(len(users) == 1, f"one user message with text and video became {len(users)} user turns")
+    (turn,) = users
+    expect(turn.media, "the video never reached the server: dropped in silence")
+    expect(turn.text == prompt, f"user text {short(turn.text)} beside the video")
+    sent = [(m.kind, m.url) for m in turn.media]
+    expect(sent == [("video", VIDEO_URL)], f"the video arrived as {short(sent, 120)}")
+
+
 async def _tool_round_trip(target: Target, server: LoopbackServer, *, stream: bool) -> None:
     calls: list[str] = []
     scripted = ToolCall("get_weather", {"city": "Paris"}, id="call_conformance_weather_1")
@@ -496,6 +549,40 @@ async def reasoning_round_trip_streamed(target: Target, server: LoopbackServer) 
     await _reasoning_round_trip(target, server, stream=True)
 
 
+PLAN = "Plan: look up Oslo's weather, then answer in one line."
+
+
+async def _continuity(target: Target, server: LoopbackServer, *, stream: bool) -> None:
+    needs(target, "reasoning_continuity")
+    server.clear()
+    scripted = ToolCall("get_weather", {"city": "Oslo"}, id="call_conformance_plan")
+    server.script(Reply(reasoning=PLAN, tool_calls=[scripted]), Reply(text="Oslo: sunny, 21°C."))
+    agent = Agent(client=target.client(server, "thinking"), name="Planner", tools=[weather_tool([])])
+    response = await run_agent(
+        agent, "Weather in Oslo?", stream=stream, options=target.options_for("reasoning_continuity")
+    )
+    expect("sunny" in response.text, f"{mode(stream)}: final answer {short(response.text)}")
+    _, second = requests(server, 2)
+    expect(isinstance(second, DashScopeRequest), f"{type(second).__name__} is not a DashScope request")
+    turn = call_turn(second)
+    expect(
+        [r.text for r in turn.reasoning] == [PLAN],
+        f"{mode(stream)}: the plan did not go back with the tool call (sent {short([r.text for r in turn.reasoning])})",
+    )
+    flag = second.parameters.get("preserve_thinking") if isinstance(second, DashScopeRequest) else None
+    expect(flag is True, f"{mode(stream)}: preserve_thinking {flag!r}: without true DashScope drops the reasoning")
+
+
+@scenario("Reasoning continuity in a tool loop")
+async def reasoning_continuity(target: Target, server: LoopbackServer) -> None:
+    """DashScope's ``preserve_thinking`` (Model Studio "Deep thinking"), with a model that takes it: through
+    ``Agent.run``, streamed and not, the tool loop's next request carries the model's reasoning as
+    ``reasoning_content`` on the call's assistant turn and ``preserve_thinking: true``, without which DashScope
+    ignores it ("By default, the model ignores reasoning_content in the messages history")."""
+    for stream in (False, True):
+        await _continuity(target, server, stream=stream)
+
+
 class CityInfo(BaseModel):
     city: str
     country: str
@@ -576,6 +663,31 @@ async def usage_totals(target: Target, server: LoopbackServer) -> None:
     expect(loop[0] == loop[1], f"tool loop: streamed usage {loop[1]} differs from non-streamed {loop[0]}")
 
 
+HOUSE_RULES = "House rules: answer in one short sentence, in English, and name the city you talk about. " * 100
+"""A prefix of ~2,200 estimated tokens: above DashScope's 1,024-token minimum for a cache block."""
+
+
+@scenario("Context cache: a marked prefix written, then read")
+async def context_cache(target: Target, server: LoopbackServer) -> None:
+    """A long system text marked with MAF's provider-neutral cache breakpoint
+    (``additional_properties={"core": {"prompt_cache_breakpoint": {}}}``), two questions after it: the first
+    answer's usage reports the prefix written (``cache_creation_input_token_count``), the second's reads it
+    (``cache_read_input_token_count``), both more than 1,024 tokens (Model Studio "Context cache")."""
+    needs(target, "context_cache")
+    marked = Content.from_text(HOUSE_RULES, additional_properties={"core": {"prompt_cache_breakpoint": {}}})
+    client = target.client(server)
+    seen = []
+    for question in ("Weather in Oslo?", "Weather in Rome?"):
+        server.script("Sunny.")
+        messages = [Message("system", [marked]), Message("user", [question])]
+        response = await respond(client, messages, stream=False, options=target.options_for("context_cache"))
+        usage = response.usage_details or {}
+        seen.append((usage.get("cache_creation_input_token_count"), usage.get("cache_read_input_token_count")))
+    (written, _), (_, read) = seen
+    expect(isinstance(written, int) and written > 1024, f"the first request wrote no cache (usage said {seen[0]})")
+    expect(read == written, f"the second request read {read!r} cached tokens, not the {written} written")
+
+
 @scenario("Finish reasons")
 async def finish_reasons(target: Target, server: LoopbackServer) -> None:
     """``length``, ``content_filter`` and tool-call finishes map to MAF's ``length`` / ``content_filter`` /
@@ -604,6 +716,49 @@ async def finish_reasons(target: Target, server: LoopbackServer) -> None:
                     [(c.name, c.parse_arguments()) for c in calls] == [("get_weather", {"city": "Rome"})],
                     f"{mode(stream)}: the response holds calls {short([(c.name, c.arguments) for c in calls])}",
                 )
+
+
+@scenario("Web search sources as citations")
+async def web_search_citations(target: Target, server: LoopbackServer) -> None:
+    """The provider's hosted web search, turned on the client's way (ours: ``get_web_search_tool()``; MAF's OpenAI
+    client on compatible mode: ``extra_body``), streamed and not: each source the search found becomes one citation
+    annotation (``type: "citation"``, its URL) on the answer."""
+    needs(target, "web_search")
+    sources = [
+        SearchResult("Oslo 10-day forecast", "https://weather.example/oslo", site_name="Weather"),
+        SearchResult("Norway travel news", "https://news.example/norway"),
+    ]
+    client = target.client(server)
+    for stream in (False, True):
+        server.clear()
+        server.script(Reply(text="Cold and clear all week.", search_results=sources, chunks=4))
+        messages = [Message("user", ["Weather in Oslo this week?"])]
+        response = await respond(client, messages, stream=stream, options=target.options_for("web_search"))
+        expect(response.text == "Cold and clear all week.", f"{mode(stream)}: answer {short(response.text)}")
+        found = [
+            a.get("url") for m in response.messages for c in m.contents for a in c.annotations or []
+            if a.get("type") == "citation"
+        ]  # fmt: skip
+        expect(found, f"{mode(stream)}: no citation on the answer, though the search found {len(sources)} sources")
+        expect(sorted(found) == sorted(s.url for s in sources), f"{mode(stream)}: citations {short(found, 120)}")
+
+
+@scenario("Code-interpreter code, streamed")
+async def code_interpreter_code(target: Target, server: LoopbackServer) -> None:
+    """The provider's hosted code interpreter, turned on the client's way (it needs thinking and a stream): the code
+    it ran comes out as a ``code_interpreter_tool_call`` whose input is that code, and the answer follows."""
+    needs(target, "code_interpreter")
+    code = "print(2 ** 10)"
+    server.script(Reply(reasoning="I will compute it.", text="2 to the 10th is 1024.", executed_code=[code]))
+    messages = [Message("user", ["What is 2 to the 10th?"])]
+    response = await respond(
+        target.client(server), messages, stream=True, options=target.options_for("code_interpreter")
+    )
+    expect("1024" in response.text, f"answer {short(response.text)}")
+    calls = [c for m in response.messages for c in m.contents if c.type == "code_interpreter_tool_call"]
+    expect(calls, "no code_interpreter_tool_call: the code the interpreter ran was not surfaced")
+    inputs = [i.text for c in calls for i in c.inputs or [] if i.type == "text"]
+    expect(inputs == [code], f"the code surfaced as {short(inputs)}")
 
 
 # ------------------------------------------------------------------------------------------------- errors

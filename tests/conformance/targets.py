@@ -2,9 +2,10 @@
 
 A target says how to build its client against a started loopback emulator (the provider's own SDK does the HTTP,
 pointed at ``server.base_url``), which emulator speaks its provider's wire format, which models to name, and the
-provider-appropriate expectations where providers genuinely differ (`Target` capability fields). The three
-official MAF clients share their provider's capabilities with ours: a capability describes the provider, not the
-client, so a scenario expects the same of both.
+provider-appropriate expectations where providers genuinely differ (`Target` capability fields). The official MAF
+clients share their provider's capabilities with ours: a capability describes the provider, not the client, so a
+scenario expects the same of both. That includes MAF's OpenAI client on DashScope's OpenAI-compatible mode: the
+provider is DashScope (same emulator, models and capabilities), the client and the wire are OpenAI's.
 """
 
 from __future__ import annotations
@@ -22,9 +23,21 @@ from clients.anthropic.testing import AnthropicEmulator
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import LoopbackServer
+from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
 
-__all__ = ["KEY", "OFFICIAL", "OURS", "TARGETS", "ClientRole", "Target", "collect_clients", "one_ca_bundle"]
+__all__ = [
+    "FEATURES",
+    "KEY",
+    "OFFICIAL",
+    "OURS",
+    "TARGETS",
+    "ClientRole",
+    "Feature",
+    "Target",
+    "collect_clients",
+    "one_ca_bundle",
+]
 
 KEY = "sk-conformance-0123456789abcdef"
 """The API key every emulator expects (a wrong one gets the provider's auth error)."""
@@ -32,6 +45,19 @@ KEY = "sk-conformance-0123456789abcdef"
 ClientRole = Literal["text", "vision", "thinking"]
 """What a scenario needs the client for: plain text, images, or reasoning (picks the model, and for Qwen the
 class: ``QwenVLChatClient`` for images)."""
+
+Feature = Literal["video", "web_search", "code_interpreter", "reasoning_continuity", "context_cache"]
+"""A provider feature beyond the common ground, checked by a scenario of its own where the provider has it (and its
+emulator emulates it): video input, hosted web search with its sources, the hosted code interpreter's code, reasoning
+continuity (DashScope's ``preserve_thinking``), an explicit context cache (a marked prefix)."""
+FEATURES: dict[Feature, str] = {
+    "video": "video input",
+    "web_search": "web search sources",
+    "code_interpreter": "code-interpreter code",
+    "reasoning_continuity": "reasoning continuity",
+    "context_cache": "explicit context cache",
+}
+"""Each feature's name in docs/conformance.md."""
 
 Closer = Callable[[], Awaitable[None]]
 Maker = Callable[["Target", LoopbackServer, str, str, ClientRole], tuple[Any, Closer | None]]
@@ -69,6 +95,11 @@ class Target:
         filter_as_error: the provider answers blocked content with an error (HTTP 400 or a blocked prompt), so a
             client raises ``ChatClientContentFilterException``; otherwise (Anthropic) a refusal is a 200 answer with
             finish reason ``content_filter``.
+        features: the provider's features (`Feature`) that its emulator emulates; a feature scenario does not apply to a
+            target without it (shown as —), except video, which such a client must refuse before sending.
+        feature_options: the chat options that turn a feature on with this client (its own way: our Qwen client's
+            hosted tools, ``extra_body`` for MAF's OpenAI client on DashScope's compatible mode; ``model`` where the
+            feature needs a particular model). A feature not listed needs none.
     """
 
     name: str
@@ -87,6 +118,12 @@ class Target:
     call_ids: bool
     filter_as_error: bool
     make: Maker = field(repr=False)
+    features: frozenset[Feature] = frozenset()
+    feature_options: Mapping[Feature, Mapping[str, Any]] = field(default_factory=dict)
+
+    def options_for(self, feature: Feature) -> dict[str, Any]:
+        """The chat options turning ``feature`` on with this client (a fresh copy)."""
+        return dict(self.feature_options.get(feature, {}))
 
     def unavailable(self) -> str | None:
         """Why this target cannot run here (its module does not import), or None."""
@@ -166,7 +203,7 @@ def _closing(client: Any) -> Closer:
 
 
 def _qwen(target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole) -> tuple[Any, Closer]:
-    from qwen3 import QwenChatClient, QwenVLChatClient
+    from qwen3 import QwenVLChatClient
 
     cls = QwenVLChatClient if role == "vision" else QwenChatClient
     client = cls(model=model, api_key=api_key, base_url=server.base_url)
@@ -190,6 +227,22 @@ def _maf_openai(
     from agent_framework_openai import OpenAIChatCompletionClient
 
     client = OpenAIChatCompletionClient(model=model, api_key=api_key, base_url=server.base_url)
+
+    async def close() -> None:
+        await client.client.close()
+
+    return client, close
+
+
+def _maf_openai_compatible(
+    target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole
+) -> tuple[Any, Closer]:
+    """MAF's OpenAI client on DashScope's OpenAI-compatible mode, as Model Studio tells OpenAI users to switch: the
+    ``base_url`` of compatible mode, a DashScope key, a Qwen model."""
+    from agent_framework_openai import OpenAIChatCompletionClient
+
+    assert isinstance(server, DashScopeEmulator)
+    client = OpenAIChatCompletionClient(model=model, api_key=api_key, base_url=server.compatible_base_url)
 
     async def close() -> None:
         await client.client.close()
@@ -244,6 +297,7 @@ class _Provider(TypedDict):
     reasoning_replay: Literal["none", "unsigned", "signed"]
     call_ids: bool
     filter_as_error: bool
+    features: frozenset[Feature]
 
 
 _QWEN: _Provider = {
@@ -257,7 +311,12 @@ _QWEN: _Provider = {
     "reasoning_replay": "unsigned",
     "call_ids": True,
     "filter_as_error": True,
+    "features": frozenset({"video", "web_search", "code_interpreter", "reasoning_continuity", "context_cache"}),
 }
+_COMPATIBLE: _Provider = {**_QWEN, "thinking_options": {"extra_body": {"enable_thinking": True}}}
+"""DashScope through its OpenAI-compatible mode: the same provider (emulator, models, capabilities); its own parameters
+go in ``extra_body``, as Model Studio's OpenAI-SDK samples send them."""
+_CONTINUITY_MODEL = "qwen3.6-plus"  # thinks by default and takes preserve_thinking (Model Studio "Deep thinking")
 _OPENAI: _Provider = {
     "emulator": OpenAIEmulator,
     "model": "gpt-4o-mini",
@@ -269,6 +328,7 @@ _OPENAI: _Provider = {
     "reasoning_replay": "unsigned",
     "call_ids": True,
     "filter_as_error": True,
+    "features": frozenset(),
 }
 _ANTHROPIC: _Provider = {
     "emulator": AnthropicEmulator,
@@ -282,6 +342,7 @@ _ANTHROPIC: _Provider = {
     "reasoning_replay": "signed",
     "call_ids": True,
     "filter_as_error": False,
+    "features": frozenset(),
 }
 _GEMINI: _Provider = {
     "emulator": GeminiEmulator,
@@ -294,6 +355,7 @@ _GEMINI: _Provider = {
     "reasoning_replay": "signed",
     "call_ids": False,
     "filter_as_error": True,
+    "features": frozenset({"video"}),
 }
 
 OURS: list[Target] = [
@@ -304,6 +366,11 @@ OURS: list[Target] = [
         package="agent-framework-qwen3",
         module="qwen3.client",
         make=_qwen,
+        feature_options={
+            "web_search": {"tools": [QwenChatClient.get_web_search_tool()]},
+            "code_interpreter": {"model": _CONTINUITY_MODEL, "tools": [QwenChatClient.get_code_interpreter_tool()]},
+            "reasoning_continuity": {"model": _CONTINUITY_MODEL},
+        },
         **_QWEN,
     ),
     Target(
@@ -347,6 +414,26 @@ OFFICIAL: list[Target] = [
         **_OPENAI,
     ),
     Target(
+        name="Qwen via MAF OpenAIChatCompletionClient (compatible mode)",
+        ours=False,
+        classes="agent_framework_openai.OpenAIChatCompletionClient",
+        package="agent-framework-openai",
+        module="agent_framework_openai",
+        make=_maf_openai_compatible,
+        feature_options={
+            "web_search": {"extra_body": {"enable_search": True, "search_options": {"enable_source": True}}},
+            "code_interpreter": {
+                "model": _CONTINUITY_MODEL,
+                "extra_body": {"enable_code_interpreter": True, "enable_thinking": True},
+            },
+            "reasoning_continuity": {
+                "model": _CONTINUITY_MODEL,
+                "extra_body": {"enable_thinking": True, "preserve_thinking": True},
+            },
+        },
+        **_COMPATIBLE,
+    ),
+    Target(
         name="Anthropic (MAF)",
         ours=False,
         classes="agent_framework_anthropic.AnthropicClient",
@@ -365,7 +452,8 @@ OFFICIAL: list[Target] = [
         **_GEMINI,
     ),
 ]
-"""MAF's official clients, pointed at the same emulators (report only)."""
+"""MAF's official clients, pointed at the same emulators (report only); MAF's OpenAI client twice: on OpenAI, and on
+DashScope's OpenAI-compatible mode with Qwen models (what a Qwen user gets without this package)."""
 
 TARGETS: list[Target] = OURS + OFFICIAL
 """The columns of docs/conformance.md, in order."""
