@@ -15,6 +15,10 @@ Two jobs, each done by both sides in alternation (A, B, A, B, ...) so that machi
    text joined. Raw classic: ``dashscope.AioGeneration.call(stream=True, incremental_output=True)`` iterated
    (the SDK API this package chose not to use; see docs/design.md).
 
+Both jobs also have MAF's official ``agent_framework_openai.OpenAIChatCompletionClient`` as a side, on the emulator's
+DashScope OpenAI-compatible route (``/compatible-mode/v1``) with the same models and replies: what a Qwen user gets
+without this package (skipped, saying why, when agent-framework-openai, the ``[conformance]`` extra, is missing).
+
 3. ``paced stream``: the same 2,000 events sent 1 ms apart, as a model writes them: wall time (the client must keep
    up; ours ÷ raw v2 ≤ 1.02).
 4. ``concurrent streams``: 100 streams of 200 events at once on one client (ours: one ``QwenChatClient``; raw: one
@@ -55,7 +59,7 @@ from agent_framework import Content, Message
 
 from qwen3 import QwenChatClient, RawQwenChatClient
 from qwen3.convert import convert_messages
-from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
+from qwen3.testing import CompatibleRecordedRequest, DashScopeEmulator, RecordedRequest, Reply
 
 KEY = "sk-bench"
 STREAM_EVENTS = 2000
@@ -64,6 +68,7 @@ PACED_MODEL, PACE = "qwen-turbo", 0.001  # the paced stream: same events, 1 ms a
 CONCURRENT_MODEL, CONCURRENT_STREAMS, CONCURRENT_EVENTS = "qwen-flash", 100, 200
 CONCURRENT_TEXT = " ".join(f"w{i % 10}" for i in range(CONCURRENT_EVENTS * 2))
 MEDIA_IMAGES, MEDIA_BYTES = 4, 5 * 1024 * 1024
+MAF_COMPATIBLE = "MAF OpenAIChatCompletionClient (compatible mode)"
 
 
 def _png(seed: int, size: int = 64) -> bytes:
@@ -106,6 +111,8 @@ def reference_conversation() -> list[Message]:
 
 
 def _reply(request: RecordedRequest) -> Reply:
+    if isinstance(request, CompatibleRecordedRequest):  # usage estimated, in compatible mode's own shape
+        return Reply(text=STREAM_TEXT, chunks=STREAM_EVENTS) if request.stream else Reply(text="ok")
     model = request.body.get("model")
     if request.stream and model == CONCURRENT_MODEL:
         return Reply(text=CONCURRENT_TEXT, chunks=CONCURRENT_EVENTS, usage={"input_tokens": 10, "output_tokens": 400})
@@ -302,10 +309,21 @@ async def _run(base_url: str, repeats: int) -> None:
             "raw SDK classic (AioGeneration)": classic_stream,
         },
     }
+    maf = _maf_compatible(base_url, conversation, tool_options, question)
+    if isinstance(maf, str):
+        print(f"skipped: {MAF_COMPATIBLE}: {maf}")
+    else:
+        for title, job in zip(jobs, maf[:2], strict=True):
+            jobs[title][MAF_COMPATIBLE] = job
     results, peaks = await measure_jobs(jobs, repeats)
     print(f"repeats per side: {repeats}; python {sys.version.split()[0]}; dashscope {dashscope.__version__}")
     print_tables(results, peaks, "QwenChatClient")
     targets = [("stream: client CPU, ours ÷ raw v2", _ratio(results, 1, "raw SDK v2 (AsyncClient)"), "≤ 1.30")]
+    if not isinstance(maf, str):
+        await maf[2]()
+        # both sides read the same 2,000 text events (the compatible stream adds its role, finishing and usage chunks)
+        per_event = f"stream: client CPU per event, ours ÷ {MAF_COMPATIBLE}"
+        targets.append((per_event, _ratio(results, 1, MAF_COMPATIBLE), "≤ 0.25"))
 
     # -- a paced stream: can the client keep up with a model that writes an event every millisecond?
     async def ours_paced() -> None:
@@ -411,6 +429,33 @@ async def _run(base_url: str, repeats: int) -> None:
         bound = float(goal.split()[1])
         met = value <= bound if goal.startswith("≤") else value >= bound
         print(f"| {name} | {value:.2f} | {goal} | {'yes' if met else 'NO'} |")
+
+
+def _maf_compatible(
+    base_url: str, conversation: list[Message], options: dict[str, Any], question: list[Message]
+) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]] | str:
+    """MAF's OpenAI client on the emulator's compatible route: (conversation job, stream job, close), or why not."""
+    try:
+        import openai
+        from agent_framework_openai import OpenAIChatCompletionClient
+    except ImportError as exc:
+        return f"agent-framework-openai is not installed ({exc}); pip install -e '.[conformance]'"
+    sdk = openai.AsyncOpenAI(
+        api_key=KEY, base_url=base_url.removesuffix("/api/v1") + "/compatible-mode/v1", max_retries=0
+    )
+    client = OpenAIChatCompletionClient(model="qwen-vl-max", async_client=sdk)
+
+    async def ask() -> None:
+        response = await client.get_response(conversation, options=options)  # type: ignore[call-overload]
+        assert response.text == "ok"
+
+    async def stream() -> None:
+        updates = client.get_response(question, stream=True, options={"model": "qwen-plus"})
+        count = sum([1 async for update in updates if update.text])
+        assert count == STREAM_EVENTS
+        assert (await updates.get_final_response()).text == STREAM_TEXT
+
+    return ask, stream, sdk.close
 
 
 def _ratio(results: dict[str, dict[str, list[tuple[float, float]]]], which: int, side: str) -> float:
