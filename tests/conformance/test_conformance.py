@@ -106,26 +106,6 @@ async def _system_dropped(context: ChatContext, call_next: Any) -> None:
     await call_next()
 
 
-@pytest.mark.parametrize(
-    ("name", "middleware", "reason"),
-    [
-        ("structured_output", _no_response_format, "non-streamed: .value is None"),
-        ("instructions", _instructions_as_user_text, "the instructions are not in the system text"),
-        ("plain_text", _no_finish_reason, "finish_reason None, expected 'stop'"),
-        ("image_by_data", _parts_split, "one user message with text and image became 2 user turns"),
-        ("several_system_messages", _system_dropped, "system text 2 of 3 never reached the server"),
-    ],
-)
-@pytest.mark.parametrize("target", OURS[:2], ids=["qwen", "openai"])
-async def test_a_broken_client_fails_the_scenario(target: Target, name: str, middleware: Any, reason: str) -> None:
-    """The scenarios' checks do fail: the same client with a middleware that breaks one behaviour fails that
-    scenario, with the expected reason."""
-    item = next(s for s in SCENARIOS if s.name == name)
-    with pytest.raises(AssertionError) as failure:
-        await execute(_broken(target, middleware), item)
-    assert str(failure.value).startswith(reason)
-
-
 @chat_middleware
 async def _media_dropped(context: ChatContext, call_next: Any) -> None:
     context.messages = [Message(m.role, [c for c in m.contents if c.type == "text"]) for m in context.messages]
@@ -152,20 +132,32 @@ async def _markers_dropped(context: ChatContext, call_next: Any) -> None:
     await call_next()
 
 
+_EVERY_CLIENT = [
+    ("structured_output", _no_response_format, "non-streamed: .value is None"),
+    ("instructions", _instructions_as_user_text, "the instructions are not in the system text"),
+    ("plain_text", _no_finish_reason, "finish_reason None, expected 'stop'"),
+    ("image_by_data", _parts_split, "one user message with text and image became 2 user turns"),
+    ("several_system_messages", _system_dropped, "system text 2 of 3 never reached the server"),
+]
+_QWEN_FEATURES = [  # the scenarios of the provider features our Qwen client has
+    ("video_input", _media_dropped, "the video never reached the server"),
+    ("web_search_citations", _no_hosted_tools, "non-streamed: no citation on the answer"),
+    ("code_interpreter_code", _no_hosted_tools, "no code_interpreter_tool_call"),
+    ("reasoning_continuity", _continuity_off, "non-streamed: preserve_thinking False"),
+    ("context_cache", _markers_dropped, "the first request wrote no cache"),
+]
+_BROKEN = [(t, *case) for t in OURS[:2] for case in _EVERY_CLIENT] + [(OURS[0], *case) for case in _QWEN_FEATURES]
+
+
 @pytest.mark.parametrize(
-    ("name", "middleware", "reason"),
-    [
-        ("video_input", _media_dropped, "the video never reached the server"),
-        ("web_search_citations", _no_hosted_tools, "non-streamed: no citation on the answer"),
-        ("code_interpreter_code", _no_hosted_tools, "no code_interpreter_tool_call"),
-        ("reasoning_continuity", _continuity_off, "non-streamed: preserve_thinking False"),
-        ("context_cache", _markers_dropped, "the first request wrote no cache"),
-    ],
+    ("target", "name", "middleware", "reason"),
+    _BROKEN,
+    ids=[f"{t.name.split()[0].lower()}-{name}" for t, name, _, _ in _BROKEN],
 )
-async def test_a_broken_qwen_client_fails_the_feature_scenarios(name: str, middleware: Any, reason: str) -> None:
-    """The same for the scenarios of the provider features our Qwen client has (video, hosted tools, reasoning
-    continuity, the context cache)."""
+async def test_a_broken_client_fails_the_scenario(target: Target, name: str, middleware: Any, reason: str) -> None:
+    """The scenarios' checks do fail: the same client with a middleware that breaks one behaviour fails that
+    scenario, with the expected reason."""
     item = next(s for s in SCENARIOS if s.name == name)
     with pytest.raises(AssertionError) as failure:
-        await execute(_broken(OURS[0], middleware), item)
+        await execute(_broken(target, middleware), item)
     assert str(failure.value).startswith(reason)
