@@ -195,6 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._dispatch("GET")
 
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
     def _drop(self) -> None:
         """Close the socket now, mid-answer (fault injection)."""
         with contextlib.suppress(OSError):

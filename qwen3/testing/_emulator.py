@@ -22,6 +22,7 @@ from clients.testing._server import (
 )
 from clients.testing._wire import text_of
 
+from ._batch import BatchService
 from ._cache import CacheUse, ContextCache, has_markers
 from ._compatible import COMPATIBLE_BASE, COMPATIBLE_PATH, CompatibleMode
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
@@ -127,6 +128,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self.cache_uses: list[CacheUse | None] = []
         """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
+        self.batches = BatchService(self._next_reply, lambda: self.api_key)  # the Batch API routes (_batch.py)
 
     @property
     def base_url(self) -> str:
@@ -182,12 +184,15 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self._documents.clear()
         self.context_cache.clear()
         self.cache_uses.clear()
+        self.batches.clear()
 
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _handle(
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
         request_id = str(uuid.uuid4())
+        if self.batches.claims(method, path, headers, raw):  # the Batch API (_batch.py)
+            return self.batches.handle(method, path, headers, raw, request_id)
         if path == COMPATIBLE_PATH and method == "POST":
             return self._compatible.chat(path, query, headers, raw, request_id)
         if path == FILES_PATH or path.startswith(FILES_PATH + "/"):
