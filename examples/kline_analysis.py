@@ -28,7 +28,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -472,11 +472,17 @@ def render_chart(
     title: str | None = None,
     symbol: str = "",
     style: str = "auto",
+    figsize: tuple[float, float] = FIGSIZE,
+    dpi: int = DPI,
+    levels: Sequence[tuple[float, str]] = (),
+    markers: Sequence[tuple[Any, float, str, str]] = (),
 ) -> Path:
     """Render the last ``days`` sessions as candles + volume + MA5/10/20 to a PNG and return its path.
 
     The moving averages are computed on the full history, so MA20 is defined from the first displayed candle.
-    ``style``: candle colours, see `chart_style`.
+    ``style``: candle colours, see `chart_style`. ``figsize`` (inches) and ``dpi`` size the PNG. Annotations (the
+    watchlist's verdicts): ``levels`` are ``(price, colour)`` dashed horizontal lines, ``markers`` are ``(date,
+    price, marker, colour)`` points (matplotlib marker codes) on sessions inside the window.
     """
     if data.empty:
         raise DataError("no data to plot")
@@ -490,6 +496,12 @@ def render_chart(
         if ma.notna().any():
             addplots.append(mpf.make_addplot(ma, color=color, width=1.1, label=f"MA{w}"))
 
+    for (marker, color), points in _marker_groups(markers, window.index).items():
+        series = pd.Series(np.nan, index=window.index)
+        for date, price in points:
+            series.loc[date] = price
+        addplots.append(mpf.make_addplot(series, type="scatter", marker=marker, color=color, markersize=90))
+
     colors = market_colors(chart_style(data, style, symbol))
     style = mpf.make_mpf_style(
         base_mpf_style="yahoo", marketcolors=colors, gridstyle=":", y_on_right=True, rc={"font.size": 10}
@@ -500,7 +512,7 @@ def render_chart(
         style=style,
         volume=True,
         addplot=addplots,
-        figsize=FIGSIZE,
+        figsize=figsize,
         panel_ratios=(3, 1),
         ylabel="Price",
         ylabel_lower="Volume",
@@ -509,11 +521,14 @@ def render_chart(
         scale_padding={"left": 0.2, "right": 0.85, "top": 0.65, "bottom": 0.45},  # mplfinance's own layout
         returnfig=True,
         warn_too_much_data=10_000,
+        **_hlines(levels),
     )
     try:
         fig.suptitle(title, fontsize=13, fontweight="bold", y=0.975)
         if addplots:
-            axes[0].legend(loc="upper left", fontsize=9, frameon=True, framealpha=0.85)
+            handles = [h for h in axes[0].get_legend_handles_labels()[0] if not h.get_label().startswith("_")]
+            if handles:
+                axes[0].legend(handles=handles, loc="upper left", fontsize=9, frameon=True, framealpha=0.85)
         axes[2].yaxis.set_major_formatter(FuncFormatter(_human_volume))  # 5M / 10M instead of a 10^6 offset
         for ax in axes[2:4]:
             if ax.get_ylabel().startswith("Volume"):
@@ -521,12 +536,35 @@ def render_chart(
         path = Path(out)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=DPI, format="png")
+            fig.savefig(path, dpi=dpi, format="png")
         except OSError as exc:
             raise DataError(f"cannot write the chart to {path}: {exc.strerror or exc}") from None
     finally:
         plt.close(fig)
     return path
+
+
+def _hlines(levels: Sequence[tuple[float, str]]) -> dict[str, Any]:
+    """mplfinance's ``hlines`` argument for ``(price, colour)`` levels (dashed), or nothing."""
+    if not levels:
+        return {}
+    lines = {"hlines": [p for p, _ in levels], "colors": [c for _, c in levels], "linestyle": "--", "linewidths": 1.2}
+    return {"hlines": lines}
+
+
+def _marker_groups(
+    markers: Sequence[tuple[Any, float, str, str]], index: pd.DatetimeIndex
+) -> dict[tuple[str, str], list[tuple[pd.Timestamp, float]]]:
+    """Markers on sessions of ``index`` (others dropped), grouped by (marker, colour): one scatter plot each."""
+    groups: dict[tuple[str, str], list[tuple[pd.Timestamp, float]]] = {}
+    for date, price, marker, color in markers:
+        try:
+            day = pd.Timestamp(date).normalize()
+        except (TypeError, ValueError):
+            continue
+        if day in index and math.isfinite(price):
+            groups.setdefault((marker, color), []).append((day, float(price)))
+    return groups
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -542,18 +580,24 @@ def make_indicator_tool(data: pd.DataFrame, symbol: str = "", calls: list[str] |
     ``calls`` (optional) receives one entry per invocation, so a caller can report what the model asked for.
     """
 
-    @tool(
-        name=TOOL_NAME,
-        description=(
-            "Exact technical indicators for the charted instrument at the last session: last close, 1/5/20-day "
-            "% change, MA5/MA10/MA20 and their arrangement, RSI(14), MACD(12,26,9) line/signal/histogram, "
-            "20-day high/low, and last volume vs its 20-day average. Returns JSON."
-        ),
-    )
+    return indicator_tool(lambda: compute_indicators(data, symbol), calls)
+
+
+TOOL_DESCRIPTION = (
+    "Exact technical indicators for the charted instrument at the last session: last close, 1/5/20-day "
+    "% change, MA5/MA10/MA20 and their arrangement, RSI(14), MACD(12,26,9) line/signal/histogram, "
+    "20-day high/low, and last volume vs its 20-day average. Returns JSON."
+)
+
+
+def indicator_tool(indicators: Callable[[], dict[str, Any]], calls: list[str] | None = None) -> FunctionTool:
+    """The indicator tool answering with ``indicators()`` (computed already, e.g. in a rendering process)."""
+
+    @tool(name=TOOL_NAME, description=TOOL_DESCRIPTION)
     def get_technical_indicators() -> str:
         if calls is not None:
             calls.append(TOOL_NAME)
-        return json.dumps(compute_indicators(data, symbol), ensure_ascii=False)
+        return json.dumps(indicators(), ensure_ascii=False)
 
     return get_technical_indicators
 
