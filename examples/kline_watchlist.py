@@ -183,8 +183,8 @@ def question(symbol: str, sessions: int, start: str, end: str) -> str:
     return (
         f"Daily K-line chart of {symbol}: {sessions} sessions, {start} to {end}, candles with volume and "
         "MA5/MA10/MA20. Call the indicator tool first, then give your verdict as JSON: trend (up, down or "
-        "sideways), up to 3 support and 3 resistance prices, up to 5 signals (MA crossovers, RSI/MACD momentum, volume, patterns), risk (low, "
-        "medium, high), confidence from 0 to 1, and a rationale of at most two sentences."
+        "sideways), up to 3 support and 3 resistance prices, up to 5 signals (MA crossovers, RSI/MACD momentum, "
+        "volume, patterns), risk (low, medium, high), confidence from 0 to 1, and a rationale of at most two sentences."
     )
 
 
