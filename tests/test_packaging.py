@@ -19,7 +19,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 def test_import_qwen3_loads_no_peer_sdk() -> None:
     done = _run(f"""
         import sys
-        import qwen3, qwen3.testing, clients, clients.testing, clients.openai.testing
+        import qwen3, qwen3.batch, qwen3.testing, clients, clients.testing, clients.openai.testing
         print(sorted(m for m in sys.modules if m.split(".")[0] in {PEER_MODULES!r} or m.startswith("google.genai")))
         """)
     assert done.returncode == 0, done.stderr

@@ -339,7 +339,7 @@ class BatchService:
             self._finish(job, "cancelled")
             return
         share = 1.0 if self.seconds <= 0 else min(1.0, (time.time() - job.created) / self.seconds)
-        due = math.ceil(share * len(job.lines))
+        due = math.floor(share * len(job.lines))
         while job.answered < due:
             self._answer(job, job.lines[job.answered])
         if job.answered == len(job.lines):
