@@ -125,8 +125,8 @@ def test_file_limits_are_checked_before_uploading(lines: list[dict[str, Any]], m
 def test_a_bad_custom_id_or_content_names_the_request() -> None:
     with pytest.raises(ChatClientInvalidRequestException, match="custom_id"):
         build_line(_ask(""), model="qwen-plus")
-    with pytest.raises(ChatClientInvalidRequestException, match="request 'zip'.*image, video, audio or text"):
-        request = BatchRequest("zip", [Message("user", [Content.from_data(b"PK", "application/zip")])], {})
+    request = BatchRequest("zip", [Message("user", [Content.from_data(b"PK", "application/zip")])], {})
+    with pytest.raises(ChatClientInvalidRequestException, match=r"request 'zip'.*image, video, audio or text"):
         build_line(request, model="qwen-plus")
 
 
