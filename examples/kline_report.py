@@ -147,6 +147,7 @@ document.querySelectorAll("th").forEach((th, col) => th.addEventListener("click"
   const key = r => { const c = r.cells[col]; const v = c.dataset.sort ?? c.textContent.trim();
                      const n = parseFloat(v); return isNaN(n) ? v.toLowerCase() : n; };
   [...body.rows].sort((a, b) => { const x = key(a), y = key(b);
+    if (x === "" || y === "") return (x === "") - (y === "");  // empty cells last, either way
     const d = (typeof x === typeof y) ? (x < y ? -1 : x > y ? 1 : 0) : (typeof x === "number" ? -1 : 1);
     return asc ? d : -d; }).forEach(r => body.appendChild(r));
 }));

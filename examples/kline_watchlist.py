@@ -919,6 +919,7 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
                 **(verdict or {}),
                 "usage": usage,
                 "error": row["error"] or None,
+                **({"text": row["text"]} if row["text"] else {}),
                 "mode": row["mode"],
             }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -554,7 +554,8 @@ def _error_of(status: int, content: bytes, headers: Mapping[str, str]) -> Failur
         data = None
     request_id = headers.get("x-request-id")
     if isinstance(data, Mapping):
-        inner = data.get("error") if isinstance(data.get("error"), Mapping) else data
+        nested = data.get("error")
+        inner: Mapping[str, Any] = nested if isinstance(nested, Mapping) else data
         code = inner.get("code") or inner.get("type")
         error = parse_error(
             status, str(code) if code else None, str(inner.get("message") or ""), data.get("request_id") or request_id
@@ -610,10 +611,9 @@ class QwenBatchClient:
         max_retries: int = 2,
         env_file_path: str | None = None,
     ) -> None:
-        given = {"model": model, "api_key": api_key, "base_url": base_url}
-        settings = load_settings(
-            BatchSettings, env_prefix="DASHSCOPE_", env_file_path=env_file_path, **{k: v for k, v in given.items() if v}
-        )
+        given: dict[str, Any] = {"model": model, "api_key": api_key, "base_url": base_url}
+        overrides: dict[str, Any] = {k: v for k, v in given.items() if v}
+        settings = load_settings(BatchSettings, env_prefix="DASHSCOPE_", env_file_path=env_file_path, **overrides)
         if not settings.get("model"):
             raise SettingNotFoundError("No model for the batch: pass model= (e.g. 'qwen-plus') or set DASHSCOPE_MODEL.")
         key = settings.get("api_key")

@@ -279,9 +279,9 @@ class BatchService:
         if not rest and method == "POST":
             return self._create(parse_json(raw), request_id)
         if not rest and method == "GET":
-            for job in self.jobs.values():
-                self._advance(job)
-            data = [job.wire() for job in reversed(self.jobs.values())]
+            for each in self.jobs.values():
+                self._advance(each)
+            data = [each.wire() for each in reversed(self.jobs.values())]
             return json_answer(200, {"object": "list", "data": data or None, "has_more": False})
         job = self.jobs.get(rest[0])
         if job is None:

@@ -1,0 +1,412 @@
+"""examples/kline_watchlist.py end to end, offline: a 50-ticker folder (matplotlib's GOOG, generated series in every
+accepted layout, and the real A-share CSVs of ``../shared/data`` when present) plus three bad CSVs, in real-time mode
+(with 429s and answers that do not fit the schema) and through the Batch API (a failed line, a retry batch); a run
+killed mid-way and rerun, which never asks twice for a finished ticker; the report in headless Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
+from tests.conftest import example_module
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "kline_watchlist.py"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+REAL = ("vanke-000002.SZ-daily-2015-2025.csv", "sse-composite-000001.SH-daily-2006-2020.csv")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FAST = ["--chart-size", "3x2", "--dpi", "40", "--workers", "2", "--cooldown", "0.05", "--days", "60", "--rpm", "100000"]
+FAST += ["--tpm", "1000000000"]
+SYMBOL = re.compile(r"Daily K-line chart of (\S+):")
+MISFIT_TWICE, MISFIT_ONCE, REFUSED = "DEMO003", "DEMO005", "DEMO008"
+
+
+@pytest.fixture(scope="module")
+def wl() -> Iterator[ModuleType]:
+    with example_module("kline_watchlist") as module:
+        yield module
+
+
+@pytest.fixture(scope="module")
+def folder(wl: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """50 good CSVs (2 of them real A-share series when ../shared is there) and 3 bad ones."""
+    data = tmp_path_factory.mktemp("watchlist")
+    real = [SHARED_DATA / name for name in REAL if (SHARED_DATA / name).is_file()]
+    wl.write_demo(data, 50 - len(real), sessions=120)
+    for path in real:
+        shutil.copy(path, data / path.name)  # a scratch copy for this run, outside the repository
+    (data / "broken.csv").write_text("foo,bar\n1,2\n")
+    (data / "empty.csv").write_text("")
+    short = wl.generated_series(7, sessions=10)
+    wl.write_csv(short, data / "SHORT.csv", "yahoo", "SHORT")
+    return data
+
+
+def _symbol(request: RecordedRequest) -> str:
+    for turn in request.turns:
+        match = SYMBOL.search(turn.text)
+        if match:
+            return match.group(1)
+    return ""
+
+
+def _answering(request: RecordedRequest) -> bool:
+    """The call that should carry the verdict (the tool's answer is in its history)."""
+    return any(turn.role == "tool" for turn in request.turns)
+
+
+class Faults:
+    """The emulated model, with faults: the first ``rate_limits`` calls get a 429; DEMO003 answers prose twice,
+    DEMO005 a verdict missing fields once; DEMO008's batch line is refused."""
+
+    def __init__(self, wl: ModuleType, rate_limits: int = 0) -> None:
+        self.wl = wl
+        self.rate_limits = rate_limits
+        self.calls = 0
+        self.misfits: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        symbol = _symbol(request)
+        with self.lock:
+            self.calls += 1
+            if self.calls <= self.rate_limits:
+                return Reply.rate_limited(retry_after=0)
+            if _answering(request) and symbol in (MISFIT_TWICE, MISFIT_ONCE):
+                self.misfits[symbol] = self.misfits.get(symbol, 0) + 1
+                if symbol == MISFIT_TWICE:
+                    return Reply(text="The chart looks bullish to me.")
+                if self.misfits[symbol] == 1:
+                    return Reply(text='{"trend": "up"}')
+            if _answering(request) and symbol == REFUSED and request.path.startswith("/v1/"):
+                return Reply.error_reply(400, "DataInspectionFailed", "Input data may contain inappropriate content.")
+        return self.wl.emulated_reply(request)
+
+
+def _run(wl: ModuleType, argv: list[str], emulator: DashScopeEmulator, monkeypatch: pytest.MonkeyPatch) -> Any:
+    for name in [n for n in os.environ if n.startswith("DASHSCOPE_")]:
+        monkeypatch.delenv(name)
+    return asyncio.run(wl.run(wl.parse_args(argv), emulator=emulator))
+
+
+@pytest.fixture(scope="module")
+def realtime(wl: ModuleType, folder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("out-realtime")
+    faults = Faults(wl, rate_limits=3)
+    with pytest.MonkeyPatch.context() as monkeypatch, DashScopeEmulator(default_reply=faults) as emu:
+        started = time.monotonic()
+        totals = _run(wl, ["--data", str(folder), "--out", str(out), "--concurrency", "6", *FAST], emu, monkeypatch)
+        seconds = time.monotonic() - started
+        requests = emu.requests
+    return {"out": out, "totals": totals, "requests": requests, "faults": faults, "seconds": seconds}
+
+
+def _jsonl(out: Path) -> dict[str, dict[str, Any]]:
+    lines = (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
+    return {record["symbol"]: record for record in map(json.loads, lines)}
+
+
+def test_fifty_tickers_in_real_time_each_with_a_structured_verdict(realtime: dict[str, Any]) -> None:
+    out, totals = realtime["out"], realtime["totals"]
+    assert (totals.tickers, totals.done, totals.failed, totals.skipped) == (53, 49, 1, 3)
+    verdicts = _jsonl(out)
+    assert len(verdicts) == 50
+    done = {s: v for s, v in verdicts.items() if v["status"] == "done"}
+    assert len(done) == 49
+    for symbol, record in done.items():
+        assert record["trend"] in ("up", "down", "sideways")
+        assert 0 <= record["confidence"] <= 1
+        assert record["risk"] in ("low", "medium", "high")
+        assert all(level < record["support"][0] + 1e-9 for level in record["support"])  # nearest first
+        assert record["rationale"].startswith("[EMULATED")
+        assert record["usage"]["total_token_count"] > 0
+        assert (out / f"{symbol}.png").stat().st_size > 1000
+        assert (out / f"{symbol}.thumb.jpg").is_file()
+    assert "GOOG" in done
+    if (SHARED_DATA / REAL[0]).is_file():
+        assert {"000001.SH"} <= set(done)  # the SSE composite's czsc symbol column
+    totals_line = realtime["totals"]
+    assert totals_line.total_tokens == sum(v["usage"]["total_token_count"] for v in verdicts.values() if v["usage"])
+
+
+def test_429s_slow_the_run_down_and_fail_no_ticker(realtime: dict[str, Any]) -> None:
+    totals = realtime["totals"]
+    assert totals.rate_limited == 3
+    assert totals.failed == 1  # the misfit only
+    assert realtime["requests"][0].headers["authorization"] == "Bearer sk-emulated"
+
+
+def test_an_answer_that_does_not_fit_is_asked_again_once_then_recorded_with_the_models_text(
+    realtime: dict[str, Any],
+) -> None:
+    verdicts = _jsonl(realtime["out"])
+    failed = verdicts[MISFIT_TWICE]
+    assert failed["status"] == "failed"
+    assert "does not fit the verdict schema (twice)" in failed["error"]
+    assert failed["text"] == "The chart looks bullish to me."
+    assert verdicts[MISFIT_ONCE]["status"] == "done"
+    assert realtime["faults"].misfits == {MISFIT_TWICE: 2, MISFIT_ONCE: 2}
+    asked = [_symbol(r) for r in realtime["requests"]]
+    assert asked.count(MISFIT_TWICE) == 4  # two agent runs of two calls each (tool, answer)
+    assert asked.count("GOOG") == 2
+
+
+def test_bad_csvs_are_reported_skipped_and_the_run_goes_on(realtime: dict[str, Any]) -> None:
+    page = (realtime["out"] / "report.html").read_text(encoding="utf-8")
+    assert page.count('<tr class="skipped">') == 3
+    assert "CSV file is empty" in page
+    assert "unrecognised CSV header" in page
+    assert "too few sessions: 10 (at least 30 are needed)" in page
+    assert page.count('<tr class="done">') == 49
+    assert "EMULATED" in page
+
+
+def test_every_call_carries_the_chart_the_tool_and_the_schema(realtime: dict[str, Any]) -> None:
+    answers = [r for r in realtime["requests"] if _answering(r) and r.parameters]
+    assert answers
+    for request in answers[:5]:
+        assert request.endpoint == "multimodal"
+        assert request.tool_names == ["get_technical_indicators"]
+        assert request.parameters["response_format"] == {"type": "json_object"}  # qwen3-vl-plus: schema in prompt
+        assert "confidence" in request.system
+        media = [m for t in request.turns for m in t.media]
+        assert media[0].media_type == "image/png"
+
+
+@pytest.fixture(scope="module")
+def batch(wl: ModuleType, folder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("out-batch")
+    faults = Faults(wl)
+    with pytest.MonkeyPatch.context() as monkeypatch, DashScopeEmulator(default_reply=faults) as emu:
+        emu.batches.seconds = 0.3
+        argv = ["--data", str(folder), "--out", str(out), "--batch", "--poll-interval", "0.05", *FAST]
+        totals = _run(wl, argv, emu, monkeypatch)
+        jobs = list(emu.batches.jobs.values())
+        lines = list(emu.batches.lines)
+        requests = emu.requests
+    return {"out": out, "totals": totals, "jobs": jobs, "lines": lines, "requests": requests}
+
+
+def test_fifty_tickers_through_the_batch_api(batch: dict[str, Any]) -> None:
+    totals, jobs = batch["totals"], batch["jobs"]
+    assert batch["requests"] == []  # nothing in real time
+    assert [len(job.lines) for job in jobs] == [50, 2]  # every ticker, then the two misfits once more
+    assert all(job.status == "completed" for job in jobs)
+    assert (totals.done, totals.failed, totals.skipped) == (48, 2, 3)
+    verdicts = _jsonl(batch["out"])
+    assert verdicts[REFUSED]["status"] == "failed"
+    assert "DataInspectionFailed" in verdicts[REFUSED]["error"]
+    assert verdicts[MISFIT_ONCE]["status"] == "done"
+    assert verdicts[MISFIT_TWICE]["text"] == "The chart looks bullish to me."
+    assert verdicts["GOOG"]["mode"] == "batch"
+    line = batch["lines"][0]
+    roles = [t.role for t in line.turns]
+    assert roles == ["system", "user", "assistant", "tool"]  # the tool's answer is in the line's history
+    assert line.body["tool_choice"] == "none"
+    assert line.body["response_format"] == {"type": "json_object"}
+
+
+def test_batch_charts_and_report_are_written_like_real_time_ones(batch: dict[str, Any]) -> None:
+    page = (batch["out"] / "report.html").read_text(encoding="utf-8")
+    assert page.count('<tr class="done">') == 48
+    assert "batch (EMULATED)" in page
+    assert (batch["out"] / "GOOG.png").is_file()
+
+
+# ---------------------------------------------------------------------------------------------- stop and resume
+
+
+def _subprocess(argv: list[str], emu: DashScopeEmulator) -> subprocess.Popen[str]:
+    """The example as users run it, pointed at the test's emulator as at DashScope (a key and a base URL)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
+    env.update(DASHSCOPE_API_KEY="sk-resume-test", DASHSCOPE_BASE_URL=emu.base_url)
+    return subprocess.Popen(
+        [sys.executable, str(EXAMPLE), *argv, *FAST],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], what: str, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError(f"the run ended before {what}: {process.stdout.read() if process.stdout else ''}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {limit} s")
+        time.sleep(0.05)
+
+
+def _stored(db: Path, query: str) -> list[tuple[Any, ...]]:
+    if not db.is_file():
+        return []
+    with sqlite3.connect(db, timeout=10) as connection:
+        try:
+            return list(connection.execute(query))
+        except sqlite3.OperationalError:  # the table is not there yet
+            return []
+
+
+def test_a_killed_run_loses_no_finished_verdict_and_a_rerun_never_asks_for_one_again(
+    wl: ModuleType, tmp_path: Path
+) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    wl.write_demo(data, 16, sessions=80)
+    db = out / "results.sqlite"
+
+    def slow(request: RecordedRequest) -> Reply:
+        reply = wl.emulated_reply(request)
+        reply.delay = 0.15
+        return reply
+
+    with DashScopeEmulator(api_key="sk-resume-test", default_reply=slow) as emu:
+        first = _subprocess(["--data", str(data), "--out", str(out), "--concurrency", "2"], emu)
+        try:
+            _wait_for(lambda: len(_stored(db, "SELECT key FROM results")) >= 4, first, "four stored verdicts")
+            first.send_signal(signal.SIGKILL)  # no chance to clean up
+        finally:
+            first.wait(timeout=30)
+        kept = {symbol for (symbol,) in _stored(db, "SELECT symbol FROM results WHERE status='done'")}
+        assert 4 <= len(kept) < 16
+        asked_first = len(emu.requests)
+        second = _subprocess(["--data", str(data), "--out", str(out), "--concurrency", "4"], emu)
+        output, _ = second.communicate(timeout=120)
+        assert second.returncode == 0, output
+        asked_again = {_symbol(r) for r in emu.requests[asked_first:]}
+    assert f"{len(kept)} finished before (resumed)" in output
+    assert not asked_again & kept
+    assert len(_stored(db, "SELECT key FROM results WHERE status='done'")) == 16
+    assert len(_jsonl(out)) == 16
+    assert all((out / f"{symbol}.png").is_file() for symbol in kept)  # drawn again from the stored verdicts
+
+
+def test_ctrl_c_during_a_batch_stops_cleanly_and_the_rerun_collects_the_same_batch(
+    wl: ModuleType, tmp_path: Path
+) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    wl.write_demo(data, 6, sessions=80)
+    db = out / "results.sqlite"
+    with DashScopeEmulator(api_key="sk-resume-test", default_reply=wl.emulated_reply) as emu:
+        emu.batches.seconds = 4.0
+        argv = ["--data", str(data), "--out", str(out), "--batch", "--poll-interval", "0.1"]
+        first = _subprocess(argv, emu)
+        try:
+            _wait_for(lambda: bool(_stored(db, "SELECT id FROM batches")), first, "a submitted batch")
+            first.send_signal(signal.SIGINT)
+            output, _ = first.communicate(timeout=30)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        assert first.returncode == 130, output
+        assert "interrupted" in output
+        assert _stored(db, "SELECT status FROM batches") == [("submitted",)]
+        second = _subprocess(argv, emu)
+        output, _ = second.communicate(timeout=120)
+        assert second.returncode == 0, output
+        assert len(emu.batches.jobs) == 1  # collected, not submitted again
+    assert _stored(db, "SELECT status FROM batches") == [("completed",)]
+    assert len(_stored(db, "SELECT key FROM results WHERE status='done'")) == 6
+
+
+# ---------------------------------------------------------------------------------------------- the report
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: .ci/browser installs it (Debian chromium)")
+def test_the_report_renders_in_headless_chromium_and_sorts(realtime: dict[str, Any], tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (extra: dev)")
+    page_url = (realtime["out"] / "report.html").as_uri()
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(page_url, wait_until="load")
+            rows = page.locator("#verdicts tbody tr")
+            assert rows.count() == 53
+            assert page.locator("#verdicts").is_visible()
+            thumbs = page.eval_on_selector_all("#verdicts img", "imgs => imgs.map(i => i.naturalWidth)")
+            assert len(thumbs) == 49
+            assert all(width > 0 for width in thumbs)  # the inline thumbnails decode
+            header = page.locator("th", has_text="Confidence")
+            header.click()
+            script = "cells => cells.map(c => c.dataset.sort).filter(Boolean)"
+            ascending = [float(v) for v in page.eval_on_selector_all("#verdicts tbody td:nth-child(5)", script)]
+            header.click()
+            first = page.locator("#verdicts tbody tr").first.inner_text()
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot))
+            visible = page.inner_text("body")
+        finally:
+            browser.close()
+    assert ascending == sorted(ascending)
+    assert len(ascending) == 49
+    assert "done" in first
+    assert "EMULATED" in visible
+    assert "GOOG" in visible
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("WATCHLIST_SCREENSHOT"):  # .ci/browser keeps it for the docs
+        shutil.copyfile(shot, os.environ["WATCHLIST_SCREENSHOT"])
+
+
+# ---------------------------------------------------------------------------------------------- parts
+
+
+def test_the_limiter_books_requests_and_tokens_and_pauses_everyone_after_a_429(wl: ModuleType) -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    async def scenario() -> None:
+        limiter = wl.AccountLimiter(2, 1000, cooldown=5.0, clock=lambda: now[0], sleep=sleep)
+        await limiter.acquire(400)
+        await limiter.acquire(400)
+        await limiter.acquire(400)  # a third request in the minute waits for the first to leave it
+        assert now[0] == pytest.approx(60.0)
+        limiter.rate_limited()
+        assert limiter.scale == 0.5
+        await limiter.acquire(10)  # paused for the cooldown, then the halved rate: 1 request per minute
+        assert slept[-2:] == [pytest.approx(5.0), pytest.approx(55.0)]
+        assert now[0] == pytest.approx(120.0)
+        limiter.rate_limited()
+        limiter.rate_limited()
+        assert limiter.paused_until - now[0] == pytest.approx(20.0)  # 5, then doubling while 429s keep coming
+        assert limiter.throttled == 3
+
+    asyncio.run(scenario())
+
+
+def test_help_answers_before_the_heavy_imports_and_usage_errors_exit_2() -> None:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "--batch" in done.stdout
+    assert "--resume, --no-resume" in done.stdout
+    assert time.monotonic() - started < 5
+    wrong = subprocess.run([sys.executable, str(EXAMPLE), "--data", "x"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2
+    assert "--out is required" in wrong.stderr
+
+
+def test_a_missing_data_folder_is_one_line_and_exit_2(wl: ModuleType, tmp_path: Path) -> None:
+    code = wl.main(["--data", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
+    assert code == 2
