@@ -1,0 +1,156 @@
+"""examples/kline_watchlist.py at scale on the DashScope emulator: throughput, where the time goes, peak memory.
+
+    python benchmarks/watchlist.py                  # 200 tickers, then 1,000 (a few minutes on two cores)
+    python benchmarks/watchlist.py --sizes 200      # one size
+    python benchmarks/watchlist.py --batch          # the same through the Batch API
+
+Each size is a fresh demo folder (matplotlib's GOOG and generated series in every CSV layout, 260 sessions each)
+analysed from scratch by the example as users run it (a subprocess with ``DASHSCOPE_API_KEY`` and
+``DASHSCOPE_BASE_URL`` pointing at the emulator), in real time with ``--concurrency 8``. The emulator runs in a
+process of its own, answering with the example's rule-based verdicts, so each part's CPU time is its own:
+
+* rendering: the CPU time of the example's rendering processes (``RUSAGE_CHILDREN`` of the run: both charts of each
+  ticker, the model's and the annotated one, and the thumbnails; the pool is spawned from the run here, instead of
+  the example's fork server, so that its processes are the run's children and counted),
+* client: the CPU time of the run's main process (MAF agents, the Qwen client, conversion, parsing, SQLite, the
+  report),
+* emulator: the CPU time of the emulator's process.
+
+Peak memory is the largest resident set of the run's main process and of any one rendering process
+(``ru_maxrss``): it must not grow with the watchlist (1,000 tickers vs 200). Results go to stdout as a table (copied
+into docs/performance.md and the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "kline_watchlist.py"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+CHART = ["--chart-size", "8x4.5", "--dpi", "80"]  # 640x360 px charts: about 300 image tokens each
+
+
+def _emulator(pipe: Connection, batch_seconds: float) -> None:
+    """The emulator's process: serve until told to stop, then report this process's CPU seconds."""
+    import kline_watchlist as wl
+
+    from qwen3.testing import DashScopeEmulator
+
+    with DashScopeEmulator(api_key="sk-bench", default_reply=wl.emulated_reply) as emu:
+        emu.batches.seconds = batch_seconds
+        pipe.send(emu.base_url)
+        pipe.recv()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        pipe.send(usage.ru_utime + usage.ru_stime)
+
+
+def _child_stats() -> None:
+    """Run the example in this process (``--child``), then print its resource usage as JSON on the last line."""
+    import asyncio
+
+    import kline_watchlist as wl
+
+    args = wl.parse_args(sys.argv[2:])
+
+    def spawned_pool(workers: int | None) -> Any:  # the example's renderer, in children of this process (measured)
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(workers or os.cpu_count() or 2, mp_context=multiprocessing.get_context("spawn"))
+
+    wl.make_pool = spawned_pool
+    started = time.perf_counter()
+    totals = asyncio.run(wl.run(args))
+    wall = time.perf_counter() - started
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    stats = {
+        "wall": wall,
+        "done": totals.done,
+        "failed": totals.failed,
+        "client_cpu": me.ru_utime + me.ru_stime,
+        "render_cpu": children.ru_utime + children.ru_stime,
+        "main_rss_mb": me.ru_maxrss / 1024,
+        "worker_rss_mb": children.ru_maxrss / 1024,
+        "tokens": totals.total_tokens,
+    }
+    print("STATS " + json.dumps(stats))
+
+
+def measure(size: int, work: Path, batch: bool) -> dict[str, Any]:
+    import kline_watchlist as wl
+
+    data, out = work / f"data-{size}", work / f"out-{size}{'-batch' if batch else ''}"
+    if not data.is_dir():
+        wl.write_demo(data, size)
+    parent, child = multiprocessing.Pipe()
+    server = multiprocessing.get_context("spawn").Process(target=_emulator, args=(child, 1.0), daemon=True)
+    server.start()
+    base_url = parent.recv()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
+    env.update(DASHSCOPE_API_KEY="sk-bench", DASHSCOPE_BASE_URL=base_url)
+    argv = ["--data", str(data), "--out", str(out), "--concurrency", "8", "--rpm", "1000000", "--tpm", "10000000000"]
+    argv += CHART + (["--batch", "--poll-interval", "0.5"] if batch else [])
+    try:
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", *argv], env=env, capture_output=True, text=True, timeout=3600
+        )
+    finally:
+        parent.send("stop")
+        emulator_cpu = parent.recv()
+        server.join(timeout=10)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("STATS ")), None)
+    if done.returncode != 0 or line is None:
+        raise SystemExit(f"the run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    stats: dict[str, Any] = json.loads(line[6:])
+    stats["emulator_cpu"] = emulator_cpu
+    stats["size"] = size
+    return stats
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _child_stats()
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
+    parser.add_argument("--batch", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            stats = measure(size, Path(tmp), args.batch)
+            rows.append(stats)
+            print(f"{size} tickers: {json.dumps(stats)}", file=sys.stderr)
+    mode = "batch" if args.batch else "real time, --concurrency 8"
+    print(f"\nkline_watchlist.py on the emulator ({mode}; charts 640x360; {os.cpu_count()} cores)\n")
+    print(
+        "| tickers | wall | tickers/s | rendering CPU | client CPU | emulator CPU | peak RSS main | peak RSS worker |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['size']:,} | {r['wall']:.1f} s | {r['done'] / r['wall']:.1f} | {r['render_cpu']:.1f} s | "
+            f"{r['client_cpu']:.1f} s | {r['emulator_cpu']:.1f} s | {r['main_rss_mb']:.0f} MB | "
+            f"{r['worker_rss_mb']:.0f} MB |"
+        )
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        main_ratio = last["main_rss_mb"] / first["main_rss_mb"]
+        worker_ratio = last["worker_rss_mb"] / first["worker_rss_mb"]
+        print(f"\npeak RSS {last['size']:,} vs {first['size']:,}: main x{main_ratio:.2f}, worker x{worker_ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
