@@ -75,6 +75,11 @@ reports ``prompt_tokens_details.cached_tokens`` / ``cache_creation_input_tokens`
 answered request's ``.read`` / ``.created`` tokens (None without explicit caching); ``emu.context_cache.clear()``
 empties the store.
 
+Batch API (``{root}/compatible-mode/v1``: files and batches, as ``qwen3.batch`` and the openai SDK call it):
+``emu.batches`` (`_batch.BatchService`) holds the files and batches; a batch completes over ``emu.batches.seconds``
+(default 0.5), its lines answered by the same script (a `BatchLineRequest` each: the line's OpenAI-compatible body),
+a reply with an error failing that line only; ``batch-test-model`` answers its fixed text (docs/testing.md).
+
 Validation (``validate=True``, the default) rejects what DashScope rejects, with its own code and message:
 wrong endpoint for the model, missing model or messages, non-string text content, malformed multimodal parts,
 orphan tool messages, non-JSON tool arguments, thinking streams without ``incremental_output``, JSON mode
@@ -100,6 +105,7 @@ and ``messages``, ``.thinking``, ``.turns``, ``.native`` = the native request).
 
 from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolCall
 
+from ._batch import BatchLineRequest
 from ._compatible import CompatibleRecordedRequest
 from ._emulator import DashScopeEmulator
 from ._types import Endpoint, RecordedRequest
@@ -108,6 +114,7 @@ from ._validation import ApiError, endpoint_for
 
 __all__ = [
     "ApiError",
+    "BatchLineRequest",
     "CompatibleRecordedRequest",
     "DashScopeEmulator",
     "Endpoint",

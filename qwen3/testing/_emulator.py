@@ -86,7 +86,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
 
     It also emulates DashScope's temporary-file upload (``GET {base}/uploads?action=getPolicy`` and the OSS form
     POSTed to the policy's ``upload_host``, which is the emulator's root): stored files are in ``uploads``,
-    ``fail_upload`` makes the next upload or policy request fail (``_uploads.py``).
+    ``fail_upload`` makes the next upload or policy request fail (``_uploads.py``). And DashScope's Batch API (files
+    and batches under ``/compatible-mode/v1``): ``batches`` (``_batch.py``).
     """
 
     server_name: ClassVar[str] = "dashscope-emulator"
