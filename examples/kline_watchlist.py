@@ -1045,7 +1045,6 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
                     current.progress = progress
                     current.task = progress.add_task("tickers", total=len(todo), status="")
                     await (run_batch if args.batch else run_realtime)(current, todo)
-                await asyncio.gather(*current.annotations)
                 await _annotate_missing(current, tickers)
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -1060,7 +1059,10 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
 
 async def _annotate_missing(run: Run, tickers: Sequence[Ticker]) -> None:
     """Resumed tickers whose annotated chart is not in OUT (another --out, a deleted file): drawn again from the
-    stored verdict, without asking the model."""
+    stored verdict, without asking the model. Waits for this run's own first; a verdict whose chart cannot be drawn
+    keeps its verdict and is reported."""
+    failures = [o for o in await asyncio.gather(*run.annotations, return_exceptions=True) if isinstance(o, Exception)]
+    run.annotations.clear()
     rows = run.store.rows(t.key for t in tickers)
     for ticker in tickers:
         row = rows.get(ticker.key)
@@ -1068,7 +1070,9 @@ async def _annotate_missing(run: Run, tickers: Sequence[Ticker]) -> None:
             continue
         ticker.name, ticker.symbol = row["name"], row["symbol"]
         run.annotate(ticker, json.loads(row["verdict"]))
-    await asyncio.gather(*run.annotations)
+    failures += [o for o in await asyncio.gather(*run.annotations, return_exceptions=True) if isinstance(o, Exception)]
+    for failure in failures:
+        print(f"warning: an annotated chart could not be drawn: {type(failure).__name__}: {failure}")
 
 
 # --------------------------------------------------------------------------------------------------------------
