@@ -1096,69 +1096,25 @@ def generated_series(seed: int, sessions: int = 260) -> pd.DataFrame:
 
 
 def write_csv(frame: pd.DataFrame, path: Path, layout: str, symbol: str) -> Path:
-    """``frame`` as a CSV in one of the layouts ``kline_analysis`` reads."""
+    """``frame`` as a CSV in one of the layouts ``kline_analysis`` reads (tushare newest first, volume in lots)."""
     f = frame.round(4)
-    dates = f.index
-    if layout == "yahoo":
-        out = pd.DataFrame(
-            {
-                "Date": dates.strftime("%Y-%m-%d"),
-                "Open": f.Open,
-                "High": f.High,
-                "Low": f.Low,
-                "Close": f.Close,
-                "Adj Close": f.Close,
-                "Volume": f.Volume.astype("int64"),
-            }
-        )
-    elif layout == "tushare":
-        out = pd.DataFrame(
-            {
-                "ts_code": symbol,
-                "trade_date": dates.strftime("%Y%m%d"),
-                "open": f.Open,
-                "high": f.High,
-                "low": f.Low,
-                "close": f.Close,
-                "vol": f.Volume / 100,
-            }
-        )[::-1]
-    elif layout == "czsc":
-        out = pd.DataFrame(
-            {
-                "symbol": symbol,
-                "dt": dates.strftime("%Y-%m-%d 15:00:00"),
-                "open": f.Open,
-                "close": f.Close,
-                "high": f.High,
-                "low": f.Low,
-                "vol": f.Volume,
-            }
-        )
-    elif layout == "akshare-en":
-        out = pd.DataFrame(
-            {
-                "date": dates.strftime("%Y-%m-%d"),
-                "open": f.Open,
-                "high": f.High,
-                "low": f.Low,
-                "close": f.Close,
-                "volume": f.Volume,
-            }
-        )
-    else:
-        out = pd.DataFrame(
-            {
-                "日期": dates.strftime("%Y-%m-%d"),
-                "股票代码": symbol,
-                "开盘": f.Open,
-                "收盘": f.Close,
-                "最高": f.High,
-                "最低": f.Low,
-                "成交量": f.Volume,
-            }
-        )
-    out.to_csv(path, index=False)
+    day = f.index.strftime("%Y-%m-%d")
+    values = {"open": f.Open, "high": f.High, "low": f.Low, "close": f.Close, "volume": f.Volume, "symbol": symbol}
+    values |= {"date": day, "compact": f.index.strftime("%Y%m%d"), "dt": day + " 15:00:00", "lots": f.Volume / 100}
+    columns = {  # header name -> value, per layout
+        "yahoo": {"Date": "date", "Open": "open", "High": "high", "Low": "low", "Close": "close", "Adj Close": "close",
+                  "Volume": "volume"},
+        "tushare": {"ts_code": "symbol", "trade_date": "compact", "open": "open", "high": "high", "low": "low",
+                    "close": "close", "vol": "lots"},
+        "czsc": {"symbol": "symbol", "dt": "dt", "open": "open", "close": "close", "high": "high", "low": "low",
+                 "vol": "volume"},
+        "akshare-en": {"date": "date", "open": "open", "high": "high", "low": "low", "close": "close",
+                       "volume": "volume"},
+        "akshare-cn": {"日期": "date", "股票代码": "symbol", "开盘": "open", "收盘": "close", "最高": "high",
+                       "最低": "low", "成交量": "volume"},
+    }[layout]  # fmt: skip
+    out = pd.DataFrame({name: values[key] for name, key in columns.items()}, index=f.index)
+    (out[::-1] if layout == "tushare" else out).to_csv(path, index=False)
     return path
 
 

@@ -42,7 +42,7 @@ from clients.core.retry import RetryAdvice, RetryPolicy, call_with_retries, is_t
 from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
 from clients.core.transport import Failure, checked_model, json_object, parsed, retry_advice, within
 from qwen3.convert import build_request, conversation_has_media
-from qwen3.errors import parse_error
+from qwen3.errors import error_from_body, parse_error
 from qwen3.parse import parse_response
 from qwen3.routing import endpoint_for_model
 
@@ -546,24 +546,20 @@ class _JsonlLines(SSEDecoder):
 
 
 def _error_of(status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
-    """An error answer → `Failure`: compatible mode's ``{"error": {"code", "message"}, "request_id"}`` or the
-    native ``{"code", "message", "request_id"}`` (Model Studio "Error codes"); anything else quoted."""
+    """An error answer → `Failure`: compatible mode's ``{"error": {"code", "message"}, "request_id"}``, else what
+    ``qwen3.errors.error_from_body`` reads (the native ``{"code", "message", "request_id"}``, or quoted text)."""
     try:
         data = json.loads(content)
     except ValueError:
         data = None
-    request_id = headers.get("x-request-id")
-    if isinstance(data, Mapping):
-        nested = data.get("error")
-        inner: Mapping[str, Any] = nested if isinstance(nested, Mapping) else data
-        code = inner.get("code") or inner.get("type")
-        error = parse_error(
-            status, str(code) if code else None, str(inner.get("message") or ""), data.get("request_id") or request_id
-        )
-    else:
-        text = content[:300].decode("utf-8", "replace") or "empty response"
-        error = parse_error(status, None, text, request_id)
-    return Failure(error, headers)
+    nested = data.get("error") if isinstance(data, Mapping) else None
+    if not isinstance(nested, Mapping):
+        return Failure(error_from_body(status, content, headers), headers)
+    code = nested.get("code") or nested.get("type")
+    request_id = data.get("request_id") or headers.get("x-request-id")  # type: ignore[union-attr]
+    return Failure(
+        parse_error(status, str(code) if code else None, str(nested.get("message") or ""), request_id), headers
+    )
 
 
 class QwenBatchClient:
