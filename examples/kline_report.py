@@ -197,7 +197,7 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
     """``report.html``: the run's totals, then one sortable table (click a header) of every ticker: thumbnail
     (linking to the full chart ``<name>.png`` beside the page), symbol, status, trend, confidence, risk, support,
     resistance, signals, the rationale or why it failed, tokens. Self-contained: styles, script and thumbnails are
-    inline (no network, no other file needed to show it). Written atomically."""
+    inline (no network, no other file needed to show it). Written a row at a time, then renamed into place."""
     order = {"done": 0, "failed": 1, "skipped": 2}
     rows = sorted(rows, key=lambda r: (order.get(r.status, 3), r.symbol))
     headers = [
@@ -220,19 +220,19 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
         if emulated
         else ""
     )
-    page = f"""<!doctype html>
+    head = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_esc(title)}</title><style>{_CSS}</style></head>
 <body><h1>{_esc(title)}</h1><div class="sub">Educational chart readings, not investment advice.</div>{banner}
 <div class="totals">{boxes}</div>
 <table id="verdicts"><thead><tr>{"".join(f"<th>{h}</th>" for h in headers)}</tr></thead>
 <tbody>
-{chr(10).join(_row_html(r) for r in rows)}
-</tbody></table>
-<script>{_JS}</script>
-</body></html>
 """
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(page, encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as page:  # a row at a time: memory does not grow with the watchlist
+        page.write(head)
+        for row in rows:
+            page.write(_row_html(row) + "\n")
+        page.write(f"</tbody></table>\n<script>{_JS}</script>\n</body></html>\n")
     tmp.replace(path)
     return path

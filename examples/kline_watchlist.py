@@ -617,6 +617,7 @@ class Run:
 
     def record(self, ticker: Ticker, status: str, **kwargs: Any) -> None:
         self.store.save(ticker, status, mode=self.mode, **kwargs)
+        ticker.indicators = {}  # stored: nothing of a finished ticker stays in memory but its file and key
         self.totals.count(kwargs.get("usage"))
         if status == "done":
             self.totals.done += 1
