@@ -135,7 +135,8 @@ vertical-align:top} th{background:#f9fafb;cursor:pointer;user-select:none;positi
 th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums} img{display:block;border:1px solid #ddd}
 .up{color:#1a9c4a;font-weight:600} .down{color:#e03a3e;font-weight:600} .sideways{color:#777;font-weight:600}
-.failed td{background:#fff5f5} .skipped td{background:#fafafa;color:#777} .why{max-width:420px;min-width:200px;font-size:13px}
+.failed td{background:#fff5f5} .skipped td{background:#fafafa;color:#777}
+.why{max-width:420px;min-width:200px;font-size:13px}
 """
 
 _JS = """
