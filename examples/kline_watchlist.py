@@ -144,6 +144,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from clients import image_content
 from qwen3 import QwenVLChatClient
 from qwen3.batch import BatchJob, BatchRequest, QwenBatchClient
+from qwen3.routing import model_family
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall
 
 # --------------------------------------------------------------------------------------------------------------
@@ -661,6 +662,9 @@ async def analyse_realtime(run: Run, client: QwenVLChatClient, limiter: AccountL
         instructions=INSTRUCTIONS,
         tools=[ka.indicator_tool(lambda: ticker.indicators)],
         middleware=[limiter_middleware(limiter, estimate)],
+        # the tool loop's second call re-reads the chart: cached at 10% of the input price where the model has
+        # DashScope's explicit cache (as kline_analysis.py does, docs/caching.md); batches have no cache
+        default_options={"cache": "prefix"} if model_family(client.model).explicit_cache else None,
     )
     message = Message(
         "user",
