@@ -17,7 +17,9 @@ Beijing service (public SDK test data: create, retrieve, list, file content, val
   ``mismatched_model``, ``duplicate_custom_id``, ``url_not_found``, ``mismatched_test_url``, ``model_not_found``
   for a model the region's Batch API does not take, as ``qwen3.batch.BATCH_MODELS`` lists them).
 * Each line is answered by the emulator's script (``emu.script(...)`` or its ``default_reply``), like a chat
-  request, with a `BatchLineRequest` (the line's OpenAI-compatible body); a `Reply` with ``error`` makes that
+  request, with a `BatchLineRequest` (the line's OpenAI-compatible body, read as ``_compatible.py`` reads compatible
+  requests) and rendered by the compatible mode's renderer (`CompatibleRenderer`: reasoning only when the line
+  thinks); a `Reply` with ``error`` makes that
   line fail (it goes to the error file, ``{"id", "custom_id", "response": {"status_code", "request_id", "body":
   null}, "error": {"code", "message"}}``: ASSUMPTION, no verbatim error line is published). ``batch-test-model``
   needs no script: it answers "This is a test result." with usage 20/6/26, at most 100 lines (same pages).
@@ -34,23 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from clients.testing import Reply
-from clients.testing._script import Turn
 from clients.testing._server import Answer, ScriptError, json_answer, parse_json
-from clients.testing._wire import (
-    calls_weight,
-    chat_turn,
-    function_names,
-    json_schema_of,
-    prompt_tokens,
-    reasoning_tokens,
-    token_weight,
-    uri_media,
-)
 
+from ._compatible import CompatibleRecordedRequest, CompatibleRenderer
 from ._files import BAD_KEY
-from ._types import RecordedRequest
 from ._uploads import parse_multipart
-from ._wire import IMAGE_TOKENS_PER_IMAGE
+from ._validation import endpoint_for
 
 PREFIX = "/compatible-mode/v1"
 """The OpenAI-compatible base path, under which the Batch API lives (same pages)."""
@@ -64,43 +55,12 @@ TEST_MAX_LINES = 100
 
 
 @dataclass(frozen=True)
-class BatchLineRequest(RecordedRequest):
-    """One line of a batch as the emulator answers it: ``path`` is the line's ``url``, ``body`` its
-    OpenAI-compatible chat-completions body, ``custom_id`` its id."""
+class BatchLineRequest(CompatibleRecordedRequest):
+    """One line of a batch as the emulator answers it: a compatible-mode request (``body`` is the line's
+    chat-completions body, ``path`` its ``url``; ``.messages``, ``.parameters``, ``.turns``, ``.thinking`` as for
+    `CompatibleRecordedRequest`) with its ``custom_id``."""
 
     custom_id: str = ""
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        """``body["messages"]``."""
-        messages = self.body.get("messages")
-        return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        """The body's other keys (compatible mode carries the native ``parameters`` at the top level)."""
-        return {k: v for k, v in self.body.items() if k not in ("model", "messages")}
-
-    @property
-    def turns(self) -> list[Turn]:
-        return [chat_turn(m, _media(m)) for m in self.messages]
-
-    @property
-    def tool_names(self) -> list[str]:
-        return function_names(self.body.get("tools"))
-
-    @property
-    def response_schema(self) -> dict[str, Any] | None:
-        return json_schema_of(self.body.get("response_format"))
-
-
-def _media(message: Mapping[str, Any]) -> list[Any]:
-    content = message.get("content")
-    out = []
-    for part in content if isinstance(content, list) else ():
-        if isinstance(part, dict) and part.get("type") == "image_url":
-            out.append(uri_media("image", str((part.get("image_url") or {}).get("url") or "")))
-    return out
 
 
 @dataclass
@@ -427,11 +387,13 @@ class BatchService:
         request_id = str(uuid.uuid4())
         body = line["body"]
         custom_id = str(line.get("custom_id"))
-        if body.get("model") == TEST_MODEL:
-            answer = _completion(Reply(text=TEST_ANSWER, usage=TEST_USAGE), request_id, TEST_MODEL, 0)
+        model = str(body.get("model"))
+        endpoint = endpoint_for(model, {}) or "text"
+        request = BatchLineRequest(str(line.get("url")), {}, body, False, endpoint=endpoint, custom_id=custom_id)
+        if model == TEST_MODEL:
+            answer = CompatibleRenderer(Reply(text=TEST_ANSWER, usage=TEST_USAGE), request, request_id, None).body()
             job.output.append(_ok_line(custom_id, request_id, answer))
             return
-        request = BatchLineRequest(path=str(line.get("url")), headers={}, body=body, stream=False, custom_id=custom_id)
         self.lines.append(request)
         try:
             reply = self.reply(request) if self.reply is not None else self._next_reply(request)
@@ -450,9 +412,7 @@ class BatchService:
                 }
             )
             return
-        job.output.append(
-            _ok_line(custom_id, request_id, _completion(reply, request_id, str(body.get("model")), _weight(request)))
-        )
+        job.output.append(_ok_line(custom_id, request_id, CompatibleRenderer(reply, request, request_id, None).body()))
 
 
 def _window_ok(window: str) -> bool:
@@ -462,56 +422,6 @@ def _window_ok(window: str) -> bool:
         return False
     hours = int(number) * (24 if unit == "d" else 1)
     return 24 <= hours <= 336
-
-
-def _weight(request: BatchLineRequest) -> int:
-    """Estimated prompt tokens: the text of every message and the tools, `IMAGE_TOKENS_PER_IMAGE` per image."""
-    weight, images = 0.0, 0
-    for message in request.messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            weight += token_weight(content)
-        for part in content if isinstance(content, list) else ():
-            if isinstance(part, dict):
-                weight += token_weight(str(part.get("text") or ""))
-                images += part.get("type") == "image_url"
-    if request.body.get("tools"):
-        from clients.testing._wire import dumps
-
-        weight += token_weight(dumps(request.body["tools"]))
-    return max(1, math.ceil(weight)) + images * IMAGE_TOKENS_PER_IMAGE
-
-
-def _completion(reply: Reply, request_id: str, model: str, weight: int) -> dict[str, Any]:
-    """A `Reply` as a ``chat.completion`` body (same pages, "Output file"; real traffic key order)."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-    if reply.reasoning:
-        message["reasoning_content"] = reply.reasoning
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {
-                "index": i,
-                "id": c.call_id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments_json},
-            }
-            for i, c in enumerate(reply.tool_calls)
-        ]
-    usage = dict(reply.usage) if reply.usage is not None else None
-    if usage is None:
-        output = math.ceil(token_weight(reply.reasoning) + token_weight(reply.text) + calls_weight(reply.tool_calls))
-        prompt = prompt_tokens(reply, weight)
-        usage = {"completion_tokens": output, "prompt_tokens": prompt, "total_tokens": prompt + output}
-        if reply.reasoning:
-            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens(reply)}
-    return {
-        "created": int(time.time()),
-        "usage": usage,
-        "model": model,
-        "id": f"chatcmpl-{request_id}",
-        "choices": [{"finish_reason": reply.resolved_finish_reason, "index": 0, "message": message}],
-        "object": "chat.completion",
-    }
 
 
 def _ok_line(custom_id: str, request_id: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -200,7 +200,7 @@ async def test_answers_come_back_by_custom_id_and_a_failed_line_stays_that_lines
         Reply(text="Four.", reasoning="2+2 is 4."),
     )
     progress: list[tuple[str, int, int]] = []
-    requests = [_ask("q1", response_format=Answer), _ask("q2"), _ask("q3"), _ask("q4")]
+    requests = [_ask("q1", response_format=Answer), _ask("q2"), _ask("q3"), _ask("q4", enable_thinking=True)]
     async with _client(emu) as client:
         results = await client.run(
             requests,
