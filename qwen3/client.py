@@ -31,6 +31,7 @@ from agent_framework import (
 )
 from agent_framework.exceptions import (
     ChatClientException,
+    ChatClientInvalidResponseException,
     SettingNotFoundError,
 )
 from agent_framework.observability import ChatTelemetryLayer
@@ -38,7 +39,7 @@ from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
 from clients.core.body import streamed_json
-from clients.core.errors import to_chat_client_exception
+from clients.core.errors import as_text, to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
@@ -49,6 +50,7 @@ from clients.core.transport import (
     ProviderChatClient,
     checked_model,
     json_object,
+    checked_types,
     parsed,
     wrong_shape,
 )
@@ -128,7 +130,7 @@ async def _sse_payloads(
     async for event in aiter_events(response.aiter_bytes(), SSEDecoder(complete_on_data=True), max_bytes, idle):
         data = json_object("DashScope", event.data, what="event")
         if event.event == "error" or data.get("code"):
-            message = str(data.get("message") or "")
+            message = as_text(data.get("message"))  # whatever the server put there
             error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
             raise Failure(error, response.headers)
         yield data, event.data
@@ -419,6 +421,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                 raise
             error = parse_error(exc.status_code, exc.code, exc.message, exc.request_id)
             raise Failure(error, exc.headers) from exc
+        except WRONG_SHAPE as exc:  # the SDK failed on an error answer's body (a code that is an object…)
+            raise ChatClientInvalidResponseException(
+                f"DashScope sent an error answer the dashscope SDK could not read: {type(exc).__name__}: {exc!s:.200}"
+            ) from exc
         return await EventStream(
             self,
             _sse_payloads(response, self.max_event_bytes, self.stream_idle_timeout),
@@ -494,7 +500,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                     async for data, text in events:
                         produced = True
                         try:
-                            update = parse_stream_event(data, state, model=model)
+                            update = checked_types(parse_stream_event(data, state, model=model))
                         except WRONG_SHAPE as exc:
                             raise wrong_shape(self._PROVIDER, exc, data, events.so_far) from exc
                         update.raw_representation = text  # the event as sent: no parsed tree kept alive per update

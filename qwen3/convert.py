@@ -23,6 +23,7 @@ from clients.core.conversion import (
     as_list,
     invalid,
     result_text,
+    sendable,
     wire_tool_calls,
 )
 from clients.core.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
@@ -82,6 +83,8 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
             "(QwenVLChatClient, e.g. qwen3-vl-plus) or endpoint='multimodal' / endpoint=None."
         )
     frames = (content.additional_properties or {}).get(FRAMES_KEY)
+    if frames and (not isinstance(frames, list) or not all(isinstance(frame, str) for frame in frames)):
+        raise invalid(f"{where}: additional_properties[{FRAMES_KEY!r}] must be a list of frame URIs (video_frames).")
     try:
         value: str | list[str] = (
             [resolve_uri(frame, max_bytes=MAX_INLINE_BYTES) for frame in frames]
@@ -463,6 +466,10 @@ def build_request(
     """The whole request body: ``{"model", "input": {"messages"}, "parameters"}`` (Model Studio "Qwen API reference").
 
     With structured output on a model without JSON Schema mode, the schema joins the system text.
+
+    Raises:
+        ChatClientInvalidRequestException: what ``convert_messages`` and ``convert_options`` refuse, and a body that
+            cannot be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
     """
     if not messages:
         raise invalid("No messages to send: DashScope needs at least one user message.")
@@ -482,7 +489,7 @@ def build_request(
     body = {"model": model, "input": {"messages": wire}, "parameters": parameters}
     apply_cache(body, options, model)
     _partial(wire, options)
-    return body
+    return sendable(body, "DashScope")
 
 
 # ---------------------------------------------------------------------------------------------- headers

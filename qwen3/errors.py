@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from clients.core.errors import ProviderError
+from clients.core.errors import ProviderError, as_text
 
 AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})
 WORKSPACE_CODES = frozenset({"WorkSpaceNotFound", "Workspace.AccessDenied"})
@@ -44,7 +44,8 @@ def parse_error(status: int | None, code: str | None, message: str, request_id: 
     """A DashScope error (``code``, ``message``, ``request_id`` of a body or an ``event:error``) → ``ProviderError``.
     An in-stream error comes with HTTP 200 (or none): its status is inferred from the code's prefix."""
     if status is None or status == 200:  # an in-stream error's 200 says nothing: infer from the code
-        status = next((s for prefix, s in STATUS_BY_CODE_PREFIX if (code or "").startswith(prefix)), None)
+        known = code if isinstance(code, str) else ""  # a server's code may be any JSON value
+        status = next((s for prefix, s in STATUS_BY_CODE_PREFIX if known.startswith(prefix)), None)
     return ProviderError(
         provider="DashScope",
         status=status,
@@ -61,11 +62,9 @@ def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> Pro
     DashScope's (a proxy's HTML) keeps its first 300 characters as the message."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
         data = None
     request_id = headers.get("x-request-id")
     if isinstance(data, Mapping):
-        return parse_error(
-            status, data.get("code"), str(data.get("message") or ""), data.get("request_id") or request_id
-        )
+        return parse_error(status, data.get("code"), as_text(data.get("message")), data.get("request_id") or request_id)
     return parse_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)

@@ -33,6 +33,7 @@ from clients.core.conversion import (
     invalid,
     refuse_unsupported,
     result_text,
+    sendable,
 )
 from clients.core.media import MediaError, local_file, media_type_of, read_media_file, resolve_uri
 from clients.core.tool_calls import json_object_arguments
@@ -155,7 +156,7 @@ def _tool_use(content: Content) -> dict[str, Any]:
     """A ``function_call`` → ``{"type": "tool_use", "id", "name", "input": {…}}`` (``input`` is a JSON object,
     capture ``mirascope__test_call_with_tools__…sync`` interaction 2). Broken arguments are repaired for the wire
     (``clients.core.tool_calls.json_object_arguments``); the caller's message keeps the original."""
-    arguments = json.loads(json_object_arguments(content.arguments))
+    arguments = json.loads(json_object_arguments(content.arguments, content.name))
     return {"type": "tool_use", "id": content.call_id, "name": content.name, "input": arguments}
 
 
@@ -421,7 +422,8 @@ def build_request(
     Raises:
         ChatClientInvalidRequestException: an option Anthropic does not have, a thinking rule broken (budget below
             1024 or not below ``max_tokens``, sampling options or a forced tool while thinking), and what
-            `convert_messages` refuses.
+            `convert_messages` refuses, and a body that cannot be sent as JSON (NaN, a lone surrogate…;
+            ``clients.core.conversion.sendable``).
     """
     refuse_unsupported(options, _UNSUPPORTED)
     thinking = _thinking(options)
@@ -474,4 +476,4 @@ def build_request(
         body["output_config"] = output_config
     if stream:
         body["stream"] = True
-    return body
+    return sendable(body, "Anthropic")

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from clients.core.errors import ProviderError
+from clients.core.errors import ProviderError, as_text
 
 # ------------------------------------------------------------------------------------------------- streams
 
@@ -47,22 +47,22 @@ def parse_error(status: int | None, body: Any, request_id: str | None = None) ->
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
             data = text
     error = data.get("error") if isinstance(data, Mapping) else None
     if isinstance(error, Mapping):
         code = error.get("type")
-        message = str(error.get("message") or "")
+        message = as_text(error.get("message") or "")
         request_id = data.get("request_id") or request_id
     else:
         code = None
-        message = (data if isinstance(data, str) else json.dumps(data, default=str))[:300] or "empty response"
+        message = as_text(data)[:300] or "empty response"
     if status in (None, 200):
-        status = STATUS_BY_TYPE.get(str(code)) if code else None
+        status = STATUS_BY_TYPE.get(code) if isinstance(code, str) else None
     return ProviderError(
         provider="Anthropic",
         status=status,
-        code=str(code) if code else None,
+        code=code,
         message=message,
         request_id=request_id,
         auth_codes=AUTH_TYPES,
@@ -77,7 +77,7 @@ class StreamError(Exception):
         raw = payload.get("error")
         error: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         self.payload = dict(payload)
-        self.error_type: str | None = error.get("type")
-        self.message: str = str(error.get("message") or "")
-        self.request_id: str | None = payload.get("request_id")
+        self.error_type: str | None = as_text(error.get("type")) or None
+        self.message: str = as_text(error.get("message") or "")
+        self.request_id: str | None = as_text(payload.get("request_id")) or None
         super().__init__(f"{self.error_type}: {self.message}")

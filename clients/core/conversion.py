@@ -8,6 +8,8 @@ schema, and ``<think>`` pieces as contents. Pure: no network, no SDK.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +33,7 @@ __all__ = [
     "refuse_unsupported",
     "response_schema",
     "result_text",
+    "sendable",
     "text_delta",
     "think_contents",
     "tool_call_fragments",
@@ -52,6 +55,53 @@ NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_r
 def invalid(message: str) -> ChatClientInvalidRequestException:
     """The exception for a request that cannot be sent (raised before sending)."""
     return ChatClientInvalidRequestException(message)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: Python strings may hold one (``"\\ud800"`` escapes, ``surrogateescape`` decoding), UTF-8 cannot
+encode it."""
+
+
+def sendable(body: dict[str, Any], provider: str) -> dict[str, Any]:
+    """``body`` when the transport can send it: strict JSON (no NaN or infinity, only JSON types, nesting Python's
+    encoder follows), encoded as UTF-8 (no lone surrogates), as httpx encodes a ``json=`` body.
+
+    Converters check what they build from MAF values (tool-call arguments: ``json_object_arguments``); this catches
+    what they pass through as given (texts, options, ``additional_properties`` hints), once per request.
+
+    Raises:
+        ChatClientInvalidRequestException: naming where the first value that cannot be sent is, before sending.
+    """
+    try:
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise invalid(f"The {provider} request cannot be sent: {_unsendable(body) or exc}.") from None
+    if _SURROGATE.search(text):
+        raise invalid(f"The {provider} request cannot be sent: {_unsendable(body)}.")
+    return body
+
+
+def _unsendable(body: Any) -> str:
+    """Where the first value JSON or UTF-8 cannot carry is, and what it is (walked without recursion)."""
+    stack: list[tuple[Any, str, int]] = [(body, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        where = path.lstrip(".")[:120] or "the body"
+        if depth > 500:
+            return f"{where}… is nested more than 500 levels deep"
+        if isinstance(value, Mapping):
+            stack.extend((item, f"{path}.{key}", depth + 1) for key, item in reversed(list(value.items())))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in reversed(list(enumerate(value))))
+        elif isinstance(value, str):
+            found = _SURROGATE.search(value) or _SURROGATE.search(path)
+            if found:
+                return f"{where} holds a lone surrogate {found.group()!r}, which UTF-8 cannot encode"
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"{where} is {value}, which JSON does not have"
+        elif value is not None and not isinstance(value, (bool, int, float)):
+            return f"{where} is of type {type(value).__name__!r}, which JSON does not have"
+    return ""
 
 
 def refuse_unsupported(options: Mapping[str, Any], unsupported: Mapping[str, str]) -> None:
@@ -141,12 +191,16 @@ def result_text(content: Content) -> str:
 def wire_tool_calls(message: Message) -> list[dict[str, Any]]:
     """A message's function calls as OpenAI-style ``tool_calls``: ``[{"id", "type": "function", "function":
     {"name", "arguments": <JSON object string>}}]`` (broken arguments repaired for the wire,
-    ``clients.core.tool_calls.json_object_arguments``); informational and hosted calls are not sent."""
+    ``clients.core.tool_calls.json_object_arguments``); informational and hosted calls are not sent.
+
+    Raises:
+        ChatClientInvalidRequestException: arguments nested too deep, or not JSON (``json_object_arguments``).
+    """
     return [
         {
             "id": c.call_id,
             "type": "function",
-            "function": {"name": c.name, "arguments": json_object_arguments(c.arguments)},
+            "function": {"name": c.name, "arguments": json_object_arguments(c.arguments, c.name)},
         }
         for c in message.contents
         if c.type == "function_call" and not c.informational_only and not c.hosted

@@ -24,6 +24,7 @@ server sent goes through `redact` first (`ProviderError`'s text, malformed bodie
 
 from __future__ import annotations
 
+import reprlib
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
 )
 
-__all__ = ["ProviderError", "to_chat_client_exception"]
+__all__ = ["ProviderError", "as_text", "to_chat_client_exception"]
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,37 @@ class ProviderError:
     auth_codes: frozenset[str] = frozenset()
     filter_codes: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        """Fields read from an error body hold whatever the server sent (a number or a list for ``code``, an object
+        for ``message``): each is made its declared type here, once for every provider. Text fields: a string as
+        it is, anything else as its bounded repr (an empty code or request id is None); ``status``: an int from 100
+        to 599, else None."""
+        status = self.status
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            status = None
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "code", as_text(self.code) or None)
+        object.__setattr__(self, "message", as_text(self.message))
+        object.__setattr__(self, "request_id", as_text(self.request_id) or None)
+
     def __str__(self) -> str:
         status = f"HTTP {self.status}" if self.status is not None else "no HTTP status"
         rid = f" (request_id={self.request_id})" if self.request_id else ""
         return redact(f"{self.provider} error {self.code or 'unknown'} [{status}]: {self.message}{rid}")
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 300
+"""Bounded reprs: a server's value may be nested thousands of levels deep or millions of characters long."""
+
+
+def as_text(value: object) -> str:
+    """A value from an error body as text: a string as it is, None as ``""``, anything else (a number, a list, an
+    object nested thousands of levels deep) as its repr, bounded (never ``str()``, which recurses and has no
+    limit)."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else _SHORT.repr(value)
 
 
 _SECRETS: ContextVar[frozenset[str]] = ContextVar("agent_framework_qwen3_secrets", default=frozenset())

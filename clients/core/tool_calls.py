@@ -22,8 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_framework import Content
+from agent_framework.exceptions import ChatClientInvalidRequestException
 
-__all__ = ["RELEASE_BYTES", "StreamedCall", "StreamedToolCalls", "json_object_arguments"]
+__all__ = [
+    "MAX_NESTING",
+    "RELEASE_BYTES",
+    "NestedTooDeep",
+    "StreamedCall",
+    "StreamedToolCalls",
+    "json_object_arguments",
+    "nesting",
+    "strict_json",
+]
 
 
 RELEASE_BYTES = 64
@@ -134,28 +144,107 @@ def _close_truncated_json(text: str) -> str:
     return repaired + "".join(reversed(stack))
 
 
-def json_object_arguments(arguments: str | Mapping[str, Any] | None) -> str:
+MAX_NESTING = 64
+"""The deepest tool-call arguments sent, in levels of objects and arrays (``{"a": [1]}`` is 2): no real tool takes
+deeper ones, and servers refuse them (Gemini reads ``args`` as a protobuf ``Struct``, whose JSON parser stops at 100
+levels for the whole request, ``google.protobuf.json_format`` ``max_recursion_depth``), while Python's own JSON
+code fails at about 1,000 (``RecursionError``)."""
+
+
+def nesting(value: Any, limit: int = MAX_NESTING) -> int:
+    """How many levels of objects and arrays ``value`` has (0 for a scalar), counted without recursion and only up to
+    ``limit + 1``: enough to tell that it is too deep."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+class NestedTooDeep(ValueError):
+    """JSON nested more than `MAX_NESTING` levels deep."""
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")  # json.loads reads NaN and Infinity, which JSON does not have
+
+
+def strict_json(text: str) -> Any:
+    """``text`` parsed as JSON proper: no ``NaN`` or ``Infinity`` (which ``json.loads`` reads and servers refuse), at
+    most `MAX_NESTING` levels deep.
+
+    Raises:
+        NestedTooDeep: deeper than that (also when Python's parser gives up, at about 1,000 levels).
+        ValueError: not JSON.
+    """
+    try:
+        value = json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise NestedTooDeep(f"JSON nested more than {MAX_NESTING} levels deep") from None
+    if nesting(value) > MAX_NESTING:
+        raise NestedTooDeep(f"JSON nested more than {MAX_NESTING} levels deep")
+    return value
+
+
+def _too_deep(name: str) -> ChatClientInvalidRequestException:
+    return ChatClientInvalidRequestException(
+        f"The arguments of function call {name!r} are nested more than {MAX_NESTING} levels deep (objects and "
+        "arrays), which providers refuse (docs/errors-and-retries.md, 'Requests checked before sending'): flatten "
+        "the function's parameters, or pass the deep part as a JSON string."
+    )
+
+
+def _dumped(value: dict[str, Any], name: str) -> str:
+    if nesting(value) > MAX_NESTING:
+        raise _too_deep(name)
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:  # a value JSON cannot hold (NaN, a set, an object)
+        raise ChatClientInvalidRequestException(
+            f"The arguments of function call {name!r} cannot be sent as JSON: {exc}."
+        ) from exc
+
+
+def json_object_arguments(arguments: str | Mapping[str, Any] | None, name: str | None = "") -> str:
     """Tool-call arguments as a JSON *object* string, whatever the model produced.
 
     Strict providers reject anything else when a conversation is replayed (DashScope: 'The "function.arguments"
     parameter of the code model must be in JSON format.', a failure users of other frameworks report (docs/design.md,
     "Failures peers report")). A valid object string is
     returned unchanged; a mapping is dumped (non-ASCII kept); a truncated object is closed; anything still not an
-    object is wrapped as ``{"raw": <original text>}`` (MAF's own ``parse_arguments`` convention). The caller's
-    ``Message`` keeps the original arguments: only the wire copy is repaired.
+    object (``NaN`` and ``Infinity``, which are not JSON, included) is wrapped as ``{"raw": <original>}`` (MAF's own
+    ``parse_arguments`` convention), and so is a value of another type (a number, a list). The caller's ``Message``
+    keeps the original arguments: only the wire copy is repaired. ``name``: the function's, for the error message.
+
+    Raises:
+        ChatClientInvalidRequestException: arguments nested more than `MAX_NESTING` levels deep, or holding a value
+            JSON cannot (NaN in a mapping, an object): nothing is sent.
     """
     if arguments is None:
         return "{}"
-    if isinstance(arguments, Mapping):
-        return json.dumps(dict(arguments), ensure_ascii=False)
+    name = name or ""
+    if not isinstance(arguments, str):
+        return _dumped(dict(arguments) if isinstance(arguments, Mapping) else {"raw": arguments}, name)
     if not arguments.strip():
         return "{}"
     for candidate in (arguments, _close_truncated_json(arguments)):
         try:
-            value = json.loads(candidate)
+            value = strict_json(candidate)
+        except NestedTooDeep:
+            raise _too_deep(name) from None
         except ValueError:
             continue
         if isinstance(value, dict):
             return candidate
         break
-    return json.dumps({"raw": arguments}, ensure_ascii=False)
+    return _dumped({"raw": arguments}, name)

@@ -16,8 +16,8 @@ import base64
 import binascii
 import contextvars
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict, cast
 
@@ -43,8 +43,9 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from typing_extensions import TypeVar
 
+from clients.core.errors import as_text
 from clients.core.keywords import checked_keywords
-from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
+from clients.core.transport import WRONG_SHAPE, EventStream, Failure, ProviderChatClient, json_object, layered_init
 from clients.gemini.convert import build_request, convert_messages
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions
@@ -57,11 +58,12 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
 GeminiOptionsT = TypeVar("GeminiOptionsT", bound=TypedDict, default="GeminiChatOptions", covariant=True)  # type: ignore[valid-type]
 
-_STREAMED: contextvars.ContextVar[list[httpx.Response] | None] = contextvars.ContextVar(
+_RESPONSES: contextvars.ContextVar[list[httpx.Response] | None] = contextvars.ContextVar(
     "_gemini_streamed", default=None
 )
-"""While a stream is being opened: where our httpx response hook puts the streamed HTTP response, so that closing
-the stream early closes it at once (google-genai's generators would only release it when garbage-collected)."""
+"""While a request is made: where our httpx response hook puts the HTTP response, so that closing a stream early
+closes it at once (google-genai's generators would only release it when garbage-collected), and an answer that
+google-genai fails to read is still reported with its status (`_unreadable`)."""
 _SDK_DUMP_EXCLUDE = {"sdk_http_response", "automatic_function_calling_history", "parsed"}
 
 
@@ -81,8 +83,30 @@ def _api_failure(exc: genai_errors.APIError) -> Failure:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     header_map: Mapping[str, str] = headers if isinstance(headers, (httpx.Headers, Mapping)) else {}
-    error = parse_error(exc.code, exc.details, fallback=str(exc.message or exc))
+    error = parse_error(exc.code, exc.details, fallback=as_text(exc.message) or type(exc).__name__)
     return Failure(error, header_map, retry_delay_seconds(exc.details))
+
+
+@contextmanager
+def _answers() -> Iterator[list[httpx.Response]]:
+    """While a request is made: the HTTP responses our hook sees (`_RESPONSES`). google-genai's own failure on an
+    answer it received (its ``RecursionError`` on an error body nested too deep, its ``TypeError`` on an event of the
+    wrong shape…) becomes, for an error status, a `Failure` classified by that status like any error answer, and for
+    a 200 the invalid response it is."""
+    responses: list[httpx.Response] = []
+    token = _RESPONSES.set(responses)
+    try:
+        yield responses
+    except WRONG_SHAPE as exc:
+        if not responses:  # not an answer it failed on
+            raise
+        status = responses[-1].status_code
+        what = f"google-genai could not read ({type(exc).__name__}: {exc!s:.200})"
+        if status >= 400:
+            raise Failure(parse_error(status, None, fallback=f"an error answer {what}"), responses[-1].headers) from exc
+        raise ChatClientInvalidResponseException(f"Gemini sent an answer {what}") from exc
+    finally:
+        _RESPONSES.reset(token)
 
 
 _CONFIG_FROM_TOP_LEVEL = ("systemInstruction", "tools", "toolConfig", "safetySettings", "cachedContent")
@@ -159,6 +183,10 @@ async def _payloads(iterator: Any) -> AsyncGenerator[dict[str, Any], None]:
             raise _api_failure(exc) from None
         except genai_errors.UnknownApiResponseError as exc:
             raise ChatClientInvalidResponseException(f"Gemini sent an event that is not JSON: {exc}") from exc
+        except WRONG_SHAPE as exc:  # google-genai's own failure on an event of the wrong shape
+            raise ChatClientInvalidResponseException(
+                f"Gemini sent an event google-genai could not read: {type(exc).__name__}: {exc!s:.200}"
+            ) from exc
         yield _dump(chunk)
 
 
@@ -287,11 +315,13 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             request.headers["Accept-Encoding"] = "identity"  # max_event_bytes counts the bytes as they arrive
 
     async def _on_response(self, response: httpx.Response) -> None:
-        """A streamed response: kept for closing it early, and its events capped at ``max_event_bytes``."""
-        collector = _STREAMED.get()
+        """A response while a request is made: kept (`_answers`), and a streamed one's events capped at
+        ``max_event_bytes``."""
+        collector = _RESPONSES.get()
         if collector is not None:
             collector.append(response)
-            response.stream = _BoundedEvents(cast("httpx.AsyncByteStream", response.stream), self.max_event_bytes)
+            if ":streamGenerateContent" in response.request.url.path:
+                response.stream = _BoundedEvents(cast("httpx.AsyncByteStream", response.stream), self.max_event_bytes)
 
     def _client(self) -> genai.Client:
         """The SDK client of the running event loop, on an httpx client of ours (its retries off: our
@@ -325,23 +355,22 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
     async def _send(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
         """One ``generateContent`` call; the raw JSON back."""
         contents, config = _sdk_arguments(body, raw_http=True)
-        try:
-            response = await self._client().aio.models.generate_content(model=model, contents=contents, config=config)
-        except genai_errors.APIError as exc:
-            raise _api_failure(exc) from None
+        with _answers():
+            try:
+                response = await self._client().aio.models.generate_content(
+                    model=model, contents=contents, config=config
+                )
+            except genai_errors.APIError as exc:
+                raise _api_failure(exc) from None
         return json_object("Gemini", response.sdk_http_response.body if response.sdk_http_response else None)
 
     async def _open_events(self, model: str, body: dict[str, Any]) -> EventStream:
         contents, config = _sdk_arguments(body, raw_http=False)
-        responses: list[httpx.Response] = []
-        token = _STREAMED.set(responses)
-        try:
+        with _answers() as responses:
             iterator = await self._client().aio.models.generate_content_stream(
                 model=model, contents=contents, config=config
             )
             return await EventStream(self, _payloads(iterator), partial(_close_stream, iterator, responses)).start()
-        finally:
-            _STREAMED.reset(token)
 
 
 @checked_keywords

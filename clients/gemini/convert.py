@@ -24,8 +24,10 @@ from clients.core.conversion import (
     add_system_text,
     invalid,
     result_text,
+    sendable,
 )
 from clients.core.media import MediaError, media_type_of, resolve_uri
+from clients.core.tool_calls import json_object_arguments, strict_json
 from clients.gemini.options import convert_options
 
 logger = logging.getLogger("agent_framework.qwen3.gemini")
@@ -208,21 +210,11 @@ def _user_parts(message: Message, where: str) -> list[dict[str, Any]] | None:
     return parts or None
 
 
-def _arguments(content: Content, where: str) -> dict[str, Any]:
-    arguments = content.arguments
-    if arguments is None or arguments == "":
-        return {}
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        return value
-    parsed = content.parse_arguments()  # MAF's convention for non-JSON text: {"raw": text}
-    logger.warning("%s: arguments of %s are not a JSON object; sent as %r", where, content.name, parsed)
-    return dict(parsed or {})
+def _arguments(content: Content) -> dict[str, Any]:
+    """A function call's ``args``: its arguments as a JSON object, by the rule every client follows
+    (``clients.core.tool_calls.json_object_arguments``: a cut-off object closed, anything else ``{"raw": …}``)."""
+    arguments: dict[str, Any] = json.loads(json_object_arguments(content.arguments, content.name))
+    return arguments
 
 
 def _model_parts(message: Message, where: str, gemini3: bool) -> list[tuple[dict[str, Any], str | None]]:
@@ -246,7 +238,7 @@ def _model_parts(message: Message, where: str, gemini3: bool) -> list[tuple[dict
             if content.informational_only or content.hosted:
                 continue
             call_id = content.call_id or f"call_{uuid.uuid4().hex[:24]}"
-            call: dict[str, Any] = {"name": content.name or "", "args": _arguments(content, where)}
+            call: dict[str, Any] = {"name": content.name or "", "args": _arguments(content)}
             if gemini3:
                 call = {"id": call_id, **call}
             part = {"functionCall": call}
@@ -260,7 +252,10 @@ def _model_parts(message: Message, where: str, gemini3: bool) -> list[tuple[dict
         if part is None:
             continue
         if signature:
-            part["thoughtSignature"] = _standard_b64(signature)
+            try:
+                part["thoughtSignature"] = _standard_b64(signature)
+            except ValueError as exc:  # not one Gemini gave: its signatures are base64
+                raise invalid(f"{where}: the thought signature of a {content.type} content is not base64.") from exc
         parts.append((part, call_id))
     return parts
 
@@ -270,8 +265,8 @@ def _result_value(text: str) -> Any:
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
-            return json.loads(stripped)
-        except ValueError:
+            return strict_json(stripped)
+        except ValueError:  # not JSON proper, or too deep: sent as the text it is
             pass
     return text
 
@@ -479,8 +474,9 @@ def build_request(
     ``convert_options``.
 
     Raises:
-        ChatClientInvalidRequestException: nothing to send, or what ``convert_messages`` / ``convert_options``
-            refuse.
+        ChatClientInvalidRequestException: nothing to send, what ``convert_messages`` / ``convert_options``
+            refuse, or a body that cannot be sent as JSON (NaN, a lone surrogate…;
+            ``clients.core.conversion.sendable``).
     """
     del stream  # same body for both endpoints
     body = convert_options(options)
@@ -491,4 +487,4 @@ def build_request(
     if system:
         request["systemInstruction"] = {"parts": [{"text": system}]}
     request.update(body)
-    return request
+    return sendable(request, "Gemini")

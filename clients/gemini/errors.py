@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from clients.core.errors import ProviderError
+from clients.core.errors import ProviderError, as_text
 
 AUTH_CODES = frozenset({"API_KEY_INVALID", "UNAUTHENTICATED"})
 """Gemini error codes meaning bad credentials: a bad key is HTTP 400 ``INVALID_ARGUMENT`` whose details carry the
@@ -19,9 +19,15 @@ reason ``API_KEY_INVALID`` (capture ``mirascope__test_authentication_error``), n
 # --------------------------------------------------------------------------------------------------- errors
 
 
+def _details(error: Any) -> list[Any]:
+    """An error's ``details`` list (``[]`` when it is missing or not a list)."""
+    details = error.get("details") if isinstance(error, Mapping) else None
+    return details if isinstance(details, list) else []
+
+
 def _reason(error: Mapping[str, Any]) -> str | None:
-    for detail in error.get("details") or ():
-        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("ErrorInfo"):
+    for detail in _details(error):
+        if isinstance(detail, Mapping) and as_text(detail.get("@type")).endswith("ErrorInfo"):
             reason = detail.get("reason")
             if isinstance(reason, str) and reason:
                 return reason
@@ -46,7 +52,7 @@ def parse_error(status: Any, payload: Any, *, fallback: str = "") -> ProviderErr
         provider="Gemini",
         status=http,
         code=code if isinstance(code, str) else None,
-        message=str(message),
+        message=as_text(message),
         auth_codes=AUTH_CODES,
     )
 
@@ -55,8 +61,8 @@ def retry_delay_seconds(payload: Any) -> float | None:
     """The ``RetryInfo.retryDelay`` of an error body (``"37s"`` → 37.0), which Gemini's 429s carry in their
     details (https://ai.google.dev/gemini-api/docs/rate-limits); None when absent."""
     error = payload.get("error") if isinstance(payload, Mapping) else None
-    for detail in (error or {}).get("details") or () if isinstance(error, Mapping) else ():
-        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith("RetryInfo"):
+    for detail in _details(error):
+        if isinstance(detail, Mapping) and as_text(detail.get("@type")).endswith("RetryInfo"):
             delay = detail.get("retryDelay")
             if isinstance(delay, str) and delay.endswith("s"):
                 try:

@@ -276,7 +276,10 @@ def decode_sse(text: str) -> Iterator[dict[str, Any]]:
     for line in [*text.splitlines(), ""]:
         event = decoder.feed(line)
         if event is not None:
-            data = json.loads(event.data)
+            try:
+                data = json.loads(event.data)
+            except RecursionError as exc:  # nested deeper than Python's parser goes: as malformed as any other
+                raise ValueError(f"event data nested too deeply: {event.data[:200]!r}") from exc
             if not isinstance(data, dict):
                 raise ValueError(f"event data is not a JSON object: {event.data[:200]!r}")
             yield data

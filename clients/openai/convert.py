@@ -20,6 +20,7 @@ from clients.core.conversion import (
     NOT_SENT,
     invalid,
     result_text,
+    sendable,
     wire_tool_calls,
 )
 from clients.core.media import MediaError, media_kind, media_type_of, media_uri
@@ -289,7 +290,8 @@ def build_request(
     """The whole body of ``POST /v1/chat/completions``: ``{"model", "messages", …options}``.
 
     Raises:
-        ChatClientInvalidRequestException: no messages, or what ``convert_messages`` / ``convert_options`` raise.
+        ChatClientInvalidRequestException: no messages, what ``convert_messages`` / ``convert_options`` raise, or a
+            body that cannot be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
     """
     params = convert_options(options, stream=stream)
     wire = convert_messages(
@@ -300,4 +302,4 @@ def build_request(
     )
     if not wire:
         raise invalid("No messages to send: OpenAI needs at least one message with text or media.")
-    return {"model": model, "messages": wire, **params}
+    return sendable({"model": model, "messages": wire, **params}, "OpenAI")

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from clients.core.errors import ProviderError
+from clients.core.errors import ProviderError, as_text
 
 AUTH_CODES = frozenset({"invalid_api_key", "invalid_organization", "invalid_project"})
 """Error codes meaning bad credentials (401 ``invalid_api_key``: recorded exchange
@@ -32,7 +32,7 @@ def parse_error(status: int | None, body: Any, request_id: str | None = None) ->
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
             parsed = None
         if isinstance(parsed, Mapping):
             return parse_error(status, parsed, request_id)
@@ -40,15 +40,15 @@ def parse_error(status: int | None, body: Any, request_id: str | None = None) ->
             "OpenAI", status, None, text[:300] or "empty response", request_id, AUTH_CODES, FILTER_CODES
         )
     if not isinstance(error, Mapping):
-        error = {"message": "(no error body)" if error is None else str(error)}
+        error = {"message": "(no error body)" if error is None else as_text(error)}
     code = error.get("code") or error.get("type")
-    message = str(error.get("message") or "")
+    message = as_text(error.get("message") or "")
     if error.get("param"):
-        message += f" (param: {error['param']})"
+        message += f" (param: {as_text(error['param'])})"
     return ProviderError(
         provider="OpenAI",
         status=status,
-        code=str(code) if code is not None else None,
+        code=code,
         message=message,
         request_id=request_id,
         auth_codes=AUTH_CODES,

@@ -299,7 +299,10 @@ def decode_event(payload: str) -> Mapping[str, Any] | str:
     """
     if payload.strip() == "[DONE]":
         return "[DONE]"
-    data = json.loads(payload)
+    try:
+        data = json.loads(payload)
+    except RecursionError as exc:  # nested deeper than Python's parser goes: as malformed as any other
+        raise ValueError(f"event data nested too deeply: {payload[:200]!r}") from exc
     if not isinstance(data, dict):
         raise ValueError(f"event data is not a JSON object: {payload[:200]!r}")
     return data
