@@ -87,12 +87,20 @@ def _api_failure(exc: genai_errors.APIError) -> Failure:
     return Failure(error, header_map, retry_delay_seconds(exc.details))
 
 
+def _unreadable(exc: Exception, response: httpx.Response) -> Exception:
+    """google-genai's own failure on an answer it received (its ``RecursionError`` on an error body nested too deep,
+    its ``TypeError`` on an event of the wrong shape…): for an error status, a `Failure` classified by that status like
+    any error answer (a 5xx is retried); for a 200, the invalid response it is."""
+    what = f"google-genai could not read ({type(exc).__name__}: {exc!s:.200})"
+    if response.status_code >= 400:
+        return Failure(parse_error(response.status_code, None, fallback=f"an error answer {what}"), response.headers)
+    return ChatClientInvalidResponseException(f"Gemini sent an answer {what}")
+
+
 @contextmanager
 def _answers() -> Iterator[list[httpx.Response]]:
-    """While a request is made: the HTTP responses our hook sees (`_RESPONSES`). google-genai's own failure on an
-    answer it received (its ``RecursionError`` on an error body nested too deep, its ``TypeError`` on an event of the
-    wrong shape…) becomes, for an error status, a `Failure` classified by that status like any error answer, and for
-    a 200 the invalid response it is."""
+    """While a request is made: the HTTP responses our hook sees (`_RESPONSES`); google-genai's failure on one of
+    them is `_unreadable`."""
     responses: list[httpx.Response] = []
     token = _RESPONSES.set(responses)
     try:
@@ -100,11 +108,7 @@ def _answers() -> Iterator[list[httpx.Response]]:
     except WRONG_SHAPE as exc:
         if not responses:  # not an answer it failed on
             raise
-        status = responses[-1].status_code
-        what = f"google-genai could not read ({type(exc).__name__}: {exc!s:.200})"
-        if status >= 400:
-            raise Failure(parse_error(status, None, fallback=f"an error answer {what}"), responses[-1].headers) from exc
-        raise ChatClientInvalidResponseException(f"Gemini sent an answer {what}") from exc
+        raise _unreadable(exc, responses[-1]) from exc
     finally:
         _RESPONSES.reset(token)
 
@@ -172,8 +176,9 @@ def _dump(chunk: Any) -> dict[str, Any]:
     return dumped
 
 
-async def _payloads(iterator: Any) -> AsyncGenerator[dict[str, Any], None]:
-    """The events (REST JSON objects) of google-genai's stream iterator; an error raises `Failure`."""
+async def _payloads(iterator: Any, responses: list[httpx.Response]) -> AsyncGenerator[dict[str, Any], None]:
+    """The events (REST JSON objects) of google-genai's stream iterator (reading the HTTP ``responses``, the last
+    one this stream's); an error raises `Failure`."""
     while True:
         try:
             chunk = await iterator.__anext__()
@@ -183,10 +188,10 @@ async def _payloads(iterator: Any) -> AsyncGenerator[dict[str, Any], None]:
             raise _api_failure(exc) from None
         except genai_errors.UnknownApiResponseError as exc:
             raise ChatClientInvalidResponseException(f"Gemini sent an event that is not JSON: {exc}") from exc
-        except WRONG_SHAPE as exc:  # google-genai's own failure on an event of the wrong shape
-            raise ChatClientInvalidResponseException(
-                f"Gemini sent an event google-genai could not read: {type(exc).__name__}: {exc!s:.200}"
-            ) from exc
+        except WRONG_SHAPE as exc:  # google-genai's own failure on the answer (it reads an error status lazily)
+            if not responses:
+                raise
+            raise _unreadable(exc, responses[-1]) from exc
         yield _dump(chunk)
 
 
@@ -370,7 +375,9 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             iterator = await self._client().aio.models.generate_content_stream(
                 model=model, contents=contents, config=config
             )
-            return await EventStream(self, _payloads(iterator), partial(_close_stream, iterator, responses)).start()
+            return await EventStream(
+                self, _payloads(iterator, responses), partial(_close_stream, iterator, responses)
+            ).start()
 
 
 @checked_keywords

@@ -1,107 +1,313 @@
 """Valid JSON of the wrong shape never reaches a caller as ``KeyError``, ``TypeError``, ``OverflowError`` or
-``RecursionError``: every client's response and stream-event parsing raises MAF's
-``ChatClientInvalidResponseException`` instead (naming the provider), over real HTTP and for any JSON hypothesis
-makes."""
+``RecursionError``, and a request that cannot be sent is refused before sending: the defects the fuzzing properties
+found (``tests/fuzzing.py``, run by ``tests/core/test_fuzz.py``), each held down by an example, over real HTTP where
+the defect lived there."""
 
 from __future__ import annotations
 
-import contextlib
+import json
 from typing import Any, ClassVar
 
 import pytest
-from agent_framework import Message
-from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from agent_framework import ChatResponse, Content, Message
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+)
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
-from clients.core.transport import parsed
+from clients.anthropic.errors import parse_error as anthropic_error
+from clients.anthropic.testing import AnthropicEmulator
+from clients.core.errors import ProviderError, to_chat_client_exception
+from clients.core.tool_calls import MAX_NESTING, json_object_arguments
+from clients.core.transport import json_object, parsed
+from clients.gemini.errors import parse_error as gemini_error
+from clients.gemini.errors import retry_delay_seconds
+from clients.gemini.parse import decode_sse
+from clients.gemini.testing import GeminiEmulator
+from clients.openai.errors import parse_error as openai_error
+from clients.openai.parse import decode_event
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Answer
 from clients.testing._server import json_answer
-from qwen3 import QwenChatClient
-from qwen3 import parse as qwen_parse
+from qwen3 import QwenChatClient, QwenVLChatClient
+from qwen3.errors import error_from_body
+from qwen3.errors import parse_error as qwen_error
 from qwen3.testing import DashScopeEmulator
+from tests.strategies import nested
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
-    max_leaves=25,
-)
-KEYS = ["output", "choices", "usage", "content", "candidates", "type", "delta", "message", "created", "id"]
-bodies = st.dictionaries(st.sampled_from(KEYS), json_values, max_size=6) | json_values
-CLIENTS = {
-    "qwen": QwenChatClient(model="qwen-plus", api_key="k"),
-    "openai": OpenAIChatCompletionClient(model="gpt-4o", api_key="k"),
-    "anthropic": AnthropicChatClient(model="claude-sonnet-4-6", api_key="k"),
-    "gemini": GeminiChatClient(model="gemini-2.5-flash", api_key="k"),
+CLIENTS: dict[str, Any] = {
+    "qwen": (DashScopeEmulator, QwenChatClient, "qwen-plus"),
+    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
+    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
+    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
 }
+DEEP = "[" * 5000 + "]" * 5000
+"""JSON nested deeper than Python's parser follows (it raises ``RecursionError``, not ``ValueError``)."""
 
 
-def _outcome(call: Any) -> None:
-    with contextlib.suppress(ChatClientException):  # an invalid response, or a provider's own content filter
-        call()
+def _client(provider: str, **kwargs: Any) -> Any:
+    _, client_class, model = CLIENTS[provider]
+    return client_class(model=model, api_key="k", **kwargs)
 
 
-@pytest.mark.parametrize("provider", list(CLIENTS))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=bodies)
-def test_any_json_body_is_parsed_or_refused_with_a_maf_exception(provider: str, body: Any) -> None:
-    client: Any = CLIENTS[provider]
-    _outcome(lambda: parsed(client._PROVIDER, client._parse_response, body, {}))
-
-
-@pytest.mark.parametrize("provider", list(CLIENTS))
-@settings(max_examples=150, deadline=None)
-@given(events=st.lists(bodies, min_size=1, max_size=4))
-def test_any_json_events_are_parsed_or_refused_with_a_maf_exception(provider: str, events: list[Any]) -> None:
-    client: Any = CLIENTS[provider]
-    if provider == "qwen":  # the Qwen client streams through qwen3.parse directly (its endpoint fallback)
-        state: Any = qwen_parse.StreamState()
-        for event in events:
-            _outcome(lambda event=event: parsed("DashScope", qwen_parse.parse_stream_event, event, state, model="m"))
-        return
-    state = client._stream_state({})
-    for event in events:
-        _outcome(lambda event=event: parsed(client._PROVIDER, client._parse_stream_event, event, state, {}))
-
-
-def test_deep_nesting_is_a_maf_exception_not_a_recursion_error() -> None:
-    deep: Any = "x"
-    for _ in range(5000):
-        deep = [deep]
-    client: Any = CLIENTS["openai"]
-    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": deep}}]}
-    _outcome(lambda: parsed(client._PROVIDER, client._parse_response, body, {}))
-
-
-class _Wrong:
-    """An emulator mixin answering every chat request with one fixed JSON body."""
-
-    body: ClassVar[Any] = None
-
-    def _handle(self, method: str, path: str, query: Any, headers: Any, raw: bytes) -> Answer:
-        return json_answer(200, self.body)
-
-
-class WrongDashScope(_Wrong, DashScopeEmulator):
-    body: ClassVar[Any] = {"request_id": "r-1", "output": {"choices": "not a list"}, "usage": "lots"}
-
-
-class WrongOpenAI(_Wrong, OpenAIEmulator):
-    body: ClassVar[Any] = {"id": "chatcmpl-1", "choices": {"0": "an object where a list belongs"}, "created": 10**40}
+# ------------------------------------------------------------------------------------------------ parsing
 
 
 @pytest.mark.parametrize(
-    ("emulator", "client_class", "model", "request_id"),
-    [(WrongDashScope, QwenChatClient, "qwen-plus", "r-1"), (WrongOpenAI, OpenAIChatCompletionClient, "gpt-4o", None)],
+    ("provider", "body", "field"),
+    [
+        (  # a list where the reasoning text belongs: the response held it, and the caller's .text failed later
+            "qwen",
+            {"output": {"choices": [{"message": {"content": "hi", "reasoning_content": ["x"]}}]}, "request_id": "r"},
+            "text_reasoning.text",
+        ),
+        ("openai", {"id": ["chatcmpl-1"], "choices": [{"index": 0, "message": {"content": "hi"}}]}, "response_id"),
+        ("anthropic", {"id": "msg_1", "content": [{"type": "text", "text": {"t": "hi"}}]}, "text.text"),
+        ("gemini", {"candidates": [{"content": {"parts": [{"text": "hi"}]}}], "modelVersion": 5}, "model"),
+    ],
 )
-async def test_a_wrong_shape_over_http_is_an_invalid_response(
-    emulator: Any, client_class: Any, model: str, request_id: str | None
+def test_a_field_of_the_wrong_type_is_an_invalid_response_naming_it(provider: str, body: Any, field: str) -> None:
+    client = _client(provider)
+    with pytest.raises(ChatClientInvalidResponseException, match=f"unexpected shape.*{field}"):
+        parsed(client._PROVIDER, client._parse_response, body, {})
+
+
+def test_stream_ids_of_the_wrong_type_never_reach_maf() -> None:
+    """A nested id in every event made ``ChatResponse.from_updates`` compare them, recursing until it failed."""
+    client = _client("anthropic")
+    state = client._stream_state({})
+    start = {"type": "message_start", "message": {"id": nested(3000, kind="dict"), "content": []}}
+    with pytest.raises(ChatClientInvalidResponseException, match="response_id is dict"):
+        parsed(client._PROVIDER, client._parse_stream_event, start, state, {})
+
+
+def test_a_deeply_nested_request_id_is_not_quoted() -> None:
+    """Quoting the id of a malformed body must not fail itself (``str()`` of a deep list recursed)."""
+    client = _client("openai")
+    body = {"id": nested(3000), "choices": {"0": "an object where a list belongs"}}
+    with pytest.raises(ChatClientInvalidResponseException, match=r"unexpected shape: TypeError") as info:
+        parsed(client._PROVIDER, client._parse_response, body, {})
+    assert "request_id" not in str(info.value)
+
+
+def test_deep_nesting_is_no_recursion_error() -> None:
+    client = _client("openai")
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": nested(5000)}}]}
+    assert parsed(client._PROVIDER, client._parse_response, body, {}).text == ""  # content that is not text: none
+
+
+def test_json_nested_too_deep_to_parse_is_malformed() -> None:
+    with pytest.raises(ChatClientInvalidResponseException, match="non-JSON body"):
+        json_object("OpenAI", DEEP)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        decode_event(DEEP)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        list(decode_sse(f"data: {DEEP}\r\n\r\n"))
+
+
+# ------------------------------------------------------------------------------------------------ error bodies
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        lambda: qwen_error(None, {"a": 1}, ["m"], ["r"]),  # an event:error's code, message and id, as sent
+        lambda: error_from_body(500, DEEP.encode(), {}),
+        lambda: openai_error(500, DEEP),
+        lambda: openai_error(400, {"error": {"message": nested(3000), "param": nested(3000), "code": [1]}}),
+        lambda: anthropic_error(529, DEEP.encode()),
+        lambda: anthropic_error(None, {"error": {"type": ["overloaded_error"], "message": {}}, "request_id": 7}),
+        lambda: gemini_error(None, {"error": {"code": 503, "details": 5, "message": nested(3000)}}),
+    ],
+)
+def test_error_parsers_read_any_body(error: Any) -> None:
+    parsed_error: ProviderError = error()
+    assert parsed_error.code is None or isinstance(parsed_error.code, str)
+    assert isinstance(parsed_error.message, str)
+    assert len(parsed_error.message) < 2000
+    assert parsed_error.request_id is None or isinstance(parsed_error.request_id, str)
+    assert isinstance(to_chat_client_exception(parsed_error), ChatClientException)
+
+
+def test_provider_error_fields_take_their_declared_types() -> None:
+    error = ProviderError("X", status=True, code={"a": 1}, message=nested(3000), request_id=5)  # type: ignore[arg-type]
+    assert (error.status, error.code, error.request_id) == (None, "{'a': 1}", "5")
+    assert error.message.startswith("[[[[")
+    assert len(error.message) < 400
+    assert retry_delay_seconds({"error": {"details": "not a list"}}) is None
+
+
+# ------------------------------------------------------------------------------------------------ requests
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sent"),
+    [
+        (5, {"raw": 5}),
+        ([1, 2], {"raw": [1, 2]}),
+        ('{"a": NaN}', {"raw": '{"a": NaN}'}),  # json.loads reads NaN; JSON (and the providers) do not
+        (nested(MAX_NESTING, kind="dict"), nested(MAX_NESTING, kind="dict")),
+    ],
+)
+def test_tool_arguments_are_sent_as_strict_json(arguments: Any, sent: Any) -> None:
+    assert json.loads(json_object_arguments(arguments)) == sent
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        nested(MAX_NESTING + 1, kind="dict"),
+        {"a": nested(2000)},  # json.dumps recursed until it failed
+        '{"a":' * 5000 + "1" + "}" * 5000,  # json.loads too
+        {"a": float("nan")},
+        {"a": {1, 2}},
+    ],
+)
+def test_tool_arguments_json_cannot_carry_are_refused(arguments: Any) -> None:
+    with pytest.raises(ChatClientInvalidRequestException, match="'get_weather'"):
+        json_object_arguments(arguments, "get_weather")
+
+
+def _conversation(arguments: Any) -> list[Message]:
+    call = Content.from_function_call("call_1", "get_weather", arguments=arguments)
+    return [
+        Message("user", ["Weather?"]),
+        Message("assistant", [call]),
+        Message("tool", [Content.from_function_result("call_1", result="sunny")]),
+    ]
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+@pytest.mark.parametrize(
+    ("messages", "match"),
+    [
+        (_conversation({"city": nested(100)}), f"nested more than {MAX_NESTING} levels"),
+        (
+            [Message("user", ["lone \ud800 surrogate"])],
+            r"cannot be sent: \S*(messages|contents)\[0\]\S* holds a lone surrogate",
+        ),
+    ],
+    ids=["deep-arguments", "lone-surrogate"],
+)
+async def test_a_request_that_cannot_be_sent_is_refused_before_sending(
+    provider: str, messages: list[Message], match: str
 ) -> None:
+    emulator, client_class, model = CLIENTS[provider]
     with emulator(api_key="k") as emu:
         client = client_class(model=model, api_key="k", base_url=emu.base_url, max_retries=0)
+        with pytest.raises(ChatClientInvalidRequestException, match=match):
+            await client.get_response(messages)
+        assert emu.requests == []
+
+
+async def test_a_nan_option_is_refused_before_sending() -> None:
+    """A DashScope parameter this package does not know is passed on as given: never as JSON's missing NaN."""
+    with DashScopeEmulator(api_key="k") as emu:
+        client = QwenChatClient(model="qwen-plus", api_key="k", base_url=emu.base_url)
+        with pytest.raises(ChatClientInvalidRequestException, match=r"parameters\.custom_knob is nan"):
+            await client.get_response([Message("user", ["hi"])], options={"custom_knob": float("nan")})
+        assert emu.requests == []
+
+
+def test_video_frames_that_are_not_uris_are_refused() -> None:
+    video = Content.from_uri("https://x/1.png", media_type="video/x-frames", additional_properties={"frames": [5]})
+    client = QwenVLChatClient(model="qwen3-vl-plus", api_key="k")
+    with pytest.raises(ChatClientInvalidRequestException, match="list of frame URIs"):
+        client._convert_messages([Message("user", ["What happens?", video])])
+
+
+def test_a_thought_signature_that_is_not_base64_is_refused() -> None:
+    reasoning = Content.from_text_reasoning(
+        text="hm", additional_properties={"gemini": {"thought": True, "thought_signature": "!!"}}
+    )
+    messages = [Message("user", ["hi"]), Message("assistant", [reasoning, "hello"]), Message("user", ["and?"])]
+    with pytest.raises(ChatClientInvalidRequestException, match=r"thought signature .* not base64"):
+        _client("gemini")._convert_messages(messages)
+
+
+def test_a_tool_result_nested_too_deep_goes_to_gemini_as_text() -> None:
+    deep_text = json.dumps(nested(MAX_NESTING + 1))
+    messages = _conversation({"city": "Paris"})
+    messages[2] = Message("tool", [Content.from_function_result("call_1", result=deep_text)])
+    contents = _client("gemini")._convert_messages(messages)
+    assert contents[2]["parts"][0]["functionResponse"]["response"] == {"output": deep_text}
+
+
+# ------------------------------------------------------------------------------------------------ over HTTP
+
+
+class _Fixed:
+    """An emulator mixin answering every chat request with one fixed `Answer`."""
+
+    answer: ClassVar[Answer]
+
+    def _handle(self, method: str, path: str, query: Any, headers: Any, raw: bytes) -> Answer:
+        return self.answer
+
+
+class WrongDashScope(_Fixed, DashScopeEmulator):
+    answer = json_answer(200, {"request_id": "r-1", "output": {"choices": "not a list"}, "usage": "lots"})
+
+
+class WrongOpenAI(_Fixed, OpenAIEmulator):
+    answer = json_answer(200, {"id": "chatcmpl-1", "choices": {"0": "an object where a list belongs"}, "created": 1e40})
+
+
+@pytest.mark.parametrize(
+    ("emulator", "provider", "request_id"), [(WrongDashScope, "qwen", "r-1"), (WrongOpenAI, "openai", None)]
+)
+async def test_a_wrong_shape_over_http_is_an_invalid_response(emulator: Any, provider: str, request_id: Any) -> None:
+    with emulator(api_key="k") as emu:
+        client = _client(provider, base_url=emu.base_url, max_retries=0)
         with pytest.raises(ChatClientInvalidResponseException, match="unexpected shape") as info:
             await client.get_response([Message("user", ["hi"])])
     if request_id:
         assert f"request_id={request_id}" in str(info.value)
+
+
+class UnreadableDashScopeError(_Fixed, DashScopeEmulator):
+    """A 503 whose code is an object: the dashscope SDK's own error lookup failed on it (``TypeError``)."""
+
+    answer = json_answer(503, {"code": {"a": 1}, "message": "busy", "request_id": "r-1"})
+
+
+class DeepGeminiError(_Fixed, GeminiEmulator):
+    """A 503 whose body google-genai's error reader could not parse (``RecursionError``)."""
+
+    answer = Answer(503, {"content-type": "application/json"}, body=DEEP.encode())
+
+
+class WrongGeminiEvent(_Fixed, GeminiEmulator):
+    """An event google-genai's own conversion failed on (``TypeError: 'bool' object is not iterable``)."""
+
+    answer = Answer(200, {"content-type": "text/event-stream"}, events=[b'data: {"candidates": true}\r\n\r\n'])
+
+
+async def _ask(client: Any, stream: bool) -> ChatResponse[Any]:
+    messages = [Message("user", ["hi"])]
+    if stream:
+        return await client.get_response(messages, stream=True).get_final_response()  # type: ignore[no-any-return]
+    return await client.get_response(messages)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("emulator", "provider", "stream", "exception", "match"),
+    [
+        (UnreadableDashScopeError, "qwen", True, ChatClientInvalidResponseException, "SDK could not read: TypeError"),
+        (DeepGeminiError, "gemini", False, ChatClientException, r"\[HTTP 503\]: an error answer google-genai could"),
+        (DeepGeminiError, "gemini", True, ChatClientException, r"\[HTTP 503\]: an error answer google-genai could"),
+        (WrongGeminiEvent, "gemini", True, ChatClientInvalidResponseException, "answer google-genai could not read"),
+    ],
+)
+async def test_an_sdk_failing_on_a_hostile_answer_is_reported_as_such(
+    emulator: Any, provider: str, stream: bool, exception: type[Exception], match: str
+) -> None:
+    """Not as "The … request failed: TypeError(…)": the status of an error answer still classifies it (a 503 is
+    transient), and a 200 the SDK cannot read is an invalid response."""
+    with emulator(api_key="k") as emu:
+        client = _client(provider, base_url=emu.base_url, max_retries=0)
+        with pytest.raises(exception, match=match) as info:
+            await _ask(client, stream)
+    assert "request failed" not in str(info.value)
