@@ -49,8 +49,8 @@ from clients.core.transport import (
     Failure,
     ProviderChatClient,
     checked_model,
-    json_object,
     checked_types,
+    json_object,
     parsed,
     wrong_shape,
 )

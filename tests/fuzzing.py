@@ -172,6 +172,9 @@ conversations = st.tuples(
 
 # ------------------------------------------------------------------------------------------------ parse
 
+CITATIONS = "[<number>]"
+"""The citation markers of a DashScope search request (``search_options.enable_citation``)."""
+
 _DOCUMENTED: dict[str, tuple[type[Exception], ...]] = {
     "qwen": (ChatClientInvalidResponseException,),
     "openai": (ChatClientInvalidResponseException,),
@@ -193,7 +196,12 @@ def response(provider: str, body: dict[str, Any]) -> None:
     """A non-streamed body → a well-formed ``ChatResponse``, or the documented exception."""
     client = clients()[provider]
     try:
-        result = parsed(client._PROVIDER, client._parse_response, body, {})
+        if provider == "qwen":  # as the client calls it: with the citation markers a search request asks for
+            from qwen3.parse import parse_response
+
+            result = parsed("DashScope", parse_response, body, model="m", citation_format=CITATIONS)
+        else:
+            result = parsed(client._PROVIDER, client._parse_response, body, {})
     except _documented(provider, "response") as exc:
         check_exception(exc)
         return
@@ -208,7 +216,7 @@ def events(provider: str, payloads: list[Any]) -> None:
     if provider == "qwen":
         from qwen3.parse import StreamState, parse_stream_event
 
-        state: Any = StreamState()
+        state: Any = StreamState(citation_format=CITATIONS)
         parse: Callable[[Any], Any] = lambda event: parsed("DashScope", parse_stream_event, event, state, model="m")  # noqa: E731
     else:
         state = client._stream_state({})

@@ -172,6 +172,7 @@ _QWEN_CALL = {
     "type": "function",
     "function": {"name": "get_weather", "arguments": '{"city": "Hangzhou"}'},
 }
+_QWEN_SOURCE = {"index": 1, "title": "Weather", "url": "https://x/w", "site_name": "X", "icon": "https://x/i.png"}
 _QWEN_BODIES = [
     {
         "output": {
@@ -210,9 +211,27 @@ _QWEN_BODIES = [
         "request_id": "r-3",
     },
     {"output": {"finish_reason": "stop", "text": "<think>a</think>b"}, "usage": _QWEN_USAGE, "request_id": "r-4"},
+    {  # hosted tools: web search sources cited by markers, and code the interpreter ran
+        "output": {
+            "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": "Sunny [1], dry [2]."}}],
+            "search_info": {"search_results": [_QWEN_SOURCE, {**_QWEN_SOURCE, "index": 2}]},
+            "tool_info": [{"type": "code_interpreter", "code_interpreter": {"code": "print(1)"}}],
+        },
+        "usage": _QWEN_USAGE,
+        "request_id": "r-5",
+    },
 ]
 _QWEN_FRAGMENT = {"index": 0, "id": "", "type": "function", "function": {"arguments": '"Hangzhou"}'}}
 _QWEN_EVENTS = [
+    {
+        "output": {
+            "choices": [{"message": {"content": "Sunny [", "role": "assistant"}, "finish_reason": "null"}],
+            "search_info": {"search_results": [_QWEN_SOURCE]},
+            "tool_info": [{"type": "code_interpreter", "code_interpreter": {"code": "print(1)"}}],
+        },
+        "usage": _QWEN_USAGE,
+        "request_id": "r-1",
+    },
     {
         "output": {
             "choices": [

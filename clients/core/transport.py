@@ -39,6 +39,7 @@ from agent_framework.exceptions import (
     ChatClientException,
     ChatClientInvalidRequestException,
     ChatClientInvalidResponseException,
+    ContentError,
 )
 from typing_extensions import Self, TypeVar
 
@@ -56,6 +57,7 @@ from clients.core.retry import (
     server_says_retry,
 )
 from clients.core.sse import MAX_EVENT_BYTES
+from clients.core.tool_calls import MAX_NESTING, nesting
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
@@ -198,10 +200,11 @@ WRONG_SHAPE: tuple[type[Exception], ...] = (
     OverflowError,
     RecursionError,
     UnicodeError,
+    ContentError,
 )
 """What a parser (ours, or an SDK's reading an answer) raises on valid JSON of the wrong shape (an object where a
-list belongs, a string for ``usage``, a huge ``created``, deeply nested arrays…); `wrong_shape` turns it into MAF's
-exception."""
+list belongs, a string for ``usage``, a huge ``created``, deeply nested arrays…, and MAF's ``ContentError`` for a
+value its constructors refuse, such as an empty URI); `wrong_shape` turns it into MAF's exception."""
 
 
 def wrong_shape(
@@ -244,7 +247,12 @@ def _plain_update(update: ChatResponseUpdate) -> bool:
     ):
         return False
     for content in update.contents:
-        if content.type != "text" or type(content.text) not in _TEXT:
+        if (
+            content.type != "text"
+            or type(content.text) not in _TEXT
+            or content.annotations
+            or content.raw_representation is not None
+        ):
             return False
     return True
 
@@ -252,6 +260,15 @@ def _plain_update(update: ChatResponseUpdate) -> bool:
 def _string(value: Any, what: str) -> None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{what} is {type(value).__name__}, not a string")
+
+
+def _shallow(content: Any) -> None:
+    """What a content keeps of the server's JSON (its ``raw_representation``, ``additional_properties`` and
+    annotations): MAF deep-copies it when it joins a stream's updates, which recursed until it failed on a value a
+    server nested a thousand levels deep."""
+    for kept in (content.raw_representation, content.additional_properties, content.annotations):
+        if kept and nesting(kept) > MAX_NESTING:
+            raise TypeError(f"{content.type} holds a value nested more than {MAX_NESTING} levels deep")
 
 
 def _counts(usage: Mapping[str, Any] | None) -> None:
@@ -263,7 +280,8 @@ def _counts(usage: Mapping[str, Any] | None) -> None:
 def checked_types(result: _T) -> _T:
     """``result`` (a ``ChatResponse``, a ``ChatResponseUpdate`` or None) when every field a parser filled has the
     type MAF declares: ids, model, finish reason and ``created_at`` strings, texts, call ids and names, URIs and media
-    types strings, function arguments a string or a mapping, usage counts integers.
+    types strings, function arguments a string or a mapping, usage counts integers, and what a content keeps of the
+    server's JSON nested at most ``MAX_NESTING`` levels (`_shallow`).
 
     A server's list or object where a string belongs would otherwise pass the parser and fail later, in MAF
     (``ChatResponse.from_updates`` compares ids, joins texts) or in the caller's code. A plain text delta costs
@@ -296,6 +314,7 @@ def checked_types(result: _T) -> _T:
                     raise TypeError(f"function_call.arguments is {type(arguments).__name__}")
             elif kind == "usage":
                 _counts(content.usage_details)
+            _shallow(content)
     return result
 
 

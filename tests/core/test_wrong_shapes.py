@@ -34,6 +34,9 @@ from clients.testing._server import json_answer
 from qwen3 import QwenChatClient, QwenVLChatClient
 from qwen3.errors import error_from_body
 from qwen3.errors import parse_error as qwen_error
+from qwen3.parse import StreamState as QwenStreamState
+from qwen3.parse import parse_response as qwen_parse_response
+from qwen3.parse import parse_stream_event as qwen_parse_stream_event
 from qwen3.testing import DashScopeEmulator
 from tests.strategies import nested
 
@@ -81,6 +84,29 @@ def test_stream_ids_of_the_wrong_type_never_reach_maf() -> None:
     start = {"type": "message_start", "message": {"id": nested(3000, kind="dict"), "content": []}}
     with pytest.raises(ChatClientInvalidResponseException, match="response_id is dict"):
         parsed(client._PROVIDER, client._parse_stream_event, start, state, {})
+
+
+def test_a_value_maf_refuses_is_an_invalid_response() -> None:
+    """An empty image URL: MAF's ``Content.from_uri`` raised its ``ContentError`` out of the parser."""
+    body = {"output": {"choices": [{"message": {"content": [{"text": "A chart."}, {"image": ""}]}}]}}
+    with pytest.raises(ChatClientInvalidResponseException, match="ContentError: URI cannot be empty"):
+        parsed("DashScope", qwen_parse_response, body)
+
+
+def test_server_json_kept_in_a_content_is_never_too_deep_for_maf() -> None:
+    """A search source's ``icon`` nested 3,000 levels deep, kept on a citation: MAF deep-copies contents when it
+    joins a stream's updates, and recursed until it failed."""
+    source = {"index": 1, "url": "https://x/w", "title": "Weather", "icon": nested(3000, kind="dict")}
+    event = {
+        "output": {
+            "choices": [{"message": {"content": "Sunny [1]"}, "finish_reason": "stop"}],
+            "search_info": {"search_results": [source]},
+        },
+        "request_id": "r-1",
+    }
+    state = QwenStreamState(citation_format="[<number>]")
+    with pytest.raises(ChatClientInvalidResponseException, match="nested more than 64 levels"):
+        parsed("DashScope", qwen_parse_stream_event, event, state)
 
 
 def test_a_deeply_nested_request_id_is_not_quoted() -> None:
