@@ -115,7 +115,10 @@ def _media_block(content: Content, where: str) -> dict[str, Any]:
         if media_type == "application/pdf":
             return {"type": "document", "source": {"type": "base64", "media_type": media_type, "data": payload}}
         if media_type == "text/plain":
-            text = base64.b64decode(payload).decode("utf-8", "replace")
+            try:
+                text = base64.b64decode(payload).decode("utf-8", "replace")
+            except ValueError as exc:  # binascii.Error
+                raise invalid(f"{where}: the data URI's payload is not base64.") from exc
             return {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
     else:
         raise invalid(f"{where}: unsupported media URI {uri[:60]!r}: use https://, data: or a local file.")

@@ -80,7 +80,12 @@ class StreamedToolCalls:
         Returns:
             ``Content.from_function_call`` with the call's ``call_id`` and stable occurrence ``id``, the name on the
             first fragment only, and ``merge_mode="append"``; None when nothing is to be streamed yet.
+
+        Raises:
+            TypeError: ``arguments`` that are not a string (a server's object: MAF cannot join it to the pieces).
         """
+        if arguments is not None and not isinstance(arguments, str):
+            raise TypeError(f"tool-call arguments are {type(arguments).__name__}, not a JSON string")
         call = self.calls.get(index)
         piece = arguments or ""
         if call is None:

@@ -109,6 +109,18 @@ def test_server_json_kept_in_a_content_is_never_too_deep_for_maf() -> None:
         parsed("DashScope", qwen_parse_stream_event, event, state)
 
 
+def test_streamed_tool_arguments_that_are_not_text_are_an_invalid_response() -> None:
+    """An object where the arguments' JSON string belongs: MAF failed joining it to the other pieces
+    (``TypeError: Incompatible argument types`` in ``ChatResponse.from_updates``, the caller's final response)."""
+    client = _client("openai")
+    state = client._stream_state({})
+    start = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]}}]}
+    piece = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": {"a": 1}}}]}}]}
+    parsed(client._PROVIDER, client._parse_stream_event, start, state, {})
+    with pytest.raises(ChatClientInvalidResponseException, match="arguments are dict, not a JSON string"):
+        parsed(client._PROVIDER, client._parse_stream_event, piece, state, {})
+
+
 def test_a_deeply_nested_request_id_is_not_quoted() -> None:
     """Quoting the id of a malformed body must not fail itself (``str()`` of a deep list recursed)."""
     client = _client("openai")
@@ -251,6 +263,12 @@ def test_a_thought_signature_that_is_not_base64_is_refused() -> None:
     messages = [Message("user", ["hi"]), Message("assistant", [reasoning, "hello"]), Message("user", ["and?"])]
     with pytest.raises(ChatClientInvalidRequestException, match=r"thought signature .* not base64"):
         _client("gemini")._convert_messages(messages)
+
+
+def test_a_text_document_that_is_not_base64_is_refused() -> None:
+    document = Content.from_uri("data:text/plain;base64,abcde", media_type="text/plain")
+    with pytest.raises(ChatClientInvalidRequestException, match="payload is not base64"):
+        _client("anthropic")._convert_messages([Message("user", ["Summarise:", document])])
 
 
 def test_a_tool_result_nested_too_deep_goes_to_gemini_as_text() -> None:
