@@ -64,6 +64,7 @@ def clients() -> dict[str, Any]:
     return {
         "qwen": QwenChatClient(model="qwen-plus", api_key="k"),
         "qwen-vl": QwenVLChatClient(model="qwen3-vl-plus", api_key="k"),
+        "qwen-long": QwenChatClient(model="qwen-long", api_key="k"),
         "openai": OpenAIChatCompletionClient(model="gpt-4o", api_key="k"),
         "anthropic": AnthropicChatClient(model="claude-sonnet-4-6", api_key="k"),
         "gemini": GeminiChatClient(model="gemini-2.5-flash", api_key="k"),
@@ -132,23 +133,24 @@ def check_exception(exc: BaseException) -> None:
 # ------------------------------------------------------------------------------------------------ convert
 
 
-def convert(provider: str, example: tuple[list[Message], dict[str, Any], bool, bool]) -> None:
+def convert(provider: str, example: tuple[list[Message], dict[str, Any], bool, int]) -> None:
     """The request body the client would send, or ``ChatClientInvalidRequestException``."""
-    messages, options, stream, vl = example
+    messages, options, stream, variant = example
     try:
-        body = request_body(provider, messages, options, stream=stream, vl=vl)
+        body = request_body(provider, messages, options, stream=stream, variant=variant)
     except ChatClientInvalidRequestException:
         return
     wire = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")  # as httpx encodes a json= body
     assert json.loads(wire) is not None
 
 
-def request_body(provider: str, messages: list[Message], options: dict[str, Any], *, stream: bool, vl: bool) -> Any:
-    """What the client builds before sending, every step of it (its own request checks included)."""
+def request_body(provider: str, messages: list[Message], options: dict[str, Any], *, stream: bool, variant: int) -> Any:
+    """What the client builds before sending, every step of it (its own request checks included); ``variant``
+    picks DashScope's client: a text model, a vision model, a document model."""
     if provider == "qwen":
         from qwen3.convert import build_request, needs_oss_resolve
 
-        client = clients()["qwen-vl" if vl else "qwen"]
+        client = clients()[("qwen", "qwen-vl", "qwen-long")[variant % 3]]
         history = client._history(messages)
         endpoint = client._endpoints(client.model, history)[0]
         body = build_request(history, options, model=client.model, endpoint=endpoint, stream=stream)
@@ -165,9 +167,12 @@ def request_body(provider: str, messages: list[Message], options: dict[str, Any]
 
 conversations = st.tuples(
     s.message_lists,
-    st.sampled_from([{}, {"instructions": "Be brief."}]) | st.builds(lambda text: {"instructions": text}, s.texts),
+    st.sampled_from(
+        [{}, {"instructions": "Be brief."}, {"cache": "prefix"}, {"partial": True}, {"replay_reasoning": True}]
+    )
+    | st.builds(lambda text: {"instructions": text}, s.texts),
     st.booleans(),
-    st.booleans(),
+    st.integers(min_value=0, max_value=2),
 )
 
 # ------------------------------------------------------------------------------------------------ parse

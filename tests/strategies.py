@@ -769,6 +769,9 @@ _PROPERTY_HINTS = st.sampled_from(
         {"min_pixels": [1, 2]},
         {"filename": "a.pdf"},
         {"filename": 7},
+        {"cache_control": {"type": "ephemeral"}},
+        {"cache_control": "yes"},
+        {"core": {"prompt_cache_breakpoint": {"ttl": 5}}},
     ]
 )
 
@@ -836,7 +839,8 @@ def _content(draw: st.DrawFn, call_ids: tuple[str, ...] = (), role: str = "") ->
     call_id = draw(st.sampled_from(call_ids) | texts) if call_ids else draw(texts)
     if kind == "text":
         text = draw(st.sampled_from(["What does the chart show?", "Sunny."]) | texts)
-        return _safe(lambda: Content.from_text(text))
+        props = draw(st.sampled_from([{}, {}, {}, {"cache_control": {"type": "ephemeral"}}, {"cache_control": 1}]))
+        return _safe(lambda: Content.from_text(text, additional_properties=props))
     if kind == "media":
         return draw(_media())
     if kind == "call":
