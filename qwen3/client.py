@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict, cast
@@ -38,11 +38,11 @@ from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
-from clients.core.body import streamed_json
+from clients.core.body import LARGE_STRING, streamed_json
 from clients.core.errors import as_text, to_chat_client_exception
 from clients.core.keywords import checked_keywords
 from clients.core.retry import RetryPolicy
-from clients.core.sse import SSEDecoder, aiter_events
+from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
 from clients.core.transport import (
     WRONG_SHAPE,
     EventStream,
@@ -119,33 +119,31 @@ class QwenSettings(TypedDict, total=False):
     workspace: str | None  # DASHSCOPE_WORKSPACE: the dashscope SDK's own variable (it sends it as a header too)
 
 
-async def _sse_payloads(
-    response: httpx.Response, max_bytes: int, idle: float
-) -> AsyncGenerator[tuple[dict[str, Any], str], None]:
-    """The ``data`` of each result event of a DashScope stream, parsed and as text; an error event raises `Failure`.
+def _sse_payload(headers: httpx.Headers, event: ServerSentEvent) -> tuple[dict[str, Any], str]:
+    """The ``data`` of a DashScope stream's result event, parsed and as text; an error event raises `Failure`.
 
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
     inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
     """
-    async for event in aiter_events(response.aiter_bytes(), SSEDecoder(complete_on_data=True), max_bytes, idle):
-        data = json_object("DashScope", event.data, what="event")
-        if event.event == "error" or data.get("code"):
-            message = as_text(data.get("message"))  # whatever the server put there
-            error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
-            raise Failure(error, response.headers)
-        yield data, event.data
+    data = json_object("DashScope", event.data, what="event")
+    if event.event == "error" or data.get("code"):
+        message = as_text(data.get("message"))  # whatever the server put there
+        error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
+        raise Failure(error, headers)
+    return data, event.data
 
 
-def _has_inline_media(body: dict[str, Any]) -> bool:
-    """Whether a user turn carries a part with a ``data:`` URI (inline media, possibly megabytes of base64)."""
+def _has_large_media(body: dict[str, Any]) -> bool:
+    """Whether a message part carries a ``data:`` URI (inline media) of at least ``LARGE_STRING`` characters, which
+    is then sent in pieces (``clients.core.body``); small ones go in the ordinary body."""
     for message in body.get("input", {}).get("messages", ()):
         content = message.get("content")
         if isinstance(content, list):
             for part in content:
                 for value in part.values():
-                    first = value[0] if isinstance(value, list) and value else value
-                    if isinstance(first, str) and first.startswith("data:"):
-                        return True
+                    for item in value if isinstance(value, list) else (value,):
+                        if isinstance(item, str) and len(item) >= LARGE_STRING and item.startswith("data:"):
+                            return True
     return False
 
 
@@ -369,7 +367,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         with inline media is sent piece by piece (``clients.core.body``), never built whole."""
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         transport = self._client().transport
-        streamed = streamed_json(body) if _has_inline_media(body) else None
+        streamed = streamed_json(body) if _has_large_media(body) else None
         if streamed is None:
             response = await transport.request(
                 "POST", ENDPOINT_PATHS[endpoint], json=body, headers={**headers, **_oss_headers(body)}, timeout=timeout
@@ -395,7 +393,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         headers = {**extra, "X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
         timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
         transport = self._client().transport
-        streamed = streamed_json(body) if _has_inline_media(body) else None
+        streamed = streamed_json(body) if _has_large_media(body) else None
         try:
             if streamed is None:
                 response = await transport.open_stream(
@@ -425,11 +423,11 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             raise ChatClientInvalidResponseException(
                 f"DashScope sent an error answer the dashscope SDK could not read: {type(exc).__name__}: {exc!s:.200}"
             ) from exc
+        events = aiter_events(
+            response.aiter_bytes(), SSEDecoder(complete_on_data=True), self.max_event_bytes, self.stream_idle_timeout
+        )
         return await EventStream(
-            self,
-            _sse_payloads(response, self.max_event_bytes, self.stream_idle_timeout),
-            response.aclose,
-            idle_checked=True,
+            self, events, response.aclose, idle_checked=True, decode=partial(_sse_payload, response.headers)
         ).start()
 
     def _failure_detail(self, exc: BaseException, cause: BaseException) -> str:

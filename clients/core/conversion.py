@@ -72,13 +72,44 @@ def sendable(body: dict[str, Any], provider: str) -> dict[str, Any]:
     Raises:
         ChatClientInvalidRequestException: naming where the first value that cannot be sent is, before sending.
     """
-    try:
-        text = json.dumps(body, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise invalid(f"The {provider} request cannot be sent: {_unsendable(body) or exc}.") from None
-    if _SURROGATE.search(text):
+    if not _is_sendable(body):
         raise invalid(f"The {provider} request cannot be sent: {_unsendable(body)}.")
     return body
+
+
+_SCALARS = (bool, int, type(None))
+
+
+def _is_sendable(body: Any) -> bool:
+    """Whether every value of ``body`` is one strict JSON and UTF-8 carry: one pass without building the text
+    (a body can hold megabytes of base64, which ``isascii`` clears at once) and without recursion."""
+    stack: list[tuple[Any, int]] = [(body, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii() and _SURROGATE.search(value):
+                return False
+        elif isinstance(value, Mapping):
+            if depth >= _MAX_DEPTH:
+                return False
+            for key, item in value.items():
+                if not isinstance(key, str) or (not key.isascii() and _SURROGATE.search(key)):
+                    return False
+                stack.append((item, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            if depth >= _MAX_DEPTH:
+                return False
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return False
+        elif not isinstance(value, _SCALARS):
+            return False
+    return True
+
+
+_MAX_DEPTH = 500
+"""The deepest nesting a body may have (Python's encoder, which httpx and the SDKs use, recurses per level)."""
 
 
 def _unsendable(body: Any) -> str:
@@ -87,9 +118,12 @@ def _unsendable(body: Any) -> str:
     while stack:
         value, path, depth = stack.pop()
         where = path.lstrip(".")[:120] or "the body"
-        if depth > 500:
-            return f"{where}… is nested more than 500 levels deep"
+        if depth > _MAX_DEPTH:
+            return f"{where}… is nested more than {_MAX_DEPTH} levels deep"
         if isinstance(value, Mapping):
+            for key in value:
+                if not isinstance(key, str):
+                    return f"{where} has the key {key!r}, and JSON keys are strings"
             stack.extend((item, f"{path}.{key}", depth + 1) for key, item in reversed(list(value.items())))
         elif isinstance(value, (list, tuple)):
             stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in reversed(list(enumerate(value))))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -124,7 +124,7 @@ async def aiter_events(
     decoder: SSEDecoder,
     max_bytes: int = MAX_EVENT_BYTES,
     idle_timeout: float | None = None,
-) -> AsyncIterator[ServerSentEvent]:
+) -> AsyncGenerator[ServerSentEvent, None]:
     """The events of a stream's bytes, the last one included when the stream ends without its blank line.
 
     Lines end at ``\\n`` or ``\\r\\n``. Each chunk's complete lines are split at once and handed to the decoder

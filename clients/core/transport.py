@@ -356,10 +356,10 @@ def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -
 class EventStream:
     """The event payloads of one open stream, for a client's stream loop.
 
-    ``payloads`` yields each event's JSON and raises `Failure` for an error event; ``close`` closes the HTTP
-    response (the server sees the client go). `start` reads up to the first event, so that failures before any
-    output can be retried; after that, failures are raised with what had been delivered (`delivered` is told of
-    every update that went out) and never retried.
+    ``payloads`` yields each event's JSON (or, with ``decode``, each event that ``decode`` turns into it) and raises
+    `Failure` for an error event; ``close`` closes the HTTP response (the server sees the client go). `start` reads
+    up to the first event, so that failures before any output can be retried; after that, failures are raised with
+    what had been delivered (`delivered` is told of every update that went out) and never retried.
     """
 
     def __init__(
@@ -369,11 +369,15 @@ class EventStream:
         close: Callable[[], Awaitable[object]],
         *,
         idle_checked: bool = False,
+        decode: Callable[[Any], Any] | None = None,
     ) -> None:
         """``idle_checked``: ``payloads`` enforce ``stream_idle_timeout`` themselves (`clients.core.sse.aiter_events`
-        does, at no cost per event); otherwise each event is awaited under that timeout here."""
+        does, at no cost per event); otherwise each event is awaited under that timeout here. ``decode``: what each
+        item of ``payloads`` becomes (it may raise `Failure` or ``ChatClientInvalidResponseException``), a call
+        where a generator wrapping ``payloads`` would cost a suspension per event."""
         self._client = client
         self._idle_checked = idle_checked
+        self._decode = decode
         self._payloads = payloads
         self._close = close
         self._first: Any = None
@@ -386,7 +390,8 @@ class EventStream:
     async def start(self) -> Self:
         """Read up to the first event; the stream is closed when that fails."""
         try:
-            self._first = await self._next_event()
+            first = await self._next_event()
+            self._first = first if self._decode is None else self._decode(first)
         except StopAsyncIteration:
             self._ended = True
         except BaseException:
@@ -405,10 +410,12 @@ class EventStream:
             raise StopAsyncIteration
         try:
             if self.deadline is not None:
-                return await self._next_event_by(self.deadline)
-            if self._idle_checked:  # the payloads enforce stream_idle_timeout themselves: no timer per event
-                return await self._payloads.__anext__()
-            return await self._next_event()
+                item = await self._next_event_by(self.deadline)
+            elif self._idle_checked:  # the payloads enforce stream_idle_timeout themselves: no timer per event
+                item = await self._payloads.__anext__()
+            else:
+                item = await self._next_event()
+            return item if self._decode is None else self._decode(item)
         except StopAsyncIteration:
             raise
         except asyncio.TimeoutError as exc:
