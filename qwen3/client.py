@@ -10,6 +10,7 @@ Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -125,7 +126,12 @@ def _sse_payload(headers: httpx.Headers, event: ServerSentEvent) -> tuple[dict[s
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
     inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
     """
-    data = json_object("DashScope", event.data, what="event")
+    try:
+        data = json.loads(event.data)
+    except (ValueError, RecursionError):
+        data = None
+    if type(data) is not dict:
+        data = json_object("DashScope", event.data, what="event")  # raises, saying what was wrong
     if event.event == "error" or data.get("code"):
         message = as_text(data.get("message"))  # whatever the server put there
         error = parse_error(event.status, data.get("code"), message, data.get("request_id"))

@@ -233,6 +233,8 @@ _STRING_FIELDS: dict[str, tuple[str, ...]] = {
 }
 """The fields of each content type that MAF declares as strings (None allowed)."""
 _IDS = ("response_id", "conversation_id", "model", "finish_reason", "created_at")
+_COUNTED = frozenset({"text", "text_reasoning"})
+"""The contents whose characters a broken stream's message counts as delivered."""
 
 
 def _plain_update(update: ChatResponseUpdate) -> bool:
@@ -467,8 +469,9 @@ class EventStream:
         if contents or update.finish_reason is not None:
             self.events += 1
             for content in contents:
-                if content.text and content.type in ("text", "text_reasoning"):
-                    self.characters += len(content.text)
+                text = content.text
+                if text and content.type in _COUNTED:
+                    self.characters += len(text)
 
     def so_far(self) -> str:
         unit, plural = self._client._STREAM_UNIT, "" if self.events == 1 else "s"
