@@ -209,15 +209,19 @@ class _BoundedEvents(httpx.AsyncByteStream):
         size = 0  # bytes since the last blank line
         tail = b""  # the end of the previous chunk, for a blank line cut between two chunks
         async for chunk in self._stream:
-            window = tail + chunk
-            end = max(window.rfind(b"\n\n"), window.rfind(b"\n\r\n"))
-            size = len(window) - end if end >= 0 else size + len(chunk)
+            end = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\n\r\n"))
+            if end >= 0:
+                size = len(chunk) - end
+            elif tail and (b"\n\n" in tail + chunk[:2] or b"\n\r\n" in tail + chunk[:2]):
+                size = len(chunk)  # a blank line cut between the two chunks
+            else:
+                size += len(chunk)
             if size > self._max_bytes:
                 raise ChatClientInvalidResponseException(
                     f"the stream sent a line or event over max_event_bytes={self._max_bytes} bytes (a broken or "
                     "hostile server or proxy); raise the client's max_event_bytes if such events are expected"
                 )
-            tail = window[-2:]
+            tail = chunk[-2:]
             yield chunk
 
     async def aclose(self) -> None:
