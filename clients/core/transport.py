@@ -238,7 +238,8 @@ _COUNTED = frozenset({"text", "text_reasoning"})
 
 
 def _plain_update(update: ChatResponseUpdate) -> bool:
-    """The stream's common case, checked at little cost per event: string ids and text deltas only."""
+    """The stream's common case, checked at little cost per event: string ids, text or reasoning deltas and usage
+    snapshots with integer counts, none keeping server JSON."""
     if not (
         type(update.response_id) in _TEXT
         and type(update.message_id) in _TEXT
@@ -249,14 +250,18 @@ def _plain_update(update: ChatResponseUpdate) -> bool:
     ):
         return False
     for content in update.contents:
-        if (
-            content.type != "text"
-            or type(content.text) not in _TEXT
-            or content.annotations
-            or content.raw_representation is not None
-        ):
+        if content.annotations or content.raw_representation is not None or content.additional_properties:
+            return False
+        kind = content.type
+        if kind == "usage":  # a usage snapshot (Gemini repeats one in every event): integer counts
+            if not all(type(count) is int for count in (content.usage_details or {}).values()):
+                return False
+        elif kind not in _PLAIN_KINDS or type(content.text) not in _TEXT:
             return False
     return True
+
+
+_PLAIN_KINDS = frozenset({"text", "text_reasoning"})
 
 
 def _string(value: Any, what: str) -> None:
