@@ -365,8 +365,8 @@ class Citations:
         self.reach = len(citation_format) + 12 if citation_format else 0  # a marker cut by a delta is looked at again
         self.sources: dict[int, Mapping[str, Any]] = {}
         self.cited: set[int] = set()
-        self.run = ""  # the text MAF will merge into one content: adjacent text contents since the last other one
-        self.scanned = 0
+        self.pieces: list[str] = []  # the run's text not scanned yet (the run: adjacent text contents, which MAF
+        self.offset = 0  # merges into one) and how many of the run's characters come before it
 
     def add(self, search_info: Any) -> None:
         """The sources of one body or event (a later repeat or an empty list changes nothing)."""
@@ -380,20 +380,26 @@ class Citations:
         other content ends the text run (MAF merges only adjacent text contents)."""
         for content in contents:
             if content.type != "text":
-                self.run, self.scanned = "", 0
+                self.pieces, self.offset = [], 0
                 continue
-            self.run += content.text or ""
-            if self.pattern is None or not self.sources:
+            if self.pattern is None:
                 continue
+            self.pieces.append(content.text or "")
+            if not self.sources:
+                continue
+            text = "".join(self.pieces)  # at most `reach` characters left from before, then this delta: linear
             found: list[Annotation] = []
-            end = self.scanned
-            for match in self.pattern.finditer(self.run, self.scanned):
+            end = 0
+            for match in self.pattern.finditer(text):
                 end = match.end()
                 source = self.sources.get(int(match.group(1)))
                 if source is not None:
                     self.cited.add(int(match.group(1)))
-                    found.append(_citation(source, match.span()))
-            self.scanned = max(end, len(self.run) - self.reach)
+                    span = (self.offset + match.start(), self.offset + end)
+                    found.append(_citation(source, span))
+            cut = max(end, len(text) - self.reach)
+            self.offset += cut
+            self.pieces = [text[cut:]]
             if found:
                 content.annotations = [*(content.annotations or ()), *found]
 
@@ -409,7 +415,7 @@ def _cite(contents: list[Content], search_info: Any, citation_format: str | None
     citations.add(search_info)
     texts = [content for content in contents if content.type == "text"]
     for content in texts:
-        citations.run, citations.scanned = "", 0  # each content stands alone here: MAF merges nothing
+        citations.pieces, citations.offset = [], 0  # each content stands alone here: MAF merges nothing
         citations.annotate([content])
     uncited = citations.uncited()
     if uncited and texts:

@@ -353,3 +353,36 @@ async def test_bad_hosted_tool_input_is_refused_before_sending(
 def test_a_mistake_in_get_web_search_tool_raises_at_once() -> None:
     with pytest.raises(ChatClientInvalidRequestException, match="did you mean 'forced_search'"):
         QwenChatClient.get_web_search_tool(force_search=True)  # type: ignore[call-arg]
+
+
+def test_citation_spans_stay_right_far_into_a_long_stream() -> None:
+    # the scanner keeps only a marker's length of text between deltas (linear in the answer, not quadratic): the
+    # spans it reports are still offsets into the whole merged answer
+    from agent_framework import ChatResponse
+
+    from qwen3.parse import StreamState, parse_stream_event
+
+    def event(text: str, finish: str = "null", sources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        output: dict[str, Any] = {"choices": [{"message": {"content": text}, "finish_reason": finish}]}
+        output["search_info"] = {"search_results": sources or []}
+        return {"output": output, "request_id": "r"}
+
+    sources = [{"index": 1, "title": "A", "url": "https://a.example"}, {"index": 2, "title": "B", "url": "https://b"}]
+    state = StreamState(citation_format="[ref_<number>]")
+    flat = ["Intro "]
+    for i in range(3000):  # each marker cut between two deltas
+        flat += [f"fact {i} [re", "f_1] and " if i % 2 else "f_2]; "]
+    updates = [parse_stream_event(event(flat[0], sources=sources), state)]
+    updates += [parse_stream_event(event(piece), state) for piece in flat[1:]]
+    updates.append(parse_stream_event(event("", finish="stop"), state))
+    response = ChatResponse.from_updates(updates)
+    text = response.text
+    spans = [
+        (region["start_index"], region["end_index"])
+        for content in response.messages[0].contents
+        for annotation in content.annotations or ()
+        for region in annotation.get("annotated_regions") or ()
+    ]
+    assert len(spans) == 3000
+    assert {text[start:end] for start, end in spans} == {"[ref_1]", "[ref_2]"}
+    assert spans[-1][1] > 60_000  # far into the answer
