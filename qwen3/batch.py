@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, TypedDict, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 from agent_framework import ChatResponse, Message, SecretString, load_settings
@@ -42,9 +42,9 @@ from clients.core.retry import RetryAdvice, RetryPolicy, call_with_retries, is_t
 from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
 from clients.core.transport import Failure, checked_model, json_object, parsed, retry_advice, within
 from qwen3.convert import build_request, conversation_has_media
-from qwen3.errors import error_from_body, parse_error
+from qwen3.errors import error_from_body
 from qwen3.parse import parse_response
-from qwen3.routing import endpoint_for_model
+from qwen3.routing import compatible_base_url, endpoint_for_model
 
 __all__ = [
     "BATCH_MODELS",
@@ -144,27 +144,6 @@ _T = TypeVar("_T")
 
 
 # ---------------------------------------------------------------------------------------------- regions
-
-
-def compatible_base_url(base_url: str) -> str:
-    """The OpenAI-compatible base the Batch API lives under, from a native (``…/api/v1``) or compatible
-    (``…/compatible-mode/v1``) base URL of the same host.
-
-    Raises:
-        ValueError: a URL that is neither.
-    """
-    parts = urlsplit(base_url.strip())
-    path = parts.path.rstrip("/")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url {base_url!r} is not an http(s) URL.")
-    if path.endswith("/compatible-mode/v1"):
-        return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-    if path.endswith("/api/v1"):
-        return urlunsplit((parts.scheme, parts.netloc, path[: -len("/api/v1")] + "/compatible-mode/v1", "", ""))
-    raise ValueError(
-        f"base_url {base_url!r} is neither DashScope's native API (…/api/v1) nor its OpenAI-compatible one "
-        "(…/compatible-mode/v1), under which the Batch API lives."
-    )
 
 
 def batch_region(base_url: str) -> Region | None:
@@ -546,20 +525,8 @@ class _JsonlLines(SSEDecoder):
 
 
 def _error_of(status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
-    """An error answer → `Failure`: compatible mode's ``{"error": {"code", "message"}, "request_id"}``, else what
-    ``qwen3.errors.error_from_body`` reads (the native ``{"code", "message", "request_id"}``, or quoted text)."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        data = None
-    nested = data.get("error") if isinstance(data, Mapping) else None
-    if not isinstance(nested, Mapping):
-        return Failure(error_from_body(status, content, headers), headers)
-    code = nested.get("code") or nested.get("type")
-    request_id = data.get("request_id") or headers.get("x-request-id")  # type: ignore[union-attr]
-    return Failure(
-        parse_error(status, str(code) if code else None, str(nested.get("message") or ""), request_id), headers
-    )
+    """An error answer → `Failure` (``qwen3.errors.error_from_body`` reads both of DashScope's error shapes)."""
+    return Failure(error_from_body(status, content, headers), headers)
 
 
 class QwenBatchClient:

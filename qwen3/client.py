@@ -193,7 +193,6 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         headers: Headers | None = None,
         **kwargs: Any,
     ) -> None:
-        request_headers(workspace=workspace, data_inspection=data_inspection, headers=headers, error=ValueError)
         self._workspace_setting: str | None = None  # DASHSCOPE_WORKSPACE, read by _settings
         if endpoint not in (None, "text", "multimodal"):
             raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {endpoint!r}.")

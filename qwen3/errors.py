@@ -58,13 +58,17 @@ def parse_error(status: int | None, code: str | None, message: str, request_id: 
 
 
 def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
-    """An error response body ``{"code", "message", "request_id"}`` → ``ProviderError``; a body that is not
-    DashScope's (a proxy's HTML) keeps its first 300 characters as the message."""
+    """An error response body → ``ProviderError``: the native API's ``{"code", "message", "request_id"}``, or the
+    OpenAI-compatible routes' (files, batches) ``{"error": {"code" or "type", "message"}, "request_id"}``; a body
+    that is neither (a proxy's HTML) keeps its first 300 characters as the message."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
         data = None
     request_id = headers.get("x-request-id")
     if isinstance(data, Mapping):
-        return parse_error(status, data.get("code"), as_text(data.get("message")), data.get("request_id") or request_id)
+        nested = data.get("error")
+        error = nested if isinstance(nested, Mapping) else data
+        code = error.get("code") or (error.get("type") if error is nested else None)
+        return parse_error(status, code, as_text(error.get("message")), data.get("request_id") or request_id)
     return parse_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)

@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import mimetypes
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -47,10 +46,12 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidReq
 from dashscope.utils.oss_utils import OssUtils
 from dashscope.v2.errors import DashScopeError
 
-from clients.core.errors import ProviderError, hide, redact, to_chat_client_exception
+from clients.core.errors import hide, redact, to_chat_client_exception
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
 from clients.core.transport import json_object
 from qwen3.convert import MAX_INLINE_BYTES
+from qwen3.errors import error_from_body
+from qwen3.routing import compatible_base_url
 
 __all__ = [
     "REUSE_SECONDS",
@@ -350,21 +351,6 @@ _IMAGE_SUFFIXES = frozenset({".bmp", ".png", ".jpg", ".jpeg", ".gif"})
 _MAX_ANSWER_BYTES = 1024 * 1024
 
 
-def compatible_base_url(base_url: str) -> str:
-    """The OpenAI-compatible root beside a native base URL: ``…/api/v1`` → ``…/compatible-mode/v1``.
-
-    Raises:
-        ValueError: a base URL that does not end in ``/api/v1`` (a proxy path this package cannot map).
-    """
-    root = base_url.rstrip("/")
-    if not root.endswith("/api/v1"):
-        raise ValueError(
-            f"base_url {base_url!r} does not end in /api/v1, so the document store's address "
-            "(<host>/compatible-mode/v1/files) cannot be derived from it."
-        )
-    return root.removesuffix("/api/v1") + "/compatible-mode/v1"
-
-
 def _document_bytes(path: Path) -> bytes:
     suffix = path.suffix.lower()
     if suffix not in DOCUMENT_SUFFIXES:
@@ -380,21 +366,13 @@ def _document_bytes(path: Path) -> bytes:
 
 
 def _file_answer(response: Any, what: str) -> dict[str, Any]:
-    """The JSON object of a file-API answer, or the MAF exception for its error (the compatible-mode envelope
-    ``{"error": {"message", "code"}, "request_id"}``)."""
+    """The JSON object of a file-API answer, or the MAF exception for its error (``qwen3.errors.error_from_body``
+    reads the compatible-mode envelope), its message prefixed with ``what``."""
     body = response.content[:_MAX_ANSWER_BYTES]
     if response.status_code == 200:
         return json_object("DashScope", body)
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    error = data.get("error") if isinstance(data, dict) else None
-    message = str(error.get("message")) if isinstance(error, dict) else body.decode("utf-8", "replace")[:300]
-    code = str(error.get("code")) if isinstance(error, dict) and error.get("code") else None
-    request_id = data.get("request_id") if isinstance(data, dict) else None
-    failure = ProviderError("DashScope", response.status_code, code, f"{what}: {redact(message)}", request_id)
-    raise to_chat_client_exception(failure)
+    failure = error_from_body(response.status_code, body, response.headers)
+    raise to_chat_client_exception(replace(failure, message=f"{what}: {failure.message}"))
 
 
 async def upload_document(

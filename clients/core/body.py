@@ -79,7 +79,10 @@ def streamed_json(body: Any, *, large: int = LARGE_STRING) -> StreamedJSON | Non
             return [walk(item) for item in node]
         return node
 
-    skeleton = walk(body)
+    try:
+        skeleton = walk(body)
+    except RecursionError:  # nested deeper than this walk goes (two frames a level): sent whole, as usual
+        return None
     if not strings:
         return None
     text = json.dumps(skeleton, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

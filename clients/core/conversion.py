@@ -90,14 +90,14 @@ def _is_sendable(body: Any) -> bool:
             if not value.isascii() and _SURROGATE.search(value):
                 return False
         elif isinstance(value, Mapping):
-            if depth >= _MAX_DEPTH:
+            if depth >= _MAX_DEPTH and value:  # its values would be deeper than the limit (as `_unsendable` says)
                 return False
             for key, item in value.items():
                 if not isinstance(key, str) or (not key.isascii() and _SURROGATE.search(key)):
                     return False
                 stack.append((item, depth + 1))
         elif isinstance(value, (list, tuple)):
-            if depth >= _MAX_DEPTH:
+            if depth >= _MAX_DEPTH and value:
                 return False
             stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, float):

@@ -75,10 +75,9 @@ class SSEDecoder:
         out: list[ServerSentEvent] = []
         for line in lines:
             if not line:
-                if self._data:
-                    out.append(self._complete())
-                else:
-                    self._event, self._status = None, None
+                event = self.flush()
+                if event is not None:
+                    out.append(event)
                 continue
             first = line[0]  # dispatch on the first byte: no slice per line
             if first == 100 and (line.startswith(b"data:") or line == b"data"):  # "d": the line that matters

@@ -233,8 +233,8 @@ _STRING_FIELDS: dict[str, tuple[str, ...]] = {
 }
 """The fields of each content type that MAF declares as strings (None allowed)."""
 _IDS = ("response_id", "conversation_id", "model", "finish_reason", "created_at")
-_COUNTED = frozenset({"text", "text_reasoning"})
-"""The contents whose characters a broken stream's message counts as delivered."""
+_TEXT_KINDS = frozenset({"text", "text_reasoning"})
+"""The contents whose characters a broken stream's message counts as delivered, and the deltas of a plain update."""
 
 
 def _plain_update(update: ChatResponseUpdate) -> bool:
@@ -256,12 +256,9 @@ def _plain_update(update: ChatResponseUpdate) -> bool:
         if kind == "usage":  # a usage snapshot (Gemini repeats one in every event): integer counts
             if not all(type(count) is int for count in (content.usage_details or {}).values()):
                 return False
-        elif kind not in _PLAIN_KINDS or type(content.text) not in _TEXT:
+        elif kind not in _TEXT_KINDS or type(content.text) not in _TEXT:
             return False
     return True
-
-
-_PLAIN_KINDS = frozenset({"text", "text_reasoning"})
 
 
 def _string(value: Any, what: str) -> None:
@@ -475,7 +472,7 @@ class EventStream:
             self.events += 1
             for content in contents:
                 text = content.text
-                if text and content.type in _COUNTED:
+                if text and content.type in _TEXT_KINDS:
                     self.characters += len(text)
 
     def so_far(self) -> str:

@@ -77,3 +77,10 @@ async def test_an_error_answer_to_a_body_sent_in_pieces_is_classified_as_usual(s
         question = [Message("user", ["What is this?", image])]
         with pytest.raises(ChatClientInvalidAuthException, match="InvalidApiKey"):
             await _ask(client, question, stream)
+
+
+def test_a_body_too_deep_to_walk_is_sent_whole() -> None:
+    deep: Any = "A" * 20
+    for _ in range(245):  # 490 levels: within what sendable lets through (500), deeper than a recursive walk goes
+        deep = {"x": [deep]}
+    assert streamed_json({"big": "B" * 20, "deep": deep}, large=16) is None
