@@ -12,10 +12,12 @@ docs/gemini.md. Vertex AI is out of scope: this client always talks to the Devel
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextvars
 import json
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -196,24 +198,40 @@ async def _payloads(iterator: Any, responses: list[httpx.Response]) -> AsyncGene
 
 
 class _BoundedEvents(httpx.AsyncByteStream):
-    """A streamed body whose events (the bytes between two blank lines) may hold at most ``max_bytes``: google-genai
-    reads the stream itself (``aiter_lines``, joining ``data:`` lines until a blank line, and error lines until
-    their braces balance), so a line or an event that never ends is stopped here, before it is buffered. Streams
-    are asked for uncompressed (``Accept-Encoding: identity``), so the bytes counted are the bytes decoded."""
+    """A streamed body held to the rules `clients.core.sse.aiter_events` applies to the streams we read ourselves,
+    enforced where the bytes pass, since google-genai reads this one (``aiter_lines``, joining ``data:`` lines until
+    a blank line, and error lines until their braces balance):
 
-    def __init__(self, stream: httpx.AsyncByteStream, max_bytes: int) -> None:
+    - an event (the bytes between two blank lines) may hold at most ``max_bytes``: a line or an event that never ends
+      is stopped here, before google-genai buffers it. Streams are asked for uncompressed
+      (``Accept-Encoding: identity``), so the bytes counted are the bytes decoded;
+    - an event must end within ``idle_timeout`` seconds of the previous one, checked as each chunk arrives: bytes
+      that trickle in without completing an event do not keep the stream open (a server that sends nothing at all
+      is httpx's read timeout's, set to the same value by ``_on_request``). No timer per event is needed.
+
+    Raises (to google-genai's reader, which lets both through):
+        ChatClientInvalidResponseException: an event over ``max_bytes``.
+        asyncio.TimeoutError: no complete event within ``idle_timeout``.
+    """
+
+    def __init__(self, stream: httpx.AsyncByteStream, max_bytes: int, idle_timeout: float) -> None:
         self._stream = stream
         self._max_bytes = max_bytes
+        self._idle_timeout = idle_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         size = 0  # bytes since the last blank line
         tail = b""  # the end of the previous chunk, for a blank line cut between two chunks
+        last = time.monotonic()  # when the last event ended
         async for chunk in self._stream:
+            now = time.monotonic()
+            if now - last > self._idle_timeout:
+                raise asyncio.TimeoutError(f"no complete event for {self._idle_timeout:g} s")
             end = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\n\r\n"))
             if end >= 0:
-                size = len(chunk) - end
+                size, last = len(chunk) - end, now
             elif tail and (b"\n\n" in tail + chunk[:2] or b"\n\r\n" in tail + chunk[:2]):
-                size = len(chunk)  # a blank line cut between the two chunks
+                size, last = len(chunk), now  # a blank line cut between the two chunks
             else:
                 size += len(chunk)
             if size > self._max_bytes:
@@ -324,13 +342,15 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             request.headers["Accept-Encoding"] = "identity"  # max_event_bytes counts the bytes as they arrive
 
     async def _on_response(self, response: httpx.Response) -> None:
-        """A response while a request is made: kept (`_answers`), and a streamed one's events capped at
-        ``max_event_bytes``."""
+        """A response while a request is made: kept (`_answers`), and a streamed one's events held to
+        ``max_event_bytes`` and ``stream_idle_timeout`` (`_BoundedEvents`)."""
         collector = _RESPONSES.get()
         if collector is not None:
             collector.append(response)
             if ":streamGenerateContent" in response.request.url.path:
-                response.stream = _BoundedEvents(cast("httpx.AsyncByteStream", response.stream), self.max_event_bytes)
+                response.stream = _BoundedEvents(
+                    cast("httpx.AsyncByteStream", response.stream), self.max_event_bytes, self.stream_idle_timeout
+                )
 
     def _client(self) -> genai.Client:
         """The SDK client of the running event loop, on an httpx client of ours (its retries off: our
@@ -380,7 +400,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
                 model=model, contents=contents, config=config
             )
             return await EventStream(
-                self, _payloads(iterator, responses), partial(_close_stream, iterator, responses)
+                self, _payloads(iterator, responses), partial(_close_stream, iterator, responses), idle_checked=True
             ).start()
 
 

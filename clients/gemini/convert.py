@@ -65,7 +65,7 @@ def _snake(name: str) -> str:
 def field_of(obj: Any, camel: str) -> Any:
     """``obj[camel]``, else ``obj[snake_case(camel)]``, else None: a wire object in either spelling (the REST API
     writes camelCase, google-genai dumps snake_case and writes snake_case inside some request objects)."""
-    if not isinstance(obj, Mapping):
+    if not isinstance(obj, dict) and not isinstance(obj, Mapping):  # a dict first: the ABC check costs ten times more
         return None
     if camel in obj:
         return obj[camel]

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from agent_framework.exceptions import ChatClientContentFilterException
 
+from clients.core.conversion import text_delta
 from clients.core.errors import to_chat_client_exception
 from clients.core.sse import SSEDecoder
 from clients.gemini.convert import GEMINI_NAMESPACE, _signature_props, base64_bytes, field_of
@@ -60,8 +61,10 @@ def _response_contents(parts: Any, *, stream: bool, state: StreamState | None = 
             if part.get("thought"):
                 props = _signature_props(signature, thought=True)
                 out.append(Content.from_text_reasoning(text=text, merge_mode=mode, additional_properties=props))
-            elif text or signature:
+            elif signature:
                 out.append(Content.from_text(text, merge_mode=mode, additional_properties=_signature_props(signature)))
+            elif text:
+                out.append(text_delta(text) if stream else Content.from_text(text))
         elif isinstance(call, Mapping):
             call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
             args = call.get("args")
@@ -213,12 +216,15 @@ def parse_response(
 class StreamState:
     """What one stream's events share: how many function calls arrived (so that the final ``STOP`` reads as
     ``"tool_calls"``; Gemini sends the calls and the finish reason in different events on Gemini 3, capture
-    pydantic-ai__test_google_streaming_tool_call_thought_signature), the events seen and whether the finishing
-    event arrived."""
+    pydantic-ai__test_google_streaming_tool_call_thought_signature), the events seen, the latest
+    ``usageMetadata`` and whether the finishing event arrived."""
 
     calls: int = 0
     events: int = 0
     finished: bool = False
+    usage: Any = None
+    """The latest event's ``usageMetadata`` (cumulative: each event repeats the counts so far), reported once, at the
+    finishing event."""
 
 
 def parse_stream_event(
@@ -229,8 +235,9 @@ def parse_stream_event(
 
     Text and reasoning go out with ``merge_mode="append"``; function calls arrive whole (never split across events)
     and go out whole with their own ``call_id`` (``merge_mode="replace"``), so parallel calls stay apart whatever
-    the events; ``usageMetadata`` is cumulative in every event, so each event's snapshot is reported with
-    ``merge_mode="replace"`` (never a sum); ``finishReason`` comes on the last event only (README of the captures).
+    the events; ``usageMetadata`` is cumulative in every event, so only the latest snapshot is reported, once, on the
+    finishing event, with ``merge_mode="replace"`` (never a sum); ``finishReason`` comes on the last event only
+    (README of the captures).
 
     Raises:
         ChatClientContentFilterException: the prompt was blocked.
@@ -245,11 +252,14 @@ def parse_stream_event(
     candidate = _candidate(event)
     contents = _response_contents(field_of(field_of(candidate, "content"), "parts"), stream=True, state=state)
     reason = finish_reason(field_of(candidate, "finishReason"), state.calls > 0)
-    usage = parse_usage(field_of(event, "usageMetadata"))
-    if usage:
-        contents.append(Content.from_usage(usage, merge_mode="replace"))
+    metadata = field_of(event, "usageMetadata")
+    if metadata is not None:
+        state.usage = metadata
     if reason is not None:
         state.finished = True
+        usage = parse_usage(state.usage)
+        if usage:
+            contents.append(Content.from_usage(usage, merge_mode="replace"))
     if not contents and reason is None:
         return None
     response_id = field_of(event, "responseId")

@@ -138,6 +138,6 @@ async def test_gemini_events_are_capped_before_google_genai_buffers_them() -> No
                 yield chunk
 
     events = [b"data: 0123456789\n\n", b"data: 0123456789\n\r", b"\ndata: 01234567", b"89\n\n"] * 20
-    assert b"".join([chunk async for chunk in _BoundedEvents(Body(*events), 32)]) == b"".join(events)
+    assert b"".join([chunk async for chunk in _BoundedEvents(Body(*events), 32, 60)]) == b"".join(events)
     with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=32"):
-        [chunk async for chunk in _BoundedEvents(Body(*[b"data: 0123456789\n"] * 3), 32)]
+        [chunk async for chunk in _BoundedEvents(Body(*[b"data: 0123456789\n"] * 3), 32, 60)]

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from clients.core.retry import RetryPolicy
 from clients.gemini.client import DEFAULT_BASE_URL, GeminiChatClient, RawGeminiChatClient
 from clients.gemini.convert import DUMMY_THOUGHT_SIGNATURE, GEMINI_NAMESPACE, SIGNATURE_KEY, field_of
-from clients.gemini.parse import StreamState
+from clients.gemini.parse import StreamState, parse_stream_event
 from clients.gemini.testing import GeminiEmulator
 from clients.testing import Media, Reply, ToolCall
 from tests.conftest import PNG
@@ -107,14 +107,38 @@ async def test_streaming_text(emu: GeminiEmulator) -> None:
     final = await stream.get_final_response()
     assert final.text == "The answer is 4242, of course."
     usages = [c for u in updates for c in u.contents if c.type == "usage"]
-    assert len(usages) == 5
-    assert {c.merge_mode for c in usages} == {"replace"}
-    last = usages[-1].usage_details
-    assert final.usage_details == last
+    assert usages == [c for c in updates[-1].contents if c.type == "usage"]  # once, on the finishing event
+    assert [c.merge_mode for c in usages] == ["replace"]
+    assert final.usage_details == usages[0].usage_details
+    assert final.usage_details["output_token_count"] > 0  # type: ignore[index]
     (request,) = emu.requests
     assert request.stream
     assert request.path.endswith(":streamGenerateContent")
     assert request.query == {"alt": ["sse"]}
+
+
+def test_stream_usage_is_the_latest_snapshot_reported_at_the_finish() -> None:
+    # usageMetadata is cumulative in every event; a finishing event without one reports the latest seen
+    def event(text: str, usage: dict[str, int] | None, reason: str | None = None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
+        if reason:
+            candidate["finishReason"] = reason
+        return {"candidates": [candidate], **({"usageMetadata": usage} if usage else {})}
+
+    state = StreamState()
+    events = [
+        event("a", {"promptTokenCount": 5, "candidatesTokenCount": 1, "totalTokenCount": 6}),
+        event("b", {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7}),
+        event("c", None, "STOP"),
+    ]
+    updates = [parse_stream_event(e, state) for e in events]
+    assert [[c.type for c in u.contents] for u in updates if u] == [["text"], ["text"], ["text", "usage"]]
+    assert updates[-1] is not None
+    assert updates[-1].contents[-1].usage_details == {
+        "input_token_count": 5,
+        "output_token_count": 2,
+        "total_token_count": 7,
+    }
 
 
 async def test_instructions_and_several_system_messages(emu: GeminiEmulator) -> None:
