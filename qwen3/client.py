@@ -431,9 +431,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         events = aiter_events(
             response.aiter_bytes(), SSEDecoder(complete_on_data=True), self.max_event_bytes, self.stream_idle_timeout
         )
-        return await EventStream(
-            self, events, response.aclose, idle_checked=True, decode=partial(_sse_payload, response.headers)
-        ).start()
+        return await EventStream(self, events, response.aclose, decode=partial(_sse_payload, response.headers)).start()
 
     def _failure_detail(self, exc: BaseException, cause: BaseException) -> str:
         """The SDK's own text for the transport failure it wraps (``connection error: …``)."""

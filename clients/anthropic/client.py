@@ -221,7 +221,6 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
             self,
             _payloads(response, self.max_event_bytes, self.stream_idle_timeout),
             partial(manager.__aexit__, None, None, None),
-            idle_checked=True,
         ).start()
 
 

@@ -372,15 +372,15 @@ class EventStream:
         payloads: AsyncGenerator[Any, None],
         close: Callable[[], Awaitable[object]],
         *,
-        idle_checked: bool = False,
         decode: Callable[[Any], Any] | None = None,
     ) -> None:
-        """``idle_checked``: ``payloads`` enforce ``stream_idle_timeout`` themselves (`clients.core.sse.aiter_events`
-        does, at no cost per event); otherwise each event is awaited under that timeout here. ``decode``: what each
-        item of ``payloads`` becomes (it may raise `Failure` or ``ChatClientInvalidResponseException``), a call
-        where a generator wrapping ``payloads`` would cost a suspension per event."""
+        """``payloads`` enforce ``stream_idle_timeout`` themselves, raising ``asyncio.TimeoutError`` when no complete
+        event came in time however the bytes trickle in (`clients.core.sse.aiter_events` checks it as each chunk
+        arrives; the Gemini client's byte wrapper does the same in front of google-genai's reader), so no event pays
+        for a timer here. ``decode``: what each item of ``payloads`` becomes (it may raise `Failure` or
+        ``ChatClientInvalidResponseException``), a call where a generator wrapping ``payloads`` would cost a
+        suspension per event."""
         self._client = client
-        self._idle_checked = idle_checked
         self._decode = decode
         self._payloads = payloads
         self._close = close
@@ -394,7 +394,7 @@ class EventStream:
     async def start(self) -> Self:
         """Read up to the first event; the stream is closed when that fails."""
         try:
-            first = await self._next_event()
+            first = await self._payloads.__anext__()
             self._first = first if self._decode is None else self._decode(first)
         except StopAsyncIteration:
             self._ended = True
@@ -413,12 +413,10 @@ class EventStream:
         if self._ended:
             raise StopAsyncIteration
         try:
-            if self.deadline is not None:
-                item = await self._next_event_by(self.deadline)
-            elif self._idle_checked:  # the payloads enforce stream_idle_timeout themselves: no timer per event
+            if self.deadline is None:
                 item = await self._payloads.__anext__()
-            else:
-                item = await self._next_event()
+            else:  # stream_timeout: one timer per event, paid only by those who ask for a deadline
+                item = await within(self._payloads.__anext__(), max(self.deadline - time.monotonic(), 0.0))
             return item if self._decode is None else self._decode(item)
         except StopAsyncIteration:
             raise
@@ -440,29 +438,6 @@ class EventStream:
             raise ChatClientInvalidResponseException(
                 f"Reading the {self._client._PROVIDER} stream failed {self.so_far()}; the answer is incomplete: {exc!r}"
             ) from exc
-
-    async def _next_event(self) -> Any:
-        """The next complete event, within ``stream_idle_timeout``: the time allowed without an event, however the
-        bytes trickle in (a server sending one byte every half second no longer keeps a stream open forever).
-
-        Raises:
-            asyncio.TimeoutError: no complete event in time.
-        """
-        if self._idle_checked:
-            return await self._payloads.__anext__()
-        return await within(self._payloads.__anext__(), self._client.stream_idle_timeout)
-
-    async def _next_event_by(self, deadline: float) -> Any:
-        """The next complete event, before ``deadline`` and within ``stream_idle_timeout`` (``stream_timeout`` set:
-        one timer per event, paid only by those who ask for a deadline).
-
-        Raises:
-            asyncio.TimeoutError: the deadline passed, or no complete event in time.
-        """
-        limit = deadline - time.monotonic()
-        if not self._idle_checked:
-            limit = min(limit, self._client.stream_idle_timeout)
-        return await within(self._payloads.__anext__(), max(limit, 0.0))
 
     def delivered(self, update: ChatResponseUpdate) -> None:
         """Count an update that went out to MAF (one with contents or a finish reason: Anthropic's

@@ -400,7 +400,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
                 model=model, contents=contents, config=config
             )
             return await EventStream(
-                self, _payloads(iterator, responses), partial(_close_stream, iterator, responses), idle_checked=True
+                self, _payloads(iterator, responses), partial(_close_stream, iterator, responses)
             ).start()
 
 

@@ -198,7 +198,6 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
             self,
             _payloads(response.http_response, self.max_event_bytes, self.stream_idle_timeout),
             response.close,
-            idle_checked=True,
         ).start()
 
 
