@@ -341,7 +341,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         return body["input"]["messages"]  # type: ignore[no-any-return]
 
     def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
-        """A DashScope JSON response body → ``ChatResponse`` (see ``qwen3.convert.parse_response``)."""
+        """A DashScope JSON response body → ``ChatResponse`` (see ``qwen3.parse.parse_response``)."""
         options = options or {}
         return parse_response(
             body, model=options.get("model") or self.model, response_format=options.get("response_format")
@@ -350,7 +350,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
     def _parse_stream_event(
         self, data: Mapping[str, Any], state: StreamState, options: Mapping[str, Any] | None = None
     ) -> ChatResponseUpdate:
-        """One SSE event's JSON → ``ChatResponseUpdate`` (see ``qwen3.convert.parse_stream_event``)."""
+        """One SSE event's JSON → ``ChatResponseUpdate`` (see ``qwen3.parse.parse_stream_event``)."""
         return parse_stream_event(data, state, model=(options or {}).get("model") or self.model)
 
     # -------------------------------------------------------------------------------------------- transport

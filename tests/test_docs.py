@@ -1,12 +1,14 @@
 """README.md and docs/*.md stand on their own: every Python block runs as written (collected by
 pytest-markdown-docs, set up offline by the repository's conftest.py), a block marked ``notest`` at least compiles,
-and no page points into notes users do not have."""
+no page points into notes users do not have, and every name of ours a page or a docstring quotes exists."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +50,45 @@ def test_no_reference_into_notes_users_do_not_have(page: Path) -> None:
         text,
     )
     assert not found, f"{page.relative_to(ROOT)} cites {sorted(set(found))}: cite the public page instead"
+
+
+OUR_NAME = re.compile(r"`+((?:qwen3|clients)(?:\.[A-Za-z_]\w*)+)`+")
+"""A dotted name of this package quoted in backticks (Markdown or reST): ``qwen3.parse.parse_response``."""
+
+
+def _exists(name: str) -> bool:
+    """Whether ``name`` is a module of ours or an attribute reachable from one (a peer SDK that is not installed
+    counts as existing: the name cannot be checked here)."""
+    parts = name.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError as exc:
+            if exc.name and not exc.name.startswith(("qwen3", "clients")):
+                return True  # an optional SDK missing
+            continue
+        for attribute in parts[split:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        *PAGES,
+        *sorted(ROOT.glob("qwen3/**/*.py")),
+        *sorted(ROOT.glob("clients/**/*.py")),
+        *sorted(ROOT.glob("examples/*.py")),
+    ],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_every_name_of_ours_a_page_quotes_exists(page: Path) -> None:
+    # a function moved to another module leaves its old dotted name behind in prose, where nothing else checks it
+    missing = sorted({name for name in OUR_NAME.findall(page.read_text(encoding="utf-8")) if not _exists(name)})
+    assert not missing, f"{page.relative_to(ROOT)} names what does not exist: {missing}"
 
 
 def test_the_docs_run_in_the_suite(pytestconfig: pytest.Config) -> None:

@@ -311,7 +311,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
 
     def _parse_response(self, body: Any, options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
         """A ``GenerateContentResponse`` (REST JSON in either spelling, or google-genai's object) →
-        ``ChatResponse`` (``clients.gemini.convert.parse_response``)."""
+        ``ChatResponse`` (``clients.gemini.parse.parse_response``)."""
         options = options or {}
         data = body if isinstance(body, Mapping) else _dump(body)
         return parse_response(
@@ -325,7 +325,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         self, event: Any, state: StreamState, options: Mapping[str, Any] | None = None
     ) -> ChatResponseUpdate | None:
         """One stream event (REST JSON or google-genai's object) → ``ChatResponseUpdate`` or None
-        (``clients.gemini.convert.parse_stream_event``)."""
+        (``clients.gemini.parse.parse_stream_event``)."""
         data = event if isinstance(event, Mapping) else _dump(event)
         return parse_stream_event(data, state, model=(options or {}).get("model") or self.model)
 
