@@ -14,6 +14,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SOURCES = [
+    *PAGES,
+    *sorted(ROOT.glob("qwen3/**/*.py")),
+    *sorted(ROOT.glob("clients/**/*.py")),
+    *sorted(ROOT.glob("examples/*.py")),
+]
+"""What users read: the pages, and the package's and the examples' docstrings and comments."""
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
 
 
@@ -33,16 +40,7 @@ def test_every_python_block_is_run_or_marked_a_fragment(page: Path) -> None:
     assert infos <= {"", "notest"}, f"{page.name}: unknown fence options {infos - {'', 'notest'}}"
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        *PAGES,
-        *sorted(ROOT.glob("qwen3/**/*.py")),
-        *sorted(ROOT.glob("clients/**/*.py")),
-        *sorted(ROOT.glob("examples/*.py")),
-    ],
-    ids=lambda p: str(p.relative_to(ROOT)),
-)
+@pytest.mark.parametrize("page", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_reference_into_notes_users_do_not_have(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     found = re.findall(
@@ -75,16 +73,7 @@ def _exists(name: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        *PAGES,
-        *sorted(ROOT.glob("qwen3/**/*.py")),
-        *sorted(ROOT.glob("clients/**/*.py")),
-        *sorted(ROOT.glob("examples/*.py")),
-    ],
-    ids=lambda p: str(p.relative_to(ROOT)),
-)
+@pytest.mark.parametrize("page", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_name_of_ours_a_page_quotes_exists(page: Path) -> None:
     # a function moved to another module leaves its old dotted name behind in prose, where nothing else checks it
     missing = sorted({name for name in OUR_NAME.findall(page.read_text(encoding="utf-8")) if not _exists(name)})
