@@ -16,7 +16,7 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, ClassVar, Generic, TypedDict, cast
+from typing import Any, ClassVar, Generic, TypedDict
 
 import dashscope
 import httpx
@@ -373,18 +373,15 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         transport = self._client().transport
         streamed = streamed_json(body) if _has_large_media(body) else None
-        if streamed is None:
-            response = await transport.request(
-                "POST", ENDPOINT_PATHS[endpoint], json=body, headers={**headers, **_oss_headers(body)}, timeout=timeout
-            )
-        else:
-            response = await transport.request(
-                "POST",
-                ENDPOINT_PATHS[endpoint],
-                content=cast("bytes", streamed),  # httpx takes an async iterable; the SDK passes it through
-                headers={**headers, **_oss_headers(body), **streamed.headers},
-                timeout=timeout,
-            )
+        # httpx takes an async iterable as content=; the SDK passes it through
+        payload: dict[str, Any] = {"json": body} if streamed is None else {"content": streamed}
+        response = await transport.request(
+            "POST",
+            ENDPOINT_PATHS[endpoint],
+            headers={**headers, **_oss_headers(body), **(streamed.headers if streamed is not None else {})},
+            timeout=timeout,
+            **payload,
+        )
         if response.status_code != 200:
             raise Failure(error_from_body(response.status_code, response.content, response.headers), response.headers)
         data = json_object("DashScope", response.content)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-__all__ = ["MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent", "aiter_events"]
+__all__ = ["MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent", "aiter_events", "event_too_long"]
 
 
 class ServerSentEvent(NamedTuple):
@@ -84,7 +84,7 @@ class SSEDecoder:
                 value = line[6:] if line[5:6] == b" " else line[5:]
                 self._size += len(value)
                 if self._size > self.max_bytes:
-                    raise _too_long(self.max_bytes)
+                    raise event_too_long(self.max_bytes)
                 self._data.append(value)
                 if self.complete_on_data:
                     out.append(self._complete())
@@ -111,7 +111,9 @@ class SSEDecoder:
         return event
 
 
-def _too_long(max_bytes: int) -> ChatClientInvalidResponseException:
+def event_too_long(max_bytes: int) -> ChatClientInvalidResponseException:
+    """The exception for a line or event over ``max_bytes`` (also raised by the Gemini client's byte wrapper, which
+    applies the same cap in front of google-genai's reader)."""
     return ChatClientInvalidResponseException(
         f"the stream sent a line or event over max_event_bytes={max_bytes} bytes (a broken or hostile server or "
         "proxy); raise the client's max_event_bytes if such events are expected"
@@ -153,7 +155,7 @@ async def aiter_events(
             pending.append(chunk)
             pending_size += len(chunk)
             if pending_size > max_bytes:
-                raise _too_long(max_bytes)
+                raise event_too_long(max_bytes)
             continue
         if pending:
             pending.append(chunk[:end])
@@ -166,14 +168,14 @@ async def aiter_events(
             complete = complete.replace(b"\r\n", b"\n").removesuffix(b"\r")
         lines = complete.split(b"\n")
         if len(complete) > max_bytes and max(map(len, lines)) > max_bytes:
-            raise _too_long(max_bytes)
+            raise event_too_long(max_bytes)
         events = decoder.feed_lines(lines)
         if events:
             last = time.monotonic()
             for event in events:
                 yield event
         if pending_size > max_bytes:
-            raise _too_long(max_bytes)
+            raise event_too_long(max_bytes)
     if pending:
         events = decoder.feed_lines([b"".join(pending).removesuffix(b"\r")])
         for event in events:

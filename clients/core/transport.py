@@ -238,8 +238,8 @@ _TEXT_KINDS = frozenset({"text", "text_reasoning"})
 
 
 def _plain_update(update: ChatResponseUpdate) -> bool:
-    """The stream's common case, checked at little cost per event: string ids, text or reasoning deltas and usage
-    snapshots with integer counts, none keeping server JSON."""
+    """The stream's common case, checked at little cost per event: string ids, text or reasoning deltas keeping no
+    server JSON. Anything else (a stream's one usage snapshot, tool calls…) takes the full check."""
     if not (
         type(update.response_id) in _TEXT
         and type(update.message_id) in _TEXT
@@ -252,11 +252,7 @@ def _plain_update(update: ChatResponseUpdate) -> bool:
     for content in update.contents:
         if content.annotations or content.raw_representation is not None or content.additional_properties:
             return False
-        kind = content.type
-        if kind == "usage":  # a usage snapshot (Gemini repeats one in every event): integer counts
-            if not all(type(count) is int for count in (content.usage_details or {}).values()):
-                return False
-        elif kind not in _TEXT_KINDS or type(content.text) not in _TEXT:
+        if content.type not in _TEXT_KINDS or type(content.text) not in _TEXT:
             return False
     return True
 

@@ -47,6 +47,7 @@ from typing_extensions import TypeVar
 
 from clients.core.errors import as_text
 from clients.core.keywords import checked_keywords
+from clients.core.sse import event_too_long
 from clients.core.transport import WRONG_SHAPE, EventStream, Failure, ProviderChatClient, json_object, layered_init
 from clients.gemini.convert import build_request, convert_messages
 from clients.gemini.errors import parse_error, retry_delay_seconds
@@ -235,10 +236,7 @@ class _BoundedEvents(httpx.AsyncByteStream):
             else:
                 size += len(chunk)
             if size > self._max_bytes:
-                raise ChatClientInvalidResponseException(
-                    f"the stream sent a line or event over max_event_bytes={self._max_bytes} bytes (a broken or "
-                    "hostile server or proxy); raise the client's max_event_bytes if such events are expected"
-                )
+                raise event_too_long(self._max_bytes)
             tail = chunk[-2:]
             yield chunk
 
