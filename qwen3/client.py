@@ -55,17 +55,9 @@ from clients.core.transport import (
     parsed,
     wrong_shape,
 )
-from qwen3.convert import (
-    WORKSPACE_HEADER,
-    DataInspection,
-    Headers,
-    build_request,
-    conversation_has_media,
-    merge_headers,
-    needs_oss_resolve,
-    request_headers,
-)
+from qwen3.convert import build_request, conversation_has_media
 from qwen3.errors import WORKSPACE_CODES, error_from_body, parse_error
+from qwen3.headers import WORKSPACE_HEADER, DataInspection, Headers, merge_headers, needs_oss_resolve, request_headers
 from qwen3.options import (
     QwenChatOptions,
     QwenWebSearchOptions,
@@ -303,7 +295,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         ``headers``, then ``workspace`` and ``data_inspection``).
 
         Raises:
-            ChatClientInvalidRequestException: what `qwen3.convert.request_headers` refuses; nothing is sent.
+            ChatClientInvalidRequestException: what `qwen3.headers.request_headers` refuses; nothing is sent.
         """
         if not call:
             return self._headers

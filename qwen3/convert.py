@@ -9,18 +9,15 @@ API that the test suite replays; each rule names its source.
 from __future__ import annotations
 
 import copy
-import json
 import logging
-import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from agent_framework import Content, Message, get_namespaced_value
+from agent_framework import Content, Message
 
 from clients.core.conversion import (
     NOT_SENT,
     add_system_text,
-    as_list,
     invalid,
     result_text,
     sendable,
@@ -28,6 +25,7 @@ from clients.core.conversion import (
 )
 from clients.core.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
 from clients.core.tool_media import hoist_tool_media
+from qwen3.cache import CACHE_KEY, apply_cache, marked, system_marker
 from qwen3.options import convert_options, structured_output_instruction
 from qwen3.routing import Endpoint, model_family
 
@@ -67,7 +65,7 @@ _PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "enable_rotate
 """Siblings DashScope accepts next to a modality key (Model Studio "Image and video understanding"; ``enable_rotate``
 for OCR models, capture
 ``multimodal-generation-vl-ocr-sse``), read from ``additional_properties``. ``cache_control`` is read by
-`cache_marker`."""
+`qwen3.cache.cache_marker`."""
 
 
 def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, Any]:
@@ -98,7 +96,7 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
     for key in _PART_HINTS:
         if props.get(key) is not None:
             part[key] = props[key]
-    return _marked(part, content, where)
+    return marked(part, content, where)
 
 
 def _wire_content(parts: list[dict[str, Any]], endpoint: Endpoint) -> str | list[dict[str, Any]]:
@@ -123,7 +121,7 @@ def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[s
     for content in message.contents:
         if content.type == "text":
             if content.text:
-                parts.append(_marked({"text": content.text}, content, where))
+                parts.append(marked({"text": content.text}, content, where))
         elif content.type in ("data", "uri"):
             parts.append(_media_part(content, endpoint, where))
         elif content.type not in NOT_SENT and content.type != "text_reasoning":
@@ -134,7 +132,7 @@ def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[s
 
 
 def _assistant_message(message: Message, endpoint: Endpoint, reasoning: bool, where: str) -> dict[str, Any] | None:
-    texts = [_marked({"text": c.text}, c, where) for c in message.contents if c.type == "text" and c.text]
+    texts = [marked({"text": c.text}, c, where) for c in message.contents if c.type == "text" and c.text]
     tool_calls = wire_tool_calls(message)
     if any(c.type in ("data", "uri") for c in message.contents):
         # DashScope assistant turns carry text and tool calls only; and a path in assistant-authored content is
@@ -191,7 +189,7 @@ def _tool_messages(message: Message, endpoint: Endpoint, where: str) -> list[dic
     for content in message.contents:
         if content.type != "function_result":
             continue
-        part = _marked({"text": result_text(content) or "(no output)"}, content, where)
+        part = marked({"text": result_text(content) or "(no output)"}, content, where)
         out.append({"role": "tool", "content": _wire_content([part], endpoint), "tool_call_id": content.call_id})
     return out
 
@@ -252,140 +250,13 @@ def convert_messages(
             raise invalid(f"messages[{position}]: role {role!r} is not one of system, user, assistant, tool.")
     if system_texts:
         system: dict[str, Any] = {"text": "\n\n".join(system_texts)}
-        marker = _system_marker(messages)
+        marker = system_marker(messages)
         if marker is not None:
             system[CACHE_KEY] = marker
         out.insert(0, {"role": "system", "content": _wire_content([system], endpoint)})
     if leading_files:
         out.insert(1 if system_texts else 0, _file_message(leading_files, endpoint))
     return out
-
-
-# ------------------------------------------------------------------------------------------- context cache
-
-CACHE_KEY = "cache_control"
-"""DashScope's explicit cache marker: a sibling of a content part's modality key; the cached prefix ends at that part
-(Model Studio "Context cache", https://www.alibabacloud.com/help/en/model-studio/context-cache)."""
-EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-"""The only marker type DashScope has ("Only supported type: ephemeral", validity 5 minutes, reset on each hit)."""
-MAX_CACHE_MARKERS = 4
-"""DashScope's limit per request ("If the number of cache markers is greater than four, only the last four cache
-markers take effect"): this client refuses more, before sending, rather than have some silently ignored."""
-CACHE_MODES = ("prefix",)
-"""Values of the ``cache`` option."""
-_NEUTRAL_BREAKPOINT = "prompt_cache_breakpoint"  # MAF's provider-neutral per-part breakpoint (agent_framework_openai)
-
-
-def cache_marker(content: Content, where: str) -> dict[str, Any] | None:
-    """The cache marker ``content`` asks for, or None.
-
-    ``additional_properties["cache_control"]`` is DashScope's own spelling (``{"type": "ephemeral"}``, an extra key
-    such as the SDK samples' ``"ttl": "5m"`` passes through). MAF's provider-neutral breakpoint,
-    ``additional_properties["core"]["prompt_cache_breakpoint"]`` (or the flat legacy key) holding a mapping, becomes
-    ``{"type": "ephemeral"}``, so content marked for another MAF client caches here too.
-
-    Raises:
-        ChatClientInvalidRequestException: a ``cache_control`` that is not a mapping with ``type: "ephemeral"``.
-    """
-    props = content.additional_properties or {}
-    value = props.get(CACHE_KEY)
-    if value is not None:
-        return checked_marker(value, where)
-    neutral = get_namespaced_value(props, "core", _NEUTRAL_BREAKPOINT, props.get(_NEUTRAL_BREAKPOINT))
-    return dict(EPHEMERAL) if isinstance(neutral, Mapping) else None
-
-
-def checked_marker(value: Any, where: str) -> dict[str, Any]:
-    """``value`` as a marker: a mapping whose ``type`` is ``"ephemeral"``; else ChatClientInvalidRequestException."""
-    if not isinstance(value, Mapping) or value.get("type") != "ephemeral":
-        raise invalid(
-            f"{where}: cache_control must be {{'type': 'ephemeral'}}, the only cache type DashScope has (Model Studio "
-            f"'Context cache'), not {value!r}."
-        )
-    return dict(value)
-
-
-def _marked(part: dict[str, Any], content: Content, where: str) -> dict[str, Any]:
-    marker = cache_marker(content, where)
-    if marker is not None:
-        part[CACHE_KEY] = marker
-    return part
-
-
-def _system_marker(messages: Sequence[Message]) -> dict[str, Any] | None:
-    """The merged system message's marker: that of the first marked content of a system message."""
-    for position, message in enumerate(messages):
-        for content in message.contents if message.role == "system" else ():
-            marker = cache_marker(content, f"messages[{position}] (system)")
-            if marker is not None:
-                return marker
-    return None
-
-
-def _mark_end(message: dict[str, Any]) -> None:
-    """A marker on the last part of a wire message (its string content turned into one text part) unless one is
-    there."""
-    content = message.get("content")
-    if isinstance(content, str):
-        message["content"] = [{"type": "text", "text": content, CACHE_KEY: dict(EPHEMERAL)}]
-    elif isinstance(content, list) and content:
-        content[-1].setdefault(CACHE_KEY, dict(EPHEMERAL))
-
-
-def _tool_marked(tool: Any) -> bool:
-    """Whether a tool asks to be cached: ``FunctionTool.additional_properties["cache_control"]`` or a tool dict's
-    ``cache_control`` (checked like any marker)."""
-    props = tool if isinstance(tool, Mapping) else getattr(tool, "additional_properties", None)
-    value = props.get(CACHE_KEY) if isinstance(props, Mapping) else None
-    if value is not None:
-        checked_marker(value, f"tool {getattr(tool, 'name', None) or tool!r}")
-    return value is not None
-
-
-def apply_cache(body: dict[str, Any], options: Mapping[str, Any], model: str) -> None:
-    """Cache markers the options ask for, and DashScope's rules checked, on a built request ``body``.
-
-    - ``cache="prefix"``: markers at the end of the system message (instructions; the tool definitions are cached
-      with any marker: "If a request includes the tools parameter, adding a cache marker in messages also caches the
-      tool descriptions") and at the end of the first user message, so every later request of the conversation (the
-      tool loop's next call, the next turn) reads that prefix from the cache.
-    - A tool marked for caching (DashScope has no marker on tool definitions) puts the marker at the end of the
-      system message, or of the first message when there is none; the tool dict is sent without it.
-    - More than `MAX_CACHE_MARKERS` markers raise; markers for a model that is not on the explicit-cache list
-      (`qwen3.routing.ModelFamily.explicit_cache`) are sent with a warning (DashScope ignores them there).
-
-    Raises:
-        ChatClientInvalidRequestException: an unknown ``cache`` value, a malformed marker, more than four markers.
-    """
-    messages: list[dict[str, Any]] = body["input"]["messages"]
-    mode = options.get("cache")
-    if mode is not None and mode not in CACHE_MODES:
-        raise invalid(f"Option 'cache' must be one of {', '.join(map(repr, CACHE_MODES))} or None, not {mode!r}.")
-    system = messages[0] if messages and messages[0].get("role") == "system" else None
-    if mode == "prefix":
-        if system is not None:
-            _mark_end(system)
-        first_user = next((m for m in messages if m.get("role") == "user"), None)
-        if first_user is not None:
-            _mark_end(first_user)
-    if any([_tool_marked(tool) for tool in as_list(options.get("tools"))]) and messages:
-        _mark_end(system if system is not None else messages[0])
-        for tool in body["parameters"].get("tools") or ():
-            tool.pop(CACHE_KEY, None)
-    count = sum(1 for m in messages for p in m.get("content") or () if isinstance(p, dict) and CACHE_KEY in p)
-    if count > MAX_CACHE_MARKERS:
-        raise invalid(
-            f"{count} cache markers: DashScope takes at most {MAX_CACHE_MARKERS} per request and silently ignores "
-            "the earlier ones ('only the last four cache markers take effect', Model Studio 'Context cache'). Mark "
-            "fewer contents (cache='prefix' places two)."
-        )
-    if count and not model_family(model).explicit_cache:
-        logger.warning(
-            "%s is not on Model Studio's explicit context-cache list (qwen3.routing.MODEL_FAMILIES): DashScope ignores "
-            "cache_control for models without explicit caching; the %d marker(s) are sent in case the list has grown.",
-            model,
-            count,
-        )
 
 
 # ------------------------------------------------------------------------------------- documents by file id
@@ -440,21 +311,6 @@ def check_file_ids(messages: Sequence[Message], model: str) -> None:
         raise invalid(f"{count} documents in one request: DashScope reads at most {MAX_FILE_IDS} (Qwen-Long limits).")
 
 
-def needs_oss_resolve(body: Mapping[str, Any]) -> bool:
-    """Whether a request body refers to ``oss://`` temporary files, which DashScope resolves only with the header
-    ``X-DashScope-OssResourceResolve: enable`` (Model Studio "Qwen API reference"; Model Studio "Upload a local file";
-    capture ``*-vl-video-file-sse``)."""
-    for message in body["input"]["messages"]:
-        content = message.get("content")
-        for part in content if isinstance(content, list) else ():
-            for key in ("image", "video", "audio"):
-                value = part.get(key)
-                values = value if isinstance(value, list) else [value]
-                if any(isinstance(v, str) and v.startswith("oss://") for v in values):
-                    return True
-    return False
-
-
 def build_request(
     messages: Sequence[Message],
     options: Mapping[str, Any],
@@ -490,85 +346,6 @@ def build_request(
     apply_cache(body, options, model)
     _partial(wire, options)
     return sendable(body, "DashScope")
-
-
-# ---------------------------------------------------------------------------------------------- headers
-
-WORKSPACE_HEADER = "X-DashScope-WorkSpace"
-"""The sub-workspace a request runs in (dashscope SDK ``client/base_api.py`` and ``v2/transport/http.py``; Model Studio
-"Call a model in a sub-workspace")."""
-DATA_INSPECTION_HEADER = "X-DashScope-DataInspection"
-"""Extra content moderation of input and output by Alibaba Cloud Content Moderation (Model Studio "Content
-security", https://help.aliyun.com/zh/model-studio/content-security)."""
-DATA_INSPECTION_ON = '{"input":"cip","output":"cip"}'
-"""The value the content-security page documents: moderate input and output."""
-_WORKSPACE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # dashscope SDK common/env.py: a workspace id
-_FIELD_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # RFC 9110 token
-_CLIENT_HEADERS = frozenset(
-    {"authorization", "accept", "connection", "content-length", "content-type", "host", "transfer-encoding"}
-    | {"x-dashscope-sse"}
-)
-"""Headers the client sets itself: ``headers=`` may not change them (the key, the body's framing, streaming)."""
-
-Headers: TypeAlias = Mapping[str, str]
-DataInspection: TypeAlias = "bool | str | Mapping[str, str] | None"
-"""``data_inspection=``: ``True``, the header's JSON as a mapping, or its text."""
-
-
-def request_headers(
-    *,
-    workspace: str | None = None,
-    data_inspection: DataInspection = None,
-    headers: Headers | None = None,
-    error: Callable[[str], Exception] = invalid,
-) -> dict[str, str]:
-    """The extra HTTP headers of a client or a call: ``headers``, then ``workspace`` as ``X-DashScope-WorkSpace``
-    and ``data_inspection`` as ``X-DashScope-DataInspection`` (these two win over the same name in ``headers``).
-
-    ``data_inspection``: ``True`` sends ``{"input":"cip","output":"cip"}``, a mapping is sent as compact JSON, a
-    string as given, ``False``/None not at all. Messages name a refused header, never its value.
-
-    Raises:
-        (``error``, default ChatClientInvalidRequestException): ``Authorization`` (the key is ``api_key=``'s alone) or
-        another header the client sets; a name that is not an HTTP token; a value that is not a string or has a
-        line break; a workspace that is not a workspace id.
-    """
-    out: dict[str, str] = {}
-    if headers is not None and not isinstance(headers, Mapping):
-        raise error(f"headers must be a mapping of header names to strings, not {type(headers).__name__}.")
-    for name, value in (headers or {}).items():
-        lower = str(name).lower()
-        if lower == "authorization":
-            raise error("headers may not set Authorization: the client sends the API key; pass it as api_key=.")
-        if lower in _CLIENT_HEADERS:
-            raise error(f"headers may not set {name!r}: the client sets it for every request.")
-        if not isinstance(name, str) or not _FIELD_NAME.match(name):
-            raise error(f"headers: {name!r} is not an HTTP header name.")
-        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
-            raise error(f"headers: the value of {name!r} must be a string on one line.")
-        out[name] = value
-    if workspace is not None:
-        if not isinstance(workspace, str) or not _WORKSPACE_ID.match(workspace):
-            raise error(f"workspace must be a DashScope workspace id such as 'ws_ab12…', not {workspace!r}.")
-        out = merge_headers(out, {WORKSPACE_HEADER: workspace})
-    if data_inspection is not None and data_inspection is not False:
-        value = (
-            DATA_INSPECTION_ON
-            if data_inspection is True
-            else json.dumps(dict(data_inspection), separators=(",", ":"))
-            if isinstance(data_inspection, Mapping)
-            else data_inspection
-        )
-        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
-            raise error("data_inspection must be True, a mapping like {'input': 'cip', 'output': 'cip'} or a string.")
-        out = merge_headers(out, {DATA_INSPECTION_HEADER: value})
-    return out
-
-
-def merge_headers(base: Headers, override: Headers) -> dict[str, str]:
-    """``base`` with ``override`` on top, names compared without case (HTTP's rule)."""
-    names = {name.lower() for name in override}
-    return {**{name: value for name, value in base.items() if name.lower() not in names}, **override}
 
 
 def _partial(wire: list[dict[str, Any]], options: Mapping[str, Any]) -> None:

@@ -148,7 +148,8 @@ def request_body(provider: str, messages: list[Message], options: dict[str, Any]
     """What the client builds before sending, every step of it (its own request checks included); ``variant``
     picks DashScope's client: a text model, a vision model, a document model."""
     if provider == "qwen":
-        from qwen3.convert import build_request, needs_oss_resolve
+        from qwen3.convert import build_request
+        from qwen3.headers import needs_oss_resolve
 
         client = clients()[("qwen", "qwen-vl", "qwen-long")[variant % 3]]
         history = client._history(messages)
