@@ -38,9 +38,17 @@ from agent_framework.exceptions import (
 )
 
 from clients.core.errors import hide, redact, to_chat_client_exception
-from clients.core.retry import RetryAdvice, RetryPolicy, call_with_retries, is_transient_transport_error
+from clients.core.retry import (
+    Failure,
+    RetryAdvice,
+    RetryPolicy,
+    call_with_retries,
+    is_transient_transport_error,
+    retry_advice,
+    within,
+)
 from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
-from clients.core.transport import Failure, checked_model, json_object, parsed, retry_advice, within
+from clients.core.validation import checked_model, json_object, parsed
 from qwen3.convert import build_request, conversation_has_media
 from qwen3.errors import error_from_body
 from qwen3.parse import parse_response

@@ -40,21 +40,13 @@ from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
 from clients.core.body import LARGE_STRING, streamed_json
+from clients.core.client import ProviderChatClient
 from clients.core.errors import as_text, to_chat_client_exception
+from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
-from clients.core.retry import RetryPolicy
+from clients.core.retry import Failure, RetryPolicy
 from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
-from clients.core.transport import (
-    WRONG_SHAPE,
-    EventStream,
-    Failure,
-    ProviderChatClient,
-    checked_model,
-    checked_types,
-    json_object,
-    parsed,
-    wrong_shape,
-)
+from clients.core.validation import WRONG_SHAPE, checked_model, checked_types, json_object, parsed, wrong_shape
 from qwen3.convert import build_request, conversation_has_media
 from qwen3.errors import WORKSPACE_CODES, error_from_body, parse_error
 from qwen3.headers import WORKSPACE_HEADER, DataInspection, Headers, merge_headers, needs_oss_resolve, request_headers

@@ -9,7 +9,7 @@ What each part must do with hostile input (``tests/strategies.py``), whatever it
 - ``response`` / ``events``: a response body, or a stream's events, becomes a well-formed ``ChatResponse`` (the
   types MAF declares: ``text`` a string, ids and finish reason strings, usage counts integers; for a stream,
   ``ChatResponse.from_updates`` of what was delivered, as MAF builds it), or the parse raises
-  ``ChatClientInvalidResponseException`` naming the provider (through ``clients.core.transport.parsed``, as the
+  ``ChatClientInvalidResponseException`` naming the provider (through ``clients.core.validation.parsed``, as the
   clients call it), or the provider's documented exception (Gemini: a blocked prompt or an error object; Anthropic:
   ``StreamError`` for an ``error`` event, which the client classifies).
 - ``sse``: ``clients.core.sse.aiter_events`` over any chunking of a stream's bytes gives the same events as over
@@ -42,8 +42,9 @@ from agent_framework.exceptions import (
 from hypothesis import strategies as st
 
 from clients.core.errors import ProviderError, as_text, to_chat_client_exception
+from clients.core.retry import Failure, retry_advice
 from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
-from clients.core.transport import Failure, parsed, retry_advice
+from clients.core.validation import parsed
 from clients.testing import Answer
 from tests import strategies as s
 

@@ -35,9 +35,12 @@ from clients.anthropic.convert import build_request
 from clients.anthropic.errors import StreamError, parse_error
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
+from clients.core.client import ProviderChatClient, layered_init
+from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
+from clients.core.retry import Failure
 from clients.core.sse import SSEDecoder, aiter_events
-from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
+from clients.core.validation import json_object
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
 

@@ -1,7 +1,9 @@
 """What every provider client of this package shares (no provider SDK is imported here).
 
-- ``transport``: `ProviderChatClient`, the client base every provider subclasses (timeouts, retries, streams).
-- ``retry``: which provider failures are transient, and the backoff policy that retries them.
+- ``client``: `ProviderChatClient`, the client base every provider subclasses (timeouts, retries, streams).
+- ``retry``: which provider failures are transient, the backoff policy that retries them, and its glue (`Failure`).
+- ``validation``: what a request must be before sending and a response before MAF gets it.
+- ``event_stream``: `EventStream`, one open stream's events, counted and checked for their end.
 - ``errors``: provider error → MAF exception classification.
 - ``sse``: the server-sent-events decoder every provider's stream goes through.
 - ``keywords``: `checked_keywords`, explicit client constructors whose unknown keywords say what was meant.

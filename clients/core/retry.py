@@ -19,7 +19,11 @@ header
 * Never resend a stream that has produced output; the caller decides what "before output" means and simply
   does not call `call_with_retries` around the part after it (Model Studio "Error codes").
 
-Everything here is pure: `call_with_retries` takes the sleep function and the random source, so tests need
+The glue every client's retry loop shares lives here too: `Failure` (a provider's error answer with the headers
+the policy reads), `retry_advice` (a failed attempt → `RetryAdvice`), `Attempts` (the final "gave up after N
+attempts") and `within` (a deadline on one awaitable).
+
+The policy is pure: `call_with_retries` takes the sleep function and the random source, so tests need
 neither real time nor luck.
 """
 
@@ -32,7 +36,7 @@ import random
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import TypeVar
@@ -43,13 +47,18 @@ from clients.core.errors import ProviderError, redact
 
 __all__ = [
     "PERMANENT_CODES",
+    "Attempts",
+    "Failure",
     "RetryAdvice",
     "RetryPolicy",
     "call_with_retries",
     "is_transient",
     "is_transient_transport_error",
+    "retry_advice",
     "retry_after_seconds",
     "server_says_retry",
+    "transport_cause",
+    "within",
 ]
 
 logger = logging.getLogger("clients.core.retry")
@@ -241,3 +250,72 @@ async def call_with_retries(
                 on_retry(number, delay, exc)
             await sleep(delay)
             number += 1
+
+
+class Failure(Exception):
+    """A provider's error answer on its way to classification, with what the retry policy reads: the response
+    ``headers`` (``Retry-After``, ``x-should-retry``) and ``retry_after``, the seconds the error body asked to wait
+    (Gemini's ``RetryInfo``), used when no header says."""
+
+    def __init__(
+        self, error: ProviderError, headers: Mapping[str, str] | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.headers: Mapping[str, str] = headers if headers is not None else {}
+        self.retry_after = retry_after
+
+    def noted(self, note: str) -> Failure:
+        """The same failure with ``note`` appended to the provider's message."""
+        if not note:
+            return self
+        return Failure(replace(self.error, message=self.error.message + note), self.headers, self.retry_after)
+
+
+def transport_cause(exc: BaseException, wrappers: tuple[type[BaseException], ...] = ()) -> BaseException:
+    """The transport error under an SDK error of the ``wrappers`` types (the SDKs raise theirs ``from`` httpx's),
+    else ``exc`` itself."""
+    return exc.__cause__ if isinstance(exc, wrappers) and exc.__cause__ is not None else exc
+
+
+def retry_advice(
+    exc: Exception,
+    *,
+    permanent_codes: frozenset[str] = PERMANENT_CODES,
+    wrappers: tuple[type[BaseException], ...] = (),
+) -> RetryAdvice:
+    """Whether a failed attempt is worth another (``clients.core.retry``), and how long the server asked to wait.
+
+    A `Failure`: transient per ``is_transient`` (never for ``permanent_codes``) unless ``x-should-retry: false``
+    vetoes it; the wait from ``Retry-After`` / ``retry-after-ms``, else the one the error body named. Anything else:
+    transient when it is (or an SDK error of the ``wrappers`` types wraps) a refused, reset or dropped connection
+    or a connect timeout; never a read timeout (the request may be running on the server).
+    """
+    if isinstance(exc, Failure):
+        transient = (
+            is_transient(exc.error, permanent_codes=permanent_codes) and server_says_retry(exc.headers) is not False
+        )
+        wait = retry_after_seconds(exc.headers)
+        return RetryAdvice(transient, wait if wait is not None else exc.retry_after)
+    return RetryAdvice(is_transient_transport_error(transport_cause(exc, wrappers)))
+
+
+class Attempts:
+    """Counts the attempts `call_with_retries` made, for the final error message."""
+
+    def __init__(self) -> None:
+        self.made = 1
+
+    def count(self, failed: int, delay: float, exc: Exception) -> None:
+        self.made = failed + 1
+
+    def note(self) -> str:
+        return f"; gave up after {self.made} attempts" if self.made > 1 else ""
+
+
+async def within(awaitable: Awaitable[T], limit: float) -> T:
+    """``awaitable`` bounded to ``limit`` seconds in all (``asyncio.timeout`` where it exists: no extra task)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(limit):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, limit)  # pragma: no cover - Python 3.10

@@ -45,10 +45,13 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from typing_extensions import TypeVar
 
+from clients.core.client import ProviderChatClient, layered_init
 from clients.core.errors import as_text
+from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
+from clients.core.retry import Failure
 from clients.core.sse import event_too_long
-from clients.core.transport import WRONG_SHAPE, EventStream, Failure, ProviderChatClient, json_object, layered_init
+from clients.core.validation import WRONG_SHAPE, json_object
 from clients.gemini.convert import build_request, convert_messages
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions

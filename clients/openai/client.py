@@ -28,11 +28,13 @@ from agent_framework.exceptions import ChatClientInvalidResponseException, Setti
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
+from clients.core.client import ProviderChatClient, layered_init
 from clients.core.errors import redact
+from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
-from clients.core.retry import PERMANENT_CODES
+from clients.core.retry import PERMANENT_CODES, Failure
 from clients.core.sse import SSEDecoder, aiter_events
-from clients.core.transport import EventStream, Failure, ProviderChatClient, json_object, layered_init
+from clients.core.validation import json_object
 from clients.openai.convert import build_request
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions

@@ -12,7 +12,7 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.anthropic.testing import AnthropicEmulator
-from clients.core.transport import checked_model
+from clients.core.validation import checked_model
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
 from qwen3 import QwenChatClient

@@ -21,7 +21,7 @@ from clients.anthropic.errors import parse_error as anthropic_error
 from clients.anthropic.testing import AnthropicEmulator
 from clients.core.errors import ProviderError, to_chat_client_exception
 from clients.core.tool_calls import MAX_NESTING, json_object_arguments
-from clients.core.transport import json_object, parsed
+from clients.core.validation import json_object, parsed
 from clients.gemini.errors import parse_error as gemini_error
 from clients.gemini.errors import retry_delay_seconds
 from clients.gemini.parse import decode_sse

@@ -541,7 +541,7 @@ async def test_retry_on_429_then_success(emu: GeminiEmulator, stream: bool) -> N
 
 def test_retry_waits_what_retry_info_says() -> None:
     """Gemini's 429 bodies carry ``RetryInfo.retryDelay``; without a ``Retry-After`` header that is the wait."""
-    from clients.core.transport import retry_advice
+    from clients.core.retry import retry_advice
     from clients.gemini.client import _api_failure
     from clients.gemini.testing import error_body
 

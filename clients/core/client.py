@@ -16,11 +16,8 @@ transport failure). dashscope and google-genai (as driven here) use ``httpx``, o
 from __future__ import annotations
 
 import asyncio
-import json
-import re
-import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from functools import partial
@@ -35,97 +32,34 @@ from agent_framework import (
     ResponseStream,
     SecretString,
 )
-from agent_framework.exceptions import (
-    ChatClientException,
-    ChatClientInvalidRequestException,
-    ChatClientInvalidResponseException,
-    ContentError,
-)
+from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 from typing_extensions import Self, TypeVar
 
-from clients.core.errors import ProviderError, hide, redact, to_chat_client_exception
+from clients.core.errors import hide, to_chat_client_exception
+from clients.core.event_stream import EventStream
 from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
 from clients.core.retry import (
     PERMANENT_CODES,
+    Attempts,
+    Failure,
     RetryAdvice,
     RetryPolicy,
     call_with_retries,
     http_errors,
-    is_transient,
-    is_transient_transport_error,
-    retry_after_seconds,
-    server_says_retry,
+    retry_advice,
+    transport_cause,
+    within,
 )
 from clients.core.sse import MAX_EVENT_BYTES
-from clients.core.tool_calls import MAX_NESTING, nesting
+from clients.core.validation import checked_model, checked_option_types, parsed
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = [
-    "WRONG_SHAPE",
-    "Attempts",
-    "EventStream",
-    "Failure",
-    "ProviderChatClient",
-    "checked_types",
-    "json_object",
-    "retry_advice",
-    "seconds",
-    "transport_cause",
-    "within",
-]
+__all__ = ["ProviderChatClient", "layered_init", "seconds"]
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
-
-
-class Failure(Exception):
-    """A provider's error answer on its way to classification, with what the retry policy reads: the response
-    ``headers`` (``Retry-After``, ``x-should-retry``) and ``retry_after``, the seconds the error body asked to wait
-    (Gemini's ``RetryInfo``), used when no header says."""
-
-    def __init__(
-        self, error: ProviderError, headers: Mapping[str, str] | None = None, retry_after: float | None = None
-    ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.headers: Mapping[str, str] = headers if headers is not None else {}
-        self.retry_after = retry_after
-
-    def noted(self, note: str) -> Failure:
-        """The same failure with ``note`` appended to the provider's message."""
-        if not note:
-            return self
-        return Failure(replace(self.error, message=self.error.message + note), self.headers, self.retry_after)
-
-
-def transport_cause(exc: BaseException, wrappers: tuple[type[BaseException], ...] = ()) -> BaseException:
-    """The transport error under an SDK error of the ``wrappers`` types (the SDKs raise theirs ``from`` httpx's),
-    else ``exc`` itself."""
-    return exc.__cause__ if isinstance(exc, wrappers) and exc.__cause__ is not None else exc
-
-
-def retry_advice(
-    exc: Exception,
-    *,
-    permanent_codes: frozenset[str] = PERMANENT_CODES,
-    wrappers: tuple[type[BaseException], ...] = (),
-) -> RetryAdvice:
-    """Whether a failed attempt is worth another (``clients.core.retry``), and how long the server asked to wait.
-
-    A `Failure`: transient per ``is_transient`` (never for ``permanent_codes``) unless ``x-should-retry: false``
-    vetoes it; the wait from ``Retry-After`` / ``retry-after-ms``, else the one the error body named. Anything else:
-    transient when it is (or an SDK error of the ``wrappers`` types wraps) a refused, reset or dropped connection
-    or a connect timeout; never a read timeout (the request may be running on the server).
-    """
-    if isinstance(exc, Failure):
-        transient = (
-            is_transient(exc.error, permanent_codes=permanent_codes) and server_says_retry(exc.headers) is not False
-        )
-        wait = retry_after_seconds(exc.headers)
-        return RetryAdvice(transient, wait if wait is not None else exc.retry_after)
-    return RetryAdvice(is_transient_transport_error(transport_cause(exc, wrappers)))
 
 
 def seconds(name: str, value: float | None, default: float) -> float:
@@ -139,333 +73,6 @@ def seconds(name: str, value: float | None, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
     return float(value)
-
-
-class Attempts:
-    """Counts the attempts `call_with_retries` made, for the final error message."""
-
-    def __init__(self) -> None:
-        self.made = 1
-
-    def count(self, failed: int, delay: float, exc: Exception) -> None:
-        self.made = failed + 1
-
-    def note(self) -> str:
-        return f"; gave up after {self.made} attempts" if self.made > 1 else ""
-
-
-async def within(awaitable: Awaitable[_T], limit: float) -> _T:
-    """``awaitable`` bounded to ``limit`` seconds in all (``asyncio.timeout`` where it exists: no extra task)."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(limit):
-            return await awaitable
-    return await asyncio.wait_for(awaitable, limit)  # pragma: no cover - Python 3.10
-
-
-_URL_CHANGING = re.compile(r"[?#%\\\s\x00-\x1f\x7f]|(?:^|/)\.\.?(?:/|$)")
-
-
-def checked_model(model: str, provider: str, *, error: type[Exception] = ChatClientInvalidRequestException) -> str:
-    """``model`` unchanged when it cannot change a URL; some SDKs put it in the path (google-genai sends
-    ``m#frag`` to ``…/models/m``), so query, fragment and escape characters, white space, control characters and
-    ``.``/``..`` segments are refused for every provider: no real model name has them.
-
-    Raises:
-        ChatClientInvalidRequestException (or ``error``): the name has one of them; nothing is sent.
-    """
-    if not model or _URL_CHANGING.search(model):
-        raise error(
-            f"{provider} model name {model!r} is not a model name (it has ?, #, %, \\, white space, "
-            "a control character or a ./.. path segment, which would change the request URL)"
-        )
-    return model
-
-
-_OPTION_TYPES: tuple[tuple[str, tuple[type, ...], str], ...] = (
-    ("temperature", (int, float), "a number"),
-    ("top_p", (int, float), "a number"),
-    ("frequency_penalty", (int, float), "a number"),
-    ("presence_penalty", (int, float), "a number"),
-    ("max_tokens", (int,), "a whole number"),
-    ("seed", (int,), "a whole number"),
-)
-"""MAF's numeric options and the type each must have."""
-
-WRONG_SHAPE: tuple[type[Exception], ...] = (
-    KeyError,
-    IndexError,
-    AttributeError,
-    TypeError,
-    ValueError,
-    OverflowError,
-    RecursionError,
-    UnicodeError,
-    ContentError,
-)
-"""What a parser (ours, or an SDK's reading an answer) raises on valid JSON of the wrong shape (an object where a
-list belongs, a string for ``usage``, a huge ``created``, deeply nested arrays…, and MAF's ``ContentError`` for a
-value its constructors refuse, such as an empty URI); `wrong_shape` turns it into MAF's exception."""
-
-
-def wrong_shape(
-    provider: str, exc: Exception, body: Any, so_far: Callable[[], str] | None = None
-) -> ChatClientInvalidResponseException:
-    """MAF's exception for a response (or stream event) ``body`` a parser failed on with ``exc`` (one of
-    `WRONG_SHAPE`): naming the provider, the request id when the body has a string one, what went wrong and how much
-    of a stream had been delivered (``so_far()``)."""
-    ids = (body.get(key) for key in ("request_id", "id", "responseId")) if isinstance(body, Mapping) else ()
-    rid = next((value[:100] for value in ids if isinstance(value, str) and value), "")  # never str() a server's value
-    where = f" (request_id={redact(rid)})" if rid else ""
-    delivered = f"; {so_far()}, the answer is incomplete" if so_far is not None else ""
-    return ChatClientInvalidResponseException(
-        f"{provider} sent a response of an unexpected shape{where}: {type(exc).__name__}: "
-        f"{redact(str(exc))[:200]}{delivered}"
-    )
-
-
-_TEXT = frozenset({str, type(None)})
-_STRING_FIELDS: dict[str, tuple[str, ...]] = {
-    "text": ("text",),
-    "text_reasoning": ("text", "protected_data"),
-    "function_call": ("call_id", "name"),
-    "data": ("uri", "media_type"),
-    "uri": ("uri", "media_type"),
-}
-"""The fields of each content type that MAF declares as strings (None allowed)."""
-_IDS = ("response_id", "conversation_id", "model", "finish_reason", "created_at")
-_TEXT_KINDS = frozenset({"text", "text_reasoning"})
-"""The contents whose characters a broken stream's message counts as delivered, and the deltas of a plain update."""
-
-
-def _plain_update(update: ChatResponseUpdate) -> bool:
-    """The stream's common case, checked at little cost per event: string ids, text or reasoning deltas keeping no
-    server JSON. Anything else (a stream's one usage snapshot, tool calls…) takes the full check."""
-    if not (
-        type(update.response_id) in _TEXT
-        and type(update.message_id) in _TEXT
-        and type(update.model) in _TEXT
-        and type(update.finish_reason) in _TEXT
-        and type(update.created_at) in _TEXT
-        and type(update.conversation_id) in _TEXT
-    ):
-        return False
-    for content in update.contents:
-        if content.annotations or content.raw_representation is not None or content.additional_properties:
-            return False
-        if content.type not in _TEXT_KINDS or type(content.text) not in _TEXT:
-            return False
-    return True
-
-
-def _string(value: Any, what: str) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{what} is {type(value).__name__}, not a string")
-
-
-def _shallow(content: Any) -> None:
-    """What a content keeps of the server's JSON (its ``raw_representation``, ``additional_properties`` and
-    annotations): MAF deep-copies it when it joins a stream's updates, which recursed until it failed on a value a
-    server nested a thousand levels deep."""
-    for kept in (content.raw_representation, content.additional_properties, content.annotations):
-        if kept and nesting(kept) > MAX_NESTING:
-            raise TypeError(f"{content.type} holds a value nested more than {MAX_NESTING} levels deep")
-
-
-def _counts(usage: Mapping[str, Any] | None) -> None:
-    for key, count in (usage or {}).items():
-        if not isinstance(count, int):
-            raise TypeError(f"usage {key} is {type(count).__name__}, not an integer")
-
-
-def checked_types(result: _T) -> _T:
-    """``result`` (a ``ChatResponse``, a ``ChatResponseUpdate`` or None) when every field a parser filled has the
-    type MAF declares: ids, model, finish reason and ``created_at`` strings, texts, call ids and names, URIs and media
-    types strings, function arguments a string or a mapping, usage counts integers, and what a content keeps of the
-    server's JSON nested at most ``MAX_NESTING`` levels (`_shallow`).
-
-    A server's list or object where a string belongs would otherwise pass the parser and fail later, in MAF
-    (``ChatResponse.from_updates`` compares ids, joins texts) or in the caller's code. A plain text delta costs
-    about 0.3 µs (`_plain_update`).
-
-    Raises:
-        TypeError: the first field of the wrong type, named (a wrong shape: `parsed` reports it).
-    """
-    if isinstance(result, ChatResponseUpdate):
-        if _plain_update(result):
-            return result
-        messages: Sequence[Any] = (result,)
-        usage = None
-    elif isinstance(result, ChatResponse):
-        messages, usage = result.messages, result.usage_details
-    else:
-        return result
-    for name in _IDS:
-        _string(getattr(result, name), name)
-    _counts(usage)
-    for message in messages:
-        _string(message.message_id, "message_id")
-        for content in message.contents:
-            kind = content.type
-            for name in _STRING_FIELDS.get(kind, ()):
-                _string(getattr(content, name), f"{kind}.{name}")
-            if kind == "function_call":
-                arguments = content.arguments
-                if arguments is not None and not isinstance(arguments, (str, Mapping)):
-                    raise TypeError(f"function_call.arguments is {type(arguments).__name__}")
-            elif kind == "usage":
-                _counts(content.usage_details)
-            _shallow(content)
-    return result
-
-
-def parsed(
-    provider: str, parse: Callable[..., _T], *args: Any, so_far: Callable[[], str] | None = None, **kwargs: Any
-) -> _T:
-    """``parse(*args, **kwargs)``, with a response of the wrong shape turned into MAF's exception (`wrong_shape`):
-    never a raw ``KeyError``, ``TypeError``, ``OverflowError`` or ``RecursionError`` reaches the caller, and what the
-    parse returns has the types MAF declares (`checked_types`), so that nothing fails later in MAF or in the caller.
-
-    Raises:
-        ChatClientInvalidResponseException: ``parse`` raised one of `WRONG_SHAPE` on ``args[0]``, or returned a field
-            of the wrong type.
-    """
-    try:
-        return checked_types(parse(*args, **kwargs))
-    except WRONG_SHAPE as exc:
-        raise wrong_shape(provider, exc, args[0] if args else None, so_far) from exc
-
-
-def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -> dict[str, Any]:
-    """A response body, or one stream event's data (``what="event"``), that must be one JSON object.
-
-    Raises:
-        ChatClientInvalidResponseException: it is not JSON ("a non-JSON body", "a malformed event"), or not an
-            object; its first 200 characters quoted.
-    """
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or ""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's parser goes
-        wrong = "a non-JSON body" if what == "body" else f"a malformed {what}"
-        raise ChatClientInvalidResponseException(f"{provider} sent {wrong}: {redact(text)[:200]!r}") from exc
-    if not isinstance(data, dict):
-        raise ChatClientInvalidResponseException(f"{provider} sent a non-object {what}: {redact(text)[:200]!r}")
-    return data  # only quoted text is redacted: the answer itself is never changed
-
-
-class EventStream:
-    """The event payloads of one open stream, for a client's stream loop.
-
-    ``payloads`` yields each event's JSON (or, with ``decode``, each event that ``decode`` turns into it) and raises
-    `Failure` for an error event; ``close`` closes the HTTP response (the server sees the client go). `start` reads
-    up to the first event, so that failures before any output can be retried; after that, failures are raised with
-    what had been delivered (`delivered` is told of every update that went out) and never retried.
-    """
-
-    def __init__(
-        self,
-        client: ProviderChatClient[Any],
-        payloads: AsyncGenerator[Any, None],
-        close: Callable[[], Awaitable[object]],
-        *,
-        decode: Callable[[Any], Any] | None = None,
-    ) -> None:
-        """``payloads`` enforce ``stream_idle_timeout`` themselves, raising ``asyncio.TimeoutError`` when no complete
-        event came in time however the bytes trickle in (`clients.core.sse.aiter_events` checks it as each chunk
-        arrives; the Gemini client's byte wrapper does the same in front of google-genai's reader), so no event pays
-        for a timer here. ``decode``: what each item of ``payloads`` becomes (it may raise `Failure` or
-        ``ChatClientInvalidResponseException``), a call where a generator wrapping ``payloads`` would cost a
-        suspension per event."""
-        self._client = client
-        self._decode = decode
-        self._payloads = payloads
-        self._close = close
-        self._first: Any = None
-        self._ended = False
-        self.events = 0
-        self.characters = 0
-        self.deadline: float | None = None
-        """When the whole stream must have ended (``time.monotonic()``; ``stream_timeout``), else None."""
-
-    async def start(self) -> Self:
-        """Read up to the first event; the stream is closed when that fails."""
-        try:
-            first = await self._payloads.__anext__()
-            self._first = first if self._decode is None else self._decode(first)
-        except StopAsyncIteration:
-            self._ended = True
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> Any:
-        if self._first is not None:
-            event, self._first = self._first, None
-            return event
-        if self._ended:
-            raise StopAsyncIteration
-        try:
-            if self.deadline is None:
-                item = await self._payloads.__anext__()
-            else:  # stream_timeout: one timer per event, paid only by those who ask for a deadline
-                item = await within(self._payloads.__anext__(), max(self.deadline - time.monotonic(), 0.0))
-            return item if self._decode is None else self._decode(item)
-        except StopAsyncIteration:
-            raise
-        except asyncio.TimeoutError as exc:
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                raise ChatClientException(self._client._over_deadline(self.so_far())) from exc
-            raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
-        except Failure as failure:
-            raise failure.noted(f"; the stream broke {self.so_far()}, the answer is incomplete") from None
-        except ChatClientInvalidResponseException as exc:
-            raise ChatClientInvalidResponseException(
-                f"{exc.args[0]} ({self.so_far()}; the answer is incomplete)"
-            ) from exc.__cause__
-        except http_errors("TransportError") as exc:
-            raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
-        except ChatClientException:
-            raise
-        except Exception as exc:  # anything else an SDK raises while reading: never a raw SDK error
-            raise ChatClientInvalidResponseException(
-                f"Reading the {self._client._PROVIDER} stream failed {self.so_far()}; the answer is incomplete: {exc!r}"
-            ) from exc
-
-    def delivered(self, update: ChatResponseUpdate) -> None:
-        """Count an update that went out to MAF (one with contents or a finish reason: Anthropic's
-        ``message_start`` carries neither)."""
-        contents = update.contents
-        if contents or update.finish_reason is not None:
-            self.events += 1
-            for content in contents:
-                text = content.text
-                if text and content.type in _TEXT_KINDS:
-                    self.characters += len(text)
-
-    def so_far(self) -> str:
-        unit, plural = self._client._STREAM_UNIT, "" if self.events == 1 else "s"
-        return f"after {self.events} {unit}{plural} ({self.characters} characters of text/reasoning) had been delivered"
-
-    def check_complete(self, finished: bool) -> None:
-        """Raise unless the stream ``finished`` with its last event (each provider's own, ``_STREAM_END``), so
-        that a cut answer never looks complete."""
-        if not finished:
-            client = self._client
-            where = self.so_far() if self.events else f"before any {client._STREAM_UNIT}"
-            raise ChatClientException(
-                f"The {client._PROVIDER} stream from {client.base_url} ended without {client._STREAM_END} {where}: "
-                "the answer was cut off."
-            )
-
-    async def aclose(self) -> None:
-        try:
-            await self._payloads.aclose()
-        finally:
-            await self._close()
 
 
 class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[OptionsT]):
@@ -747,12 +354,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """MAF's option validation, with one policy for every client: an option of the wrong type or out of range
         is a ``ChatClientInvalidRequestException`` naming it, raised before anything is sent (MAF's own check
         would raise a bare ``TypeError``/``ValueError``)."""
-        for name, kinds, what in _OPTION_TYPES:
-            value = options.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
-                raise ChatClientInvalidRequestException(
-                    f"Option {name!r} must be {what}, not {value!r} ({type(value).__name__})."
-                )
+        checked_option_types(options)
         try:
             return dict(await self._validate_options(options))
         except (TypeError, ValueError) as exc:
