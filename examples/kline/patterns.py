@@ -1,0 +1,222 @@
+"""Candlestick patterns and the Wyckoff reading: the fixed vocabularies a verdict names them in, the ground truth the
+backtest checks named patterns against (TA-Lib's ``CDL*`` functions, https://ta-lib.github.io/ta-lib-python/
+func_groups/pattern_recognition.html), and the plausible readings the emulator makes up when no model is called.
+
+A pattern is dated by its last session, as TA-Lib marks it; a claim matches a detection of the same pattern on that
+session or, for a pattern of several candles, on any session it spans.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, get_args
+
+import numpy as np
+import pandas as pd
+
+PatternName = Literal[
+    "doji",
+    "hammer",
+    "inverted hammer",
+    "hanging man",
+    "shooting star",
+    "bullish engulfing",
+    "bearish engulfing",
+    "bullish harami",
+    "bearish harami",
+    "piercing line",
+    "dark cloud cover",
+    "morning star",
+    "evening star",
+    "three white soldiers",
+    "three black crows",
+]
+PATTERNS: tuple[str, ...] = get_args(PatternName)
+
+# pattern -> (TA-Lib function, sign of its output that counts: +1 bullish, -1 bearish, 0 either; candles it spans)
+TALIB_FUNCTIONS: dict[str, tuple[str, int, int]] = {
+    "doji": ("CDLDOJI", 0, 1),
+    "hammer": ("CDLHAMMER", 0, 1),
+    "inverted hammer": ("CDLINVERTEDHAMMER", 0, 1),
+    "hanging man": ("CDLHANGINGMAN", 0, 1),
+    "shooting star": ("CDLSHOOTINGSTAR", 0, 1),
+    "bullish engulfing": ("CDLENGULFING", 1, 2),
+    "bearish engulfing": ("CDLENGULFING", -1, 2),
+    "bullish harami": ("CDLHARAMI", 1, 2),
+    "bearish harami": ("CDLHARAMI", -1, 2),
+    "piercing line": ("CDLPIERCING", 0, 2),
+    "dark cloud cover": ("CDLDARKCLOUDCOVER", 0, 2),
+    "morning star": ("CDLMORNINGSTAR", 0, 3),
+    "evening star": ("CDLEVENINGSTAR", 0, 3),
+    "three white soldiers": ("CDL3WHITESOLDIERS", 0, 3),
+    "three black crows": ("CDL3BLACKCROWS", 0, 3),
+}
+
+WyckoffPhase = Literal["accumulation", "markup", "distribution", "markdown", "none"]
+WyckoffEventName = Literal[
+    "preliminary support",
+    "selling climax",
+    "automatic rally",
+    "secondary test",
+    "spring",
+    "sign of strength",
+    "last point of support",
+    "preliminary supply",
+    "buying climax",
+    "upthrust",
+    "upthrust after distribution",
+    "sign of weakness",
+    "last point of supply",
+]
+PHASES: tuple[str, ...] = get_args(WyckoffPhase)
+EVENTS: tuple[str, ...] = get_args(WyckoffEventName)
+PHASE_DIRECTION = {"accumulation": 1, "markup": 1, "distribution": -1, "markdown": -1, "none": 0}
+"""The direction a phase expects the price to go next, scored against forward returns as a trend is."""
+
+RECENT = 5
+"""Sessions at the end of a chart whose patterns a verdict names and the backtest checks."""
+
+TALIB_MISSING = "TA-Lib is not installed (pip install ta-lib, part of the [examples] extra): patterns not checked"
+
+
+def talib_available() -> bool:
+    try:
+        import talib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def detected(data: pd.DataFrame, sessions: int = RECENT) -> set[tuple[str, str]]:
+    """TA-Lib's detections on the last ``sessions`` sessions of ``data`` (its whole history feeds the averages TA-Lib
+    measures candles against): ``{(pattern, "YYYY-MM-DD")}``. Raises ``ImportError`` without TA-Lib."""
+    import talib
+
+    prices = [np.ascontiguousarray(data[c].to_numpy(dtype="float64")) for c in ("Open", "High", "Low", "Close")]
+    dates = [f"{d:%Y-%m-%d}" for d in data.index[-sessions:]]
+    found: set[tuple[str, str]] = set()
+    outputs: dict[str, np.ndarray] = {}
+    for name, (function, sign, _) in TALIB_FUNCTIONS.items():
+        if function not in outputs:
+            outputs[function] = getattr(talib, function)(*prices)[-sessions:]
+        for date, value in zip(dates, outputs[function], strict=True):
+            if value != 0 and (sign == 0 or (value > 0) == (sign > 0)):
+                found.add((name, date))
+    return found
+
+
+def claimed(patterns: Iterable[Mapping[str, Any]], dates: Sequence[str]) -> set[tuple[str, str]]:
+    """A verdict's ``patterns`` as ``{(pattern, date)}``; claims outside ``dates`` (the chart's last sessions),
+    without a date or outside the vocabulary are left out."""
+    within = set(dates)
+    pairs = ((item.get("name"), str(item.get("date") or "")) for item in patterns)
+    return {(name, date) for name, date in pairs if name in TALIB_FUNCTIONS and date in within}
+
+
+def matches(claim: tuple[str, str], truth: set[tuple[str, str]], dates: Sequence[str]) -> tuple[str, str] | None:
+    """The detection ``claim`` names: the same pattern ending on the claimed session or, for a pattern of several
+    candles, ending up to its length - 1 sessions after it."""
+    name, date = claim
+    span = TALIB_FUNCTIONS[name][2]
+    start = dates.index(date)
+    for later in dates[start : start + span]:
+        if (name, later) in truth:
+            return name, later
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What the emulator makes up: simple textbook rules on the recent candles, plainly not TA-Lib's
+# --------------------------------------------------------------------------------------------------------------
+
+
+def recent_sessions(data: pd.DataFrame, sessions: int = RECENT) -> list[dict[str, Any]]:
+    """The last ``sessions`` candles as plain numbers (for the indicator tool: exact prices to name patterns by)."""
+    tail = data.iloc[-sessions:]
+    return [
+        {
+            "date": f"{day:%Y-%m-%d}",
+            "open": _round(row.Open),
+            "high": _round(row.High),
+            "low": _round(row.Low),
+            "close": _round(row.Close),
+            "volume": _round(row.Volume, 0),
+        }
+        for day, row in zip(tail.index, tail.itertuples(index=False), strict=True)
+    ]
+
+
+def _round(value: float, digits: int = 4) -> float | None:
+    number = float(value)
+    return None if math.isnan(number) or math.isinf(number) else round(number, digits)
+
+
+def emulated_patterns(candles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Patterns named by plain rules on ``candles`` (doji, hammer, shooting star, engulfing, morning/evening star):
+    plausible, not a model's reading and not TA-Lib's."""
+    rows = [c for c in candles if all(isinstance(c.get(k), (int, float)) for k in ("open", "high", "low", "close"))]
+    found: list[dict[str, Any]] = []
+    for i, c in enumerate(rows):
+        o, h, low, close = (float(c[k]) for k in ("open", "high", "low", "close"))
+        span, body = h - low, abs(close - o)
+        if span <= 0:
+            continue
+        lower, upper = min(o, close) - low, h - max(o, close)
+        if body <= 0.1 * span:
+            found.append({"name": "doji", "date": c["date"]})
+        elif lower >= 2 * body and upper <= body:
+            found.append({"name": "hammer", "date": c["date"]})
+        elif upper >= 2 * body and lower <= body:
+            found.append({"name": "shooting star", "date": c["date"]})
+        if i >= 1:
+            p = rows[i - 1]
+            po, pc = float(p["open"]), float(p["close"])
+            if pc < po and close > o and o <= pc and close >= po:
+                found.append({"name": "bullish engulfing", "date": c["date"]})
+            elif pc > po and close < o and o >= pc and close <= po:
+                found.append({"name": "bearish engulfing", "date": c["date"]})
+        if i >= 2:
+            first, middle = rows[i - 2], rows[i - 1]
+            f_body = float(first["close"]) - float(first["open"])
+            m_body = abs(float(middle["close"]) - float(middle["open"]))
+            mid = (float(first["open"]) + float(first["close"])) / 2
+            if f_body < 0 and m_body < abs(f_body) / 3 and close > o and close > mid:
+                found.append({"name": "morning star", "date": c["date"]})
+            elif f_body > 0 and m_body < f_body / 3 and close < o and close < mid:
+                found.append({"name": "evening star", "date": c["date"]})
+    return found[-5:]
+
+
+def emulated_wyckoff(ind: Mapping[str, Any], trend: str) -> dict[str, Any]:
+    """A Wyckoff reading by rules: the phase from the trend and where the close sits in its 20-session range, one
+    event on the recent candle that fits the phase (spring, sign of strength, upthrust, sign of weakness)."""
+    close, low, high = ind.get("last_close"), ind.get("low_20d"), ind.get("high_20d")
+    candles = [c for c in ind.get("recent_sessions") or () if isinstance(c, Mapping) and c.get("date")]
+    if close is None or low is None or high is None or high <= low or not candles:
+        return {"phase": "none", "events": []}
+    place = (close - low) / (high - low)
+    if trend == "up":
+        phase = "markup"
+    elif trend == "down":
+        phase = "markdown"
+    else:
+        phase = "accumulation" if place < 0.5 else "distribution"
+
+    def key(field: str, sign: int = 1) -> Any:
+        return lambda c: sign * float(c.get(field) or 0.0)
+
+    events: list[dict[str, Any]] = []
+    if phase == "accumulation":
+        day = min(candles, key=key("low"))
+        events.append({"name": "spring", "date": day["date"]})
+    elif phase == "markup":
+        day = max(candles, key=lambda c: float(c.get("close") or 0) - float(c.get("open") or 0))
+        events.append({"name": "sign of strength", "date": day["date"]})
+    elif phase == "distribution":
+        day = max(candles, key=key("high"))
+        events.append({"name": "upthrust", "date": day["date"]})
+    else:
+        day = max(candles, key=lambda c: float(c.get("open") or 0) - float(c.get("close") or 0))
+        events.append({"name": "sign of weakness", "date": day["date"]})
+    return {"phase": phase, "events": events}

@@ -1,0 +1,138 @@
+"""Which as-of dates a backtest reads a ticker on, and which of them it must skip.
+
+By default the walk takes every ``every``-th session (20) over the last ``span`` sessions (250) of each file, ending
+the longest forward window before the data does; ``dates`` picks the as-of dates instead (each the last session on or
+before the date given). A date is skipped, with the reason counted and reported, when
+
+- fewer than ``min_sessions`` sessions come before it (the chart and its indicators need them),
+- the forward window after it runs past the end of the data,
+- the sessions it charts or scores have a gap of more than ``max_gap_days`` calendar days (a suspension, missing
+  rows), or
+- they have a close-to-close or close-to-open move over ``max_jump`` (40 %): a split or a data error in unadjusted
+  prices; the date is flagged so the user can fetch adjusted data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+TOO_FEW, PAST_END, GAP, JUMP = "too few sessions", "forward window past the end", "gap", "price jump over 40 %"
+KINDS = (TOO_FEW, PAST_END, GAP, JUMP)
+
+
+@dataclass(frozen=True)
+class Walk:
+    """The walk's settings (``kline_backtest.py``'s options)."""
+
+    every: int = 20
+    span: int = 250
+    horizons: tuple[int, ...] = (5, 20)
+    days: int = 120  # sessions per chart
+    min_sessions: int = 60
+    max_gap_days: int = 15
+    max_jump: float = 0.40
+    dates: tuple[str, ...] = ()
+
+    @property
+    def horizon(self) -> int:
+        return max(self.horizons)
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """One as-of date of a ticker: its walk step (0 the latest), row position, date, and why it is skipped (kind and
+    message) when it is."""
+
+    step: int
+    position: int
+    date: str
+    kind: str = ""
+    problem: str = ""
+
+
+def as_of_dates(data: pd.DataFrame, walk: Walk) -> list[AsOf]:
+    """The ticker's as-of dates, latest first, each checked (:func:`check`)."""
+    n = len(data)
+    if walk.dates:
+        out = []
+        for step, text in enumerate(walk.dates):
+            position = int(data.index.searchsorted(pd.Timestamp(text), side="right")) - 1
+            if position < 0:
+                first = f"{data.index[0]:%Y-%m-%d}"
+                out.append(AsOf(step, -1, text, TOO_FEW, f"as-of {text} is before the first session ({first})"))
+                continue
+            out.append(check(data, position, walk, step))
+        return out
+    last = n - 1 - walk.horizon
+    earliest = max(n - walk.span, 0)
+    positions = range(last, earliest - 1, -walk.every) if last >= earliest else range(n - 1, n - 2, -1)
+    return [check(data, position, walk, step) for step, position in enumerate(positions)]
+
+
+def check(data: pd.DataFrame, position: int, walk: Walk, step: int = 0) -> AsOf:
+    """The as-of date at row ``position``, with the first reason it cannot be scored, if any."""
+    date = f"{data.index[position]:%Y-%m-%d}"
+    if position + 1 < walk.min_sessions:
+        return AsOf(
+            step,
+            position,
+            date,
+            TOO_FEW,
+            f"too few sessions before {date}: {position + 1} (at least {walk.min_sessions} are needed for the chart "
+            "and its indicators; --min-sessions lowers it)",
+        )
+    if position + walk.horizon >= len(data):
+        return AsOf(
+            step,
+            position,
+            date,
+            PAST_END,
+            f"the {walk.horizon}-session forward window after {date} runs past the end of the data "
+            f"({data.index[-1]:%Y-%m-%d}, {len(data) - 1 - position} sessions later)",
+        )
+    start = max(position - walk.days + 1, 0)
+    span = data.iloc[start : position + walk.horizon + 1]
+    days = np.diff(span.index.to_numpy()).astype("timedelta64[D]").astype(int)
+    if len(days) and days.max() > walk.max_gap_days:
+        at = int(days.argmax())
+        return AsOf(
+            step,
+            position,
+            date,
+            GAP,
+            f"a gap of {days[at]} calendar days ({span.index[at]:%Y-%m-%d} to {span.index[at + 1]:%Y-%m-%d}) in the "
+            f"sessions charted or scored for {date} (a suspension or missing rows)",
+        )
+    jump = _largest_jump(span)
+    if jump is not None and abs(jump[1]) > walk.max_jump:
+        return AsOf(
+            step,
+            position,
+            date,
+            JUMP,
+            f"FLAGGED: a price move of {jump[1]:+.0%} on {jump[0]} in the sessions charted or scored for {date} "
+            "(a split or a data error? use split-adjusted prices)",
+        )
+    return AsOf(step, position, date)
+
+
+def _largest_jump(span: pd.DataFrame) -> tuple[str, float] | None:
+    """The largest close-to-close or previous-close-to-open move in ``span``, as (date, move)."""
+    if len(span) < 2:
+        return None
+    previous = span["Close"].to_numpy()[:-1]
+    moves = np.concatenate(
+        [[span["Close"].to_numpy()[1:] / previous - 1.0], [span["Open"].to_numpy()[1:] / previous - 1.0]]
+    )
+    flat = np.abs(np.nan_to_num(moves, nan=0.0, posinf=1e9, neginf=-1e9)).max(axis=0)
+    at = int(flat.argmax())
+    move = moves[0, at] if abs(moves[0, at]) >= abs(moves[1, at]) else moves[1, at]
+    return f"{span.index[at + 1]:%Y-%m-%d}", float(move)
+
+
+def skipped_counts(dates: Sequence[AsOf]) -> dict[str, int]:
+    return {kind: sum(1 for d in dates if d.kind == kind) for kind in KINDS}
