@@ -1,11 +1,11 @@
 """QwenChatClient against the raw dashscope SDK, side by side in one run, on the loopback emulator.
 
-    python benchmarks/run.py            # full run (about a minute)
+    python benchmarks/run.py            # full run (a few minutes)
     python benchmarks/run.py --quick    # fewer repetitions
     python benchmarks/run.py --floor    # only the two jobs measured against the MAF floor
     python benchmarks/peers.py          # the OpenAI / Anthropic / Gemini clients against their SDKs (peers.py)
 
-Two jobs, each done by both sides in alternation (A, B, A, B, ...) so that machine noise hits both alike:
+Each job is done by its sides in alternation (A, B, C, A, B, C, ...) so that machine noise hits them alike:
 
 1. ``conversation``: one non-streamed request carrying a reference conversation of 40 messages with 4 PNG images
    and 10 tool round trips. Ours: ``QwenChatClient.get_response`` given MAF ``Message`` objects (conversion, request,
@@ -19,7 +19,8 @@ Two jobs, each done by both sides in alternation (A, B, A, B, ...) so that machi
 The stream job and the concurrent job (4.) also have the MAF floor as a side: ``benchmarks/floor.py``'s
 ``FloorChatClient``, the thinnest MAF client on the raw SDK's own stream (one ``Content.from_text`` in one
 ``ChatResponseUpdate`` per chunk) behind MAF's default layers, what any MAF client costs at least. Ours ÷ floor is
-what our own code costs beyond it (targets: ≤ 0.90 burst CPU, ≥ 1.05 concurrent throughput), printed with the
+what our own code costs beyond it (targets: ≤ 0.90 burst CPU, ≥ 1.05 concurrent throughput; the stream job also has
+``RawFloorChatClient``, the floor without MAF's layers, to show what those layers cost), printed with the
 raw-SDK ratios beside it; each ratio is the median of the per-round ratios (one round: every side once, back to
 back), with the middle half of the rounds as its spread.
 
@@ -66,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dashscope
 import httpx
 from agent_framework import Content, Message
-from floor import FloorChatClient
+from floor import FloorChatClient, RawFloorChatClient
 
 from qwen3 import QwenChatClient, RawQwenChatClient
 from qwen3.convert import convert_messages
@@ -264,6 +265,7 @@ async def _run(base_url: str, repeats: int, floor_only: bool) -> None:
     bare = RawQwenChatClient(model="qwen-plus", api_key=KEY, base_url=base_url, max_retries=0, connect_timeout=CONNECT)
     raw, floor_sdk = _sdk(base_url), _sdk(base_url)
     floor = FloorChatClient(sdk=floor_sdk, model="qwen-plus")
+    bare_floor = RawFloorChatClient(sdk=floor_sdk, model="qwen-plus")
     conversation = reference_conversation()
     native = convert_messages(conversation, endpoint="multimodal")  # what a raw-SDK user would hold
     tools = [{"type": "function", "function": {"name": "indicators", "parameters": {"type": "object"}}}]
@@ -279,7 +281,7 @@ async def _run(base_url: str, repeats: int, floor_only: bool) -> None:
 
     question = [Message("user", ["Write a long answer."])]
 
-    async def stream_through(client: RawQwenChatClient | FloorChatClient) -> None:
+    async def stream_through(client: RawQwenChatClient | RawFloorChatClient) -> None:
         stream = client.get_response(question, stream=True, options={"model": "qwen-plus"})
         count = 0
         async for _ in stream:
@@ -296,6 +298,9 @@ async def _run(base_url: str, repeats: int, floor_only: bool) -> None:
 
     async def floor_stream() -> None:
         await stream_through(floor)
+
+    async def bare_floor_stream() -> None:
+        await stream_through(bare_floor)
 
     async def raw_stream() -> None:
         stream = await raw.chat.completions.create(
@@ -327,6 +332,7 @@ async def _run(base_url: str, repeats: int, floor_only: bool) -> None:
                 OURS: ours_stream,
                 "RawQwenChatClient (no MAF layers)": bare_stream,
                 FLOOR: floor_stream,
+                "RawFloorChatClient (no MAF layers)": bare_floor_stream,
                 RAW: raw_stream,
                 "raw SDK classic (AioGeneration)": classic_stream,
             },
