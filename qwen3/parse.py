@@ -20,7 +20,7 @@ from clients.core.tool_calls import StreamedToolCalls
 # ---------------------------------------------------------------------------------------------- responses
 
 
-def _output_contents(content: Any, merge_mode: str | None = None) -> list[Content]:
+def _output_contents(content: Any) -> list[Content]:
     """A message ``content`` → MAF contents: a string (text endpoint), or parts (multimodal, Model Studio "Image and
     video understanding").
 
@@ -29,13 +29,13 @@ def _output_contents(content: Any, merge_mode: str | None = None) -> list[Conten
     (``ocr_result``...) stay in ``raw_representation``.
     """
     if isinstance(content, str):
-        return [Content.from_text(content, merge_mode=merge_mode)] if content else []  # type: ignore[arg-type]
+        return [Content.from_text(content)] if content else []
     out: list[Content] = []
     for part in content if isinstance(content, list) else ():
         if not isinstance(part, Mapping):
             continue
         if part.get("text"):
-            out.append(Content.from_text(part["text"], merge_mode=merge_mode))  # type: ignore[arg-type]
+            out.append(Content.from_text(part["text"]))
         for kind in ("image", "audio", "video"):
             if isinstance(part.get(kind), str):
                 media_type = mimetypes.guess_type(part[kind].split("?", 1)[0])[0] or f"{kind}/*"
@@ -235,7 +235,7 @@ class StreamState:
         if isinstance(content, str):
             out.extend(think_contents(self.think.feed(content)))
             return
-        for part in _output_contents(content, "append"):
+        for part in _output_contents(content):
             if part.type == "text":
                 out.extend(think_contents(self.think.feed(part.text or "")))
             else:

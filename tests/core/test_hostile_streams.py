@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -141,3 +142,33 @@ async def test_gemini_events_are_capped_before_google_genai_buffers_them() -> No
     assert b"".join([chunk async for chunk in _BoundedEvents(Body(*events), 32, 60)]) == b"".join(events)
     with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=32"):
         [chunk async for chunk in _BoundedEvents(Body(*[b"data: 0123456789\n"] * 3), 32, 60)]
+
+
+async def test_max_event_bytes_is_the_longest_line_allowed_exactly() -> None:
+    ten = b"data: " + b"x" * 10  # a 16-byte line
+    assert await _events(ten + b"\n\n") == [ServerSentEvent(None, "x" * 10)]  # whole in one chunk
+    assert await _events(ten, b"\n\n") == [ServerSentEvent(None, "x" * 10)]  # its end in the next chunk
+    assert await _events(b"data: 1\n\n" + ten, b"\n\n") == [ServerSentEvent(None, "1"), ServerSentEvent(None, "x" * 10)]
+    assert await _events(b"data: 1\n\n" + ten) == [ServerSentEvent(None, "1"), ServerSentEvent(None, "x" * 10)]
+    for parts in ((ten + b"x\n\n",), (ten + b"x", b"\n\n"), (b"data: 1\n\n" + ten + b"x", b"\n\n")):
+        with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=16"):
+            await _events(*parts)
+
+
+async def test_a_stream_cut_mid_line_keeps_its_last_line() -> None:
+    assert await _events(b"data: 1\r\n\r\ndata: t", b"ail\r") == [
+        ServerSentEvent(None, "1"),
+        ServerSentEvent(None, "tail"),
+    ]
+
+
+async def test_the_idle_timeout_says_how_long_it_waited() -> None:
+    async def trickle() -> Any:
+        yield b"data: 1\n\n"
+        for _ in range(5):
+            await asyncio.sleep(0.03)
+            yield b"x"
+
+    decoder = SSEDecoder()
+    with pytest.raises(asyncio.TimeoutError, match=r"no complete event for 0\.05 s"):
+        [event async for event in aiter_events(trickle(), decoder, 64, idle_timeout=0.05)]
