@@ -45,11 +45,11 @@ CHART = ["--chart-size", "8x4.5", "--dpi", "80"]  # 640x360 px charts: about 300
 
 def _emulator(pipe: Connection, batch_seconds: float) -> None:
     """The emulator's process: serve until told to stop, then report this process's CPU seconds."""
-    import kline_watchlist as wl
+    from kline.agent import emulated_reply
 
     from qwen3.testing import DashScopeEmulator
 
-    with DashScopeEmulator(api_key="sk-bench", default_reply=wl.emulated_reply) as emu:
+    with DashScopeEmulator(api_key="sk-bench", default_reply=emulated_reply) as emu:
         emu.batches.seconds = batch_seconds
         pipe.send(emu.base_url)
         pipe.recv()
@@ -61,6 +61,7 @@ def _child_stats() -> None:
     """Run the example in this process (``--child``), then print its resource usage as JSON on the last line."""
     import asyncio
 
+    import kline.watchlist
     import kline_watchlist as wl
 
     args = wl.parse_args(sys.argv[2:])
@@ -70,7 +71,7 @@ def _child_stats() -> None:
 
         return ProcessPoolExecutor(workers or os.cpu_count() or 2, mp_context=multiprocessing.get_context("spawn"))
 
-    wl.make_pool = spawned_pool
+    kline.watchlist.make_pool = spawned_pool
     started = time.perf_counter()
     totals = asyncio.run(wl.run(args))
     wall = time.perf_counter() - started
@@ -89,11 +90,11 @@ def _child_stats() -> None:
 
 
 def measure(size: int, work: Path, batch: bool) -> dict[str, Any]:
-    import kline_watchlist as wl
+    from kline.data import write_demo
 
     data, out = work / f"data-{size}", work / f"out-{size}{'-batch' if batch else ''}"
     if not data.is_dir():
-        wl.write_demo(data, size)
+        write_demo(data, size)
     parent, child = multiprocessing.Pipe()
     server = multiprocessing.get_context("spawn").Process(target=_emulator, args=(child, 1.0), daemon=True)
     server.start()

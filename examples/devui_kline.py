@@ -42,10 +42,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 if __name__ == "__main__":
     CLI_ARGS = parse_args()  # --help answers before the heavy imports below
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # kline_analysis.py beside this file (not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-import kline_analysis as kline
 from agent_framework import Agent, ChatContext, Message, chat_middleware
+from kline.agent import INSTRUCTIONS, TOOL_NAME, emulated_analysis, make_indicator_tool, tool_result_from_messages
+from kline.chart import render_chart
+from kline.data import load_csv, load_goog_sample
 
 from clients import image_content
 from qwen3 import QwenVLChatClient
@@ -76,8 +78,8 @@ def chart_middleware(chart: Path) -> Any:
 def emulated_reply(request: RecordedRequest) -> Reply:
     """What the emulator answers any conversation: call the indicator tool, then read its numbers."""
     if not any(m.get("role") == "tool" for m in request.messages):
-        return Reply(tool_calls=[ToolCall(name=kline.TOOL_NAME, arguments={})])
-    text = EMULATED_PREFIX + kline.emulated_analysis(kline.tool_result_from_messages(request.messages))
+        return Reply(tool_calls=[ToolCall(name=TOOL_NAME, arguments={})])
+    text = EMULATED_PREFIX + emulated_analysis(tool_result_from_messages(request.messages))
     return Reply(text=text, chunks=12)
 
 
@@ -87,8 +89,8 @@ def build_agent(data: Any, symbol: str, chart: Path, *, model: str, api_key: str
         client=client,
         name="KLineAnalyst",
         description=f"Reads the K-line chart of {symbol} and its indicators",
-        instructions=kline.INSTRUCTIONS,
-        tools=[kline.make_indicator_tool(data, symbol)],
+        instructions=INSTRUCTIONS,
+        tools=[make_indicator_tool(data, symbol)],
         middleware=[chart_middleware(chart)],
     )
 
@@ -96,8 +98,8 @@ def build_agent(data: Any, symbol: str, chart: Path, *, model: str, api_key: str
 def main(args: argparse.Namespace) -> int:
     from agent_framework_devui import serve
 
-    data, symbol = kline.load_csv(args.csv) if args.csv else kline.load_goog_sample()
-    chart = kline.render_chart(data, args.out, days=args.days, symbol=symbol)
+    data, symbol = load_csv(args.csv) if args.csv else load_goog_sample()
+    chart = render_chart(data, args.out, days=args.days, symbol=symbol)
     api_key = os.environ.get("DASHSCOPE_API_KEY", "").strip()
     emulator = None
     if api_key:

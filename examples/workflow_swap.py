@@ -18,7 +18,7 @@ Two agents, two workflows (``agent_framework_orchestrations``):
 Each agent sees the other's turns as user turns starting ``[Name]: `` (``clients.core.multi_agent``), never as its own
 assistant turns: every client of this package rewrites them the same way, which is what makes the swap safe.
 
-The chart data and image come from ``examples/kline_analysis.py`` (GOOG sample bundled with matplotlib, or ``--csv``).
+The chart data and image come from the ``kline`` package beside it (GOOG sample bundled with matplotlib, or ``--csv``).
 
 Choosing the analyst (highest precedence first; a choice is a provider and optionally a model, else the provider's
 default model, see ``PROVIDERS``):
@@ -387,9 +387,14 @@ try:
     import qwen3  # noqa: F401
 except ImportError:  # a source checkout without `pip install -e .`: use the packages next to this example
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # kline_analysis.py beside this file (not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-import kline_analysis as kline
+from kline.agent import TOOL_NAME, emulated_analysis, make_indicator_tool
+from kline.analysis import USER_ERRORS
+from kline.chart import render_chart
+from kline.cli import run_cli
+from kline.data import load_csv, load_goog_sample
+from kline.indicators import MA_WINDOWS, moving_average
 
 from clients import image_content
 from clients.testing import LoopbackServer, RecordedRequest, Reply, ToolCall, Turn
@@ -411,7 +416,7 @@ def describe_chart(data: pd.DataFrame, *, days: int, symbol: str) -> str:
     change5 = (recent["Close"].iloc[-1] / recent["Open"].iloc[0] - 1.0) * 100.0
     span = float(last["High"] - last["Low"]) or 1.0
     body = abs(float(last["Close"] - last["Open"])) / span * 100.0
-    mas = {w: kline.moving_average(data["Close"], w).iloc[-1] for w in kline.MA_WINDOWS}
+    mas = {w: moving_average(data["Close"], w).iloc[-1] for w in MA_WINDOWS}
     known = sorted(((float(v), f"MA{w}") for w, v in mas.items() if pd.notna(v)), reverse=True)
     order = " above ".join(name for _, name in known) if known else "not drawn (too little history)"
     side = "above" if known and last["Close"] > known[-1][0] else "below" if known else "beside"
@@ -479,17 +484,17 @@ def _indicators(turn: Turn) -> dict[str, Any]:
 
 def analyst_reply(info: Provider, model: str) -> Callable[[RecordedRequest], Reply]:
     """The emulated Analyst: first call the indicator tool; once its result is the last turn, answer from the
-    numbers (``kline_analysis.emulated_analysis``) and quote the start of ChartReader's description."""
+    numbers (``kline.agent.emulated_analysis``) and quote the start of ChartReader's description."""
 
     def answer(request: RecordedRequest) -> Reply:
         turns = request.turns
         if not turns or not turns[-1].tool_results:
-            return Reply.calling(ToolCall(kline.TOOL_NAME, {}))
+            return Reply.calling(ToolCall(TOOL_NAME, {}))
         reading = _foreign_turns(request, READER)
         quoted = _first_sentence(reading[-1].text.removeprefix(f"[{READER}]: ")) if reading else "(nothing received)"
         body = [
             line
-            for line in kline.emulated_analysis(_indicators(turns[-1])).splitlines()
+            for line in emulated_analysis(_indicators(turns[-1])).splitlines()
             if not line.startswith(("[EMULATED", "Not investment advice."))
         ]
         text = "\n".join(
@@ -548,7 +553,7 @@ def build_agents(
         name=ANALYST,
         client=analyst_client,
         instructions=ANALYST_INSTRUCTIONS,
-        tools=[kline.make_indicator_tool(data, symbol, calls)],
+        tools=[make_indicator_tool(data, symbol, calls)],
         middleware=[chart_for_reader_only],
     )
     return reader, analyst, calls
@@ -605,9 +610,9 @@ class Inputs:
 
 
 def prepare(csv: Path | None, days: int, out: Path) -> Inputs:
-    """Load the data (``kline_analysis``) and render the chart. Raises ``kline_analysis.DataError``."""
-    data, symbol = kline.load_csv(csv) if csv else kline.load_goog_sample()
-    chart = kline.render_chart(data, out, days=days, symbol=symbol)
+    """Load the data (``kline.data``) and render the chart. Raises ``kline.layouts.DataError``."""
+    data, symbol = load_csv(csv) if csv else load_goog_sample()
+    chart = render_chart(data, out, days=days, symbol=symbol)
     return Inputs(data=data, symbol=symbol, days=days, chart=chart)
 
 
@@ -813,8 +818,8 @@ async def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return kline.run_cli(run(parse_args(argv)), kline.USER_ERRORS)  # ConfigError is a ValueError
+    return run_cli(run(parse_args(argv)), USER_ERRORS)  # ConfigError is a ValueError
 
 
 if __name__ == "__main__":
-    sys.exit(kline.run_cli(run(CLI_ARGS), kline.USER_ERRORS))
+    sys.exit(run_cli(run(CLI_ARGS), USER_ERRORS))

@@ -23,6 +23,7 @@ PNG = base64.b64decode(
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path.insert(0, str(EXAMPLES))  # the examples' kline package, which the example tests import
 
 
 @contextmanager

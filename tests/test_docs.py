@@ -18,7 +18,7 @@ SOURCES = [
     *PAGES,
     *sorted(ROOT.glob("qwen3/**/*.py")),
     *sorted(ROOT.glob("clients/**/*.py")),
-    *sorted(ROOT.glob("examples/*.py")),
+    *sorted(ROOT.glob("examples/**/*.py")),
 ]
 """What users read: the pages, and the package's and the examples' docstrings and comments."""
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)

@@ -14,6 +14,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from kline.agent import TOOL_NAME, emulated_analysis, make_indicator_tool, tool_result_from_messages
+from kline.analysis import RunReport, cache_line
+from kline.chart import MAX_PNG_BYTES, default_title, render_chart
+from kline.data import detect_layout, load_csv, load_goog_sample
+from kline.indicators import compute_indicators, macd, rsi
+from kline.layouts import DataError
 
 from tests.conftest import example_module
 
@@ -96,8 +102,8 @@ def test_load_real_csv(
     path = SHARED_DATA / name
     if not path.is_file():
         pytest.skip(f"{path} not present")
-    assert ka.detect_layout(list(pd.read_csv(path, nrows=0).columns)).name == layout
-    frame, sym = ka.load_csv(path)
+    assert detect_layout(list(pd.read_csv(path, nrows=0).columns)).name == layout
+    frame, sym = load_csv(path)
     assert_clean_frame(frame)
     assert sym == symbol
     assert len(frame) == rows
@@ -121,7 +127,7 @@ def test_load_akshare_chinese(ka: ModuleType, tmp_path: Path, encoding: str) -> 
         "2024-01-03,000002,9.61,9.51,9.71,9.41,901000,1,1,1,1,1\n",
         encoding=encoding,
     )
-    frame, symbol = ka.load_csv(csv)
+    frame, symbol = load_csv(csv)
     assert_clean_frame(frame)
     assert symbol == "000002"
     assert list(frame.index.strftime("%Y-%m-%d")) == ["2024-01-02", "2024-01-03", "2024-01-04"]
@@ -137,7 +143,7 @@ def test_load_tushare_newest_first(ka: ModuleType, tmp_path: Path) -> None:
         "600519.SH,20240104,1670.0,1680.0,1650.0,1655.0,1668.0,-13.0,-0.8,26000.0,4300000.0\n"
         "600519.SH,20240103,1660.0,1675.0,1655.0,1668.0,1660.0,8.0,0.5,24000.0,4000000.0\n"
     )
-    frame, symbol = ka.load_csv(csv)
+    frame, symbol = load_csv(csv)
     assert_clean_frame(frame)
     assert symbol == "600519.SH"
     assert list(frame.index.strftime("%Y-%m-%d")) == ["2024-01-03", "2024-01-04", "2024-01-05"]
@@ -147,8 +153,8 @@ def test_load_tushare_newest_first(ka: ModuleType, tmp_path: Path) -> None:
 def test_load_lowercase_english_with_date_column(ka: ModuleType, tmp_path: Path) -> None:
     csv = tmp_path / "X.csv"
     csv.write_text("date,open,high,low,close,volume,amount\n2024-02-02,2,3,1,2.5,10,0\n2024-02-01,1,2,0.5,1.5,20,0\n")
-    frame, symbol = ka.load_csv(csv)
-    assert ka.detect_layout(["date", "open", "high", "low", "close", "volume"]).name == "akshare-en"
+    frame, symbol = load_csv(csv)
+    assert detect_layout(["date", "open", "high", "low", "close", "volume"]).name == "akshare-en"
     assert symbol == "X"
     assert list(frame["Close"]) == [1.5, 2.5]
 
@@ -156,8 +162,8 @@ def test_load_lowercase_english_with_date_column(ka: ModuleType, tmp_path: Path)
 def test_unrecognised_header_is_a_clear_error(ka: ModuleType, tmp_path: Path) -> None:
     csv = tmp_path / "bad.csv"
     csv.write_text("when,price,qty\n2024-01-01,1,2\n")
-    with pytest.raises(ka.DataError) as info:
-        ka.load_csv(csv)
+    with pytest.raises(DataError) as info:
+        load_csv(csv)
     message = str(info.value)
     assert "unrecognised CSV header" in message
     assert "[when, price, qty]" in message
@@ -166,18 +172,18 @@ def test_unrecognised_header_is_a_clear_error(ka: ModuleType, tmp_path: Path) ->
 
 
 def test_missing_and_empty_files_are_data_errors(ka: ModuleType, tmp_path: Path) -> None:
-    with pytest.raises(ka.DataError, match="not found"):
-        ka.load_csv(tmp_path / "nope.csv")
+    with pytest.raises(DataError, match="not found"):
+        load_csv(tmp_path / "nope.csv")
     (tmp_path / "empty.csv").write_text("")
-    with pytest.raises(ka.DataError, match="empty"):
-        ka.load_csv(tmp_path / "empty.csv")
+    with pytest.raises(DataError, match="empty"):
+        load_csv(tmp_path / "empty.csv")
     (tmp_path / "nodates.csv").write_text("Date,Open,High,Low,Close,Adj Close,Volume\nxx,1,1,1,1,1,1\n")
-    with pytest.raises(ka.DataError, match="no parseable dates"):
-        ka.load_csv(tmp_path / "nodates.csv")
+    with pytest.raises(DataError, match="no parseable dates"):
+        load_csv(tmp_path / "nodates.csv")
 
 
 def test_goog_sample(ka: ModuleType) -> None:
-    frame, symbol = ka.load_goog_sample()
+    frame, symbol = load_goog_sample()
     assert_clean_frame(frame)
     assert symbol == "GOOG"
     assert len(frame) == 1047
@@ -237,27 +243,27 @@ ZIGZAG += [14.9, 14.6, 14.2, 14.8, 15.3, 15.0]
 def test_rsi_by_hand_period_2(ka: ModuleType) -> None:
     # changes +1, -1, +1, +1. Seed: gain 0.5, loss 0.5 -> 50. Then gain (0.5+1)/2=0.75, loss 0.25 -> RS 3 -> 75.
     # Then gain (0.75+1)/2=0.875, loss 0.125 -> RS 7 -> 87.5.
-    result = ka.rsi(pd.Series([1.0, 2.0, 1.0, 2.0, 3.0]), period=2)
+    result = rsi(pd.Series([1.0, 2.0, 1.0, 2.0, 3.0]), period=2)
     assert result.iloc[:2].isna().all()
     assert list(result.iloc[2:]) == pytest.approx([50.0, 75.0, 87.5])
 
 
 def test_rsi_matches_plain_wilder(ka: ModuleType) -> None:
-    result = ka.rsi(pd.Series(ZIGZAG), period=14)
+    result = rsi(pd.Series(ZIGZAG), period=14)
     expected = wilder_rsi(ZIGZAG, 14)
     assert result.iloc[:14].isna().all()
     assert list(result.iloc[14:]) == pytest.approx(expected[14:], abs=1e-9)
 
 
 def test_rsi_edge_cases(ka: ModuleType) -> None:
-    assert ka.rsi(pd.Series([float(i) for i in range(20)]), 14).iloc[-1] == 100.0  # only gains
-    assert ka.rsi(pd.Series([5.0] * 20), 14).iloc[-1] == 50.0  # nothing moved
-    assert ka.rsi(pd.Series([float(20 - i) for i in range(20)]), 14).iloc[-1] == 0.0  # only losses
-    assert ka.rsi(pd.Series([1.0, 2.0, 3.0]), 14).isna().all()  # too short
+    assert rsi(pd.Series([float(i) for i in range(20)]), 14).iloc[-1] == 100.0  # only gains
+    assert rsi(pd.Series([5.0] * 20), 14).iloc[-1] == 50.0  # nothing moved
+    assert rsi(pd.Series([float(20 - i) for i in range(20)]), 14).iloc[-1] == 0.0  # only losses
+    assert rsi(pd.Series([1.0, 2.0, 3.0]), 14).isna().all()  # too short
 
 
 def test_macd_matches_plain_ema(ka: ModuleType) -> None:
-    frame = ka.macd(pd.Series(ZIGZAG))
+    frame = macd(pd.Series(ZIGZAG))
     line = [f - s for f, s in zip(plain_ema(ZIGZAG, 12), plain_ema(ZIGZAG, 26), strict=True)]
     signal = plain_ema(line, 9)
     assert list(frame["macd"]) == pytest.approx(line, abs=1e-12)
@@ -281,7 +287,7 @@ def hand_frame(closes: list[float], volumes: list[float]) -> pd.DataFrame:
 
 def test_compute_indicators_on_a_rising_series(ka: ModuleType) -> None:
     closes = [float(i) for i in range(1, 41)]  # 1..40
-    ind = ka.compute_indicators(hand_frame(closes, [100.0] * 39 + [200.0]), "TEST")
+    ind = compute_indicators(hand_frame(closes, [100.0] * 39 + [200.0]), "TEST")
     assert ind["symbol"] == "TEST"
     assert ind["as_of"] == "2024-02-23"  # the 40th business day of 2024
     assert ind["sessions_available"] == 40
@@ -309,7 +315,7 @@ def test_compute_indicators_on_a_rising_series(ka: ModuleType) -> None:
 
 
 def test_compute_indicators_short_history_gives_nulls(ka: ModuleType) -> None:
-    ind = ka.compute_indicators(hand_frame([10.0, 11.0, 10.5], [1.0, 2.0, 3.0]))
+    ind = compute_indicators(hand_frame([10.0, 11.0, 10.5], [1.0, 2.0, 3.0]))
     assert ind["ma5"] is None
     assert ind["ma20"] is None
     assert ind["ma_arrangement"] is None
@@ -324,11 +330,11 @@ def test_compute_indicators_short_history_gives_nulls(ka: ModuleType) -> None:
 async def test_indicator_tool_returns_the_indicator_json(ka: ModuleType) -> None:
     frame = hand_frame(ZIGZAG, [float(v) for v in range(len(ZIGZAG))])
     calls: list[str] = []
-    indicator_tool = ka.make_indicator_tool(frame, "ZZ", calls)
-    assert indicator_tool.name == ka.TOOL_NAME
+    indicator_tool = make_indicator_tool(frame, "ZZ", calls)
+    assert indicator_tool.name == TOOL_NAME
     result = await indicator_tool.invoke(arguments={})
-    assert json.loads("".join(c.text for c in result)) == ka.compute_indicators(frame, "ZZ")
-    assert calls == [ka.TOOL_NAME]
+    assert json.loads("".join(c.text for c in result)) == compute_indicators(frame, "ZZ")
+    assert calls == [TOOL_NAME]
 
 
 def test_tool_result_from_messages(ka: ModuleType) -> None:
@@ -339,36 +345,36 @@ def test_tool_result_from_messages(ka: ModuleType) -> None:
         {"role": "tool", "content": [{"text": json.dumps(payload)}]},
     ]
     double_encoded = [{"role": "tool", "content": json.dumps(json.dumps(payload))}]
-    assert ka.tool_result_from_messages(text_endpoint) == payload
-    assert ka.tool_result_from_messages(multimodal) == payload
-    assert ka.tool_result_from_messages(double_encoded) == payload
-    assert ka.tool_result_from_messages([{"role": "user", "content": "x"}]) == {}
-    assert ka.tool_result_from_messages([{"role": "tool", "content": "not json"}]) == {}
+    assert tool_result_from_messages(text_endpoint) == payload
+    assert tool_result_from_messages(multimodal) == payload
+    assert tool_result_from_messages(double_encoded) == payload
+    assert tool_result_from_messages([{"role": "user", "content": "x"}]) == {}
+    assert tool_result_from_messages([{"role": "tool", "content": "not json"}]) == {}
 
 
 def test_emulated_analysis_is_labelled_and_uses_the_numbers(ka: ModuleType) -> None:
     frame = hand_frame([float(i) for i in range(1, 41)], [100.0] * 39 + [200.0])
-    text = ka.emulated_analysis(ka.compute_indicators(frame, "TEST"))
+    text = emulated_analysis(compute_indicators(frame, "TEST"))
     assert text.startswith("[EMULATED ANALYSIS")
     for needle in ("TEST", "close 40.00", "Trend: up", "20-day high 41.00", "1.90x", "RSI(14) 100.0", "bullish"):
         assert needle in text
-    assert "EMULATED" in ka.emulated_analysis({})
+    assert "EMULATED" in emulated_analysis({})
 
 
 # ------------------------------------------------------------------------------------------------ rendering
 
 
 def test_render_chart_png(ka: ModuleType, tmp_path: Path) -> None:
-    frame, symbol = ka.load_goog_sample()
-    out = ka.render_chart(frame, tmp_path / "sub" / "goog.png", days=120, symbol=symbol)
+    frame, symbol = load_goog_sample()
+    out = render_chart(frame, tmp_path / "sub" / "goog.png", days=120, symbol=symbol)
     assert out.is_file()
     assert png_size(out) == (1200, 700)
-    assert 20_000 < out.stat().st_size < ka.MAX_PNG_BYTES
-    assert ka.default_title(symbol, frame.iloc[-120:]) == "GOOG daily K-line  2008-04-25 to 2008-10-14  (120 sessions)"
+    assert 20_000 < out.stat().st_size < MAX_PNG_BYTES
+    assert default_title(symbol, frame.iloc[-120:]) == "GOOG daily K-line  2008-04-25 to 2008-10-14  (120 sessions)"
 
 
 def test_render_chart_short_history(ka: ModuleType, tmp_path: Path) -> None:
-    out = ka.render_chart(hand_frame(ZIGZAG[:8], [1.0] * 8), tmp_path / "short.png", title="short")  # no MA10/MA20
+    out = render_chart(hand_frame(ZIGZAG[:8], [1.0] * 8), tmp_path / "short.png", title="short")  # no MA10/MA20
     assert png_size(out) == (1200, 700)
 
 
@@ -410,16 +416,16 @@ async def test_offline_run_end_to_end(ka: ModuleType, tmp_path: Path, capsys: py
     assert images[0].startswith("data:image/png;base64,")
     assert any(m.get("role") == "system" for m in first.messages)
     tools = first.parameters.get("tools") or []
-    assert [t["function"]["name"] for t in tools] == [ka.TOOL_NAME]
+    assert [t["function"]["name"] for t in tools] == [TOOL_NAME]
 
     tool_messages = [m for m in second.messages if m.get("role") == "tool"]
     assert len(tool_messages) == 1
-    expected = ka.compute_indicators(*ka.load_goog_sample())
-    assert ka.tool_result_from_messages(second.messages) == expected
-    assert report.tool_calls == [ka.TOOL_NAME]
+    expected = compute_indicators(*load_goog_sample())
+    assert tool_result_from_messages(second.messages) == expected
+    assert report.tool_calls == [TOOL_NAME]
 
     # the streamed analysis is the emulator's text built from those numbers, and it arrived in pieces
-    analysis = ka.emulated_analysis(expected)
+    analysis = emulated_analysis(expected)
     assert analysis.strip() in out
     assert report.text.strip() == analysis.strip()
     assert report.updates > 5
@@ -427,7 +433,7 @@ async def test_offline_run_end_to_end(ka: ModuleType, tmp_path: Path, capsys: py
     # summary
     assert png_size(chart) == (1200, 700)
     assert str(chart.resolve()) in out
-    assert f"tool calls: {ka.TOOL_NAME} x1" in out
+    assert f"tool calls: {TOOL_NAME} x1" in out
     assert report.usage is not None
     assert "tokens:" in out
     assert "input" in out.split("tokens:")[1]
@@ -445,8 +451,8 @@ async def test_offline_run_end_to_end(ka: ModuleType, tmp_path: Path, capsys: py
 
 def test_cache_line_says_what_the_cache_did(ka: ModuleType, tmp_path: Path) -> None:
     def line(cache: bool, **usage: int) -> str:
-        report = ka.RunReport(chart=tmp_path, model="qwen-max", emulated=True, text="", usage=usage, cache=cache)
-        return str(ka.cache_line(report))
+        report = RunReport(chart=tmp_path, model="qwen-max", emulated=True, text="", usage=usage, cache=cache)
+        return str(cache_line(report))
 
     assert line(False) == "not used (qwen-max is not on Model Studio's explicit context-cache list)"
     assert line(True, input_token_count=10).startswith("asked for (cache='prefix'), nothing cached")

@@ -12,6 +12,10 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 import pytest
+from kline.agent import TOOL_NAME
+from kline.analysis import THINKING, RunReport, analyze, print_summary
+from kline.chart import chart_style, render_chart
+from kline.data import load_csv
 
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from tests.conftest import example_module
@@ -50,21 +54,21 @@ def _dominant_candle_colour(path: Path) -> str:
 def test_rising_candles_are_red_in_the_a_share_style_and_green_in_the_us_style(
     ka: ModuleType, tmp_path: Path, style: str, colour: str
 ) -> None:
-    chart = ka.render_chart(_rising(), tmp_path / f"{style}.png", days=30, style=style)
+    chart = render_chart(_rising(), tmp_path / f"{style}.png", days=30, style=style)
     assert _dominant_candle_colour(chart) == colour
 
 
 def test_auto_style_follows_the_layout_and_the_symbol(ka: ModuleType, tmp_path: Path) -> None:
     tushare = tmp_path / "t.csv"
     tushare.write_text("ts_code,trade_date,open,high,low,close,vol\n600000.SH,20240102,1,2,0.5,1.5,100\n")
-    data, symbol = ka.load_csv(tushare)
-    assert ka.chart_style(data, "auto", symbol) == "cn"
-    assert ka.chart_style(data, "us", symbol) == "us"  # --style overrides
+    data, symbol = load_csv(tushare)
+    assert chart_style(data, "auto", symbol) == "cn"
+    assert chart_style(data, "us", symbol) == "us"  # --style overrides
     plain = _rising()
-    assert ka.chart_style(plain, "auto", "GOOG") == "us"
-    assert ka.chart_style(plain, "auto", "vanke-000002.SZ-daily") == "cn"
-    assert ka.chart_style(plain, "auto", "sh600519") == "cn"
-    assert ka.chart_style(plain, "auto", "1234567.SZX") == "us"
+    assert chart_style(plain, "auto", "GOOG") == "us"
+    assert chart_style(plain, "auto", "vanke-000002.SZ-daily") == "cn"
+    assert chart_style(plain, "auto", "sh600519") == "cn"
+    assert chart_style(plain, "auto", "1234567.SZX") == "us"
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the real A-share CSVs live in ../shared/data (absent here)")
@@ -77,8 +81,8 @@ def test_auto_style_follows_the_layout_and_the_symbol(ka: ModuleType, tmp_path: 
     ],
 )
 def test_real_files_get_their_market_style(ka: ModuleType, name: str, style: str) -> None:
-    data, symbol = ka.load_csv(SHARED_DATA / name)
-    assert ka.chart_style(data, "auto", symbol) == style
+    data, symbol = load_csv(SHARED_DATA / name)
+    assert chart_style(data, "auto", symbol) == style
 
 
 @pytest.mark.parametrize("example", ["kline_analysis.py", "workflow_swap.py", "devui_kline.py"])
@@ -128,19 +132,19 @@ async def test_a_thinking_model_shows_that_it_thinks(
     ka: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = _rising(40)
-    chart = ka.render_chart(data, tmp_path / "k.png", days=40)
+    chart = render_chart(data, tmp_path / "k.png", days=40)
     with DashScopeEmulator(api_key="k") as emu:
         emu.script(
-            Reply(reasoning="First the trend, then the numbers.", tool_calls=[ToolCall(ka.TOOL_NAME, {})]),
+            Reply(reasoning="First the trend, then the numbers.", tool_calls=[ToolCall(TOOL_NAME, {})]),
             Reply(reasoning="MA5 above MA20.", text="An uptrend.", chunks=3),
         )
-        report = await ka.analyze(
+        report = await analyze(
             data, chart, symbol="X", question="?", model="qvq-max", api_key="k", base_url=emu.base_url, emulated=True
         )
     out = capsys.readouterr().out
-    assert out.startswith(ka.THINKING)
-    assert out.index(ka.THINKING) < out.index("An uptrend.")
-    assert out.count(ka.THINKING) == 1
+    assert out.startswith(THINKING)
+    assert out.index(THINKING) < out.index("An uptrend.")
+    assert out.count(THINKING) == 1
     assert report.text == "An uptrend."
 
 
@@ -153,15 +157,15 @@ def test_the_summary_reads_the_same_whatever_the_order_things_came_in(
     ka: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = _rising()
-    chart = ka.render_chart(data, tmp_path / "k.png", days=30)
+    chart = render_chart(data, tmp_path / "k.png", days=30)
     usages = [
         {"total_token_count": 30, "output_token_count": 10, "input_token_count": 20, "cached_token_count": 5},
         {"cached_token_count": 5, "input_token_count": 20, "total_token_count": 30, "output_token_count": 10},
     ]
     outputs = []
     for calls, usage in zip((["b", "a", "b"], ["b", "b", "a"]), usages, strict=True):
-        report = ka.RunReport(chart=chart, model="m", emulated=True, text="t", tool_calls=calls, usage=usage)
-        ka.print_summary(report, data)
+        report = RunReport(chart=chart, model="m", emulated=True, text="t", tool_calls=calls, usage=usage)
+        print_summary(report, data)
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1]
     assert "tool calls: a x1, b x2" in outputs[0]

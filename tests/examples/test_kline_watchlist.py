@@ -22,6 +22,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from kline.agent import emulated_reply
+from kline.data import generated_series, write_csv, write_demo
+from kline.limiter import AccountLimiter
 
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
 from tests.conftest import example_module
@@ -48,13 +51,13 @@ def folder(wl: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """50 good CSVs (2 of them real A-share series when ../shared is there) and 3 bad ones."""
     data = tmp_path_factory.mktemp("watchlist")
     real = [SHARED_DATA / name for name in REAL if (SHARED_DATA / name).is_file()]
-    wl.write_demo(data, 50 - len(real), sessions=120)
+    write_demo(data, 50 - len(real), sessions=120)
     for path in real:
         shutil.copy(path, data / path.name)  # a scratch copy for this run, outside the repository
     (data / "broken.csv").write_text("foo,bar\n1,2\n")
     (data / "empty.csv").write_text("")
-    short = wl.generated_series(7, sessions=10)
-    wl.write_csv(short, data / "SHORT.csv", "yahoo", "SHORT")
+    short = generated_series(7, sessions=10)
+    write_csv(short, data / "SHORT.csv", "yahoo", "SHORT")
     return data
 
 
@@ -96,7 +99,7 @@ class Faults:
                     return Reply(text='{"trend": "up"}')
             if _answering(request) and symbol == REFUSED and request.path.startswith("/v1/"):
                 return Reply.error_reply(400, "DataInspectionFailed", "Input data may contain inappropriate content.")
-        return self.wl.emulated_reply(request)
+        return emulated_reply(request)
 
 
 def _run(wl: ModuleType, argv: list[str], emulator: DashScopeEmulator, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -269,11 +272,11 @@ def test_a_killed_run_loses_no_finished_verdict_and_a_rerun_never_asks_for_one_a
     wl: ModuleType, tmp_path: Path
 ) -> None:
     data, out = tmp_path / "data", tmp_path / "out"
-    wl.write_demo(data, 16, sessions=80)
+    write_demo(data, 16, sessions=80)
     db = out / "results.sqlite"
 
     def slow(request: RecordedRequest) -> Reply:
-        reply = wl.emulated_reply(request)
+        reply = emulated_reply(request)
         reply.delay = 0.15
         return reply
 
@@ -302,9 +305,9 @@ def test_ctrl_c_during_a_batch_stops_cleanly_and_the_rerun_collects_the_same_bat
     wl: ModuleType, tmp_path: Path
 ) -> None:
     data, out = tmp_path / "data", tmp_path / "out"
-    wl.write_demo(data, 6, sessions=80)
+    write_demo(data, 6, sessions=80)
     db = out / "results.sqlite"
-    with DashScopeEmulator(api_key="sk-resume-test", default_reply=wl.emulated_reply) as emu:
+    with DashScopeEmulator(api_key="sk-resume-test", default_reply=emulated_reply) as emu:
         emu.batches.seconds = 4.0
         argv = ["--data", str(data), "--out", str(out), "--batch", "--poll-interval", "0.1"]
         first = _subprocess(argv, emu)
@@ -377,7 +380,7 @@ def test_the_limiter_books_requests_and_tokens_and_pauses_everyone_after_a_429(w
         now[0] += seconds
 
     async def scenario() -> None:
-        limiter = wl.AccountLimiter(2, 1000, cooldown=5.0, clock=lambda: now[0], sleep=sleep)
+        limiter = AccountLimiter(2, 1000, cooldown=5.0, clock=lambda: now[0], sleep=sleep)
         await limiter.acquire(400)
         await limiter.acquire(400)
         await limiter.acquire(400)  # a third request in the minute waits for the first to leave it

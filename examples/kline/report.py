@@ -1,111 +1,20 @@
-"""The pictures of examples/kline_watchlist.py: the chart each ticker is analysed on, the chart redrawn with the model's
-verdict (support and resistance levels, signals), its thumbnail, and ``report.html``, one self-contained page.
-
-`render_ticker` and `annotate_ticker` run in the watchlist's process pool (rendering is CPU-bound): they take and
-return plain data (paths, dicts), load the CSV themselves and close every figure they draw (``render_chart`` does),
-so a worker's memory stays flat however many tickers it draws.
-"""
+"""``report.html``, one self-contained page, and ``verdicts.jsonl``: what a watchlist run leaves to read."""
 
 from __future__ import annotations
 
 import base64
 import html
-import sys
-import time
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # kline_analysis.py beside this file (not a package)
+from kline.store import Ticker
 
-import kline_analysis as ka
+if TYPE_CHECKING:
+    from kline.watchlist import Run
 
-THUMB_WIDTH = 360
-"""Thumbnail width in pixels, in the report's table."""
-TREND_COLORS = {"up": "#1a9c4a", "down": "#e03a3e", "sideways": "#8a8a8a"}
-SUPPORT_COLOR, RESISTANCE_COLOR = "#1f77b4", "#d62728"
-SIGNAL_STYLE = {"bullish": ("^", "#1a9c4a"), "bearish": ("v", "#e03a3e"), "neutral": ("o", "#8a8a8a")}
-
-
-def render_ticker(
-    csv: str, chart: str, *, days: int, min_sessions: int, figsize: tuple[float, float], dpi: int
-) -> dict[str, Any]:
-    """Load one CSV (any layout ``kline_analysis`` accepts), check it has ``min_sessions`` sessions, compute the
-    indicators and draw the chart the model reads. Returns ``{"symbol", "indicators", "sessions", "start", "end",
-    "chart", "seconds"}``, or ``{"error": "..."}`` for input that cannot be used (the run reports it and goes on).
-    ``seconds``: the time spent here."""
-    started = time.perf_counter()
-    try:
-        data, symbol = ka.load_csv(csv)
-        if len(data) < min_sessions:
-            return {"error": f"too few sessions: {len(data)} (at least {min_sessions} are needed)"}
-        window = data.iloc[-days:]
-        ka.render_chart(data, chart, days=days, symbol=symbol, figsize=figsize, dpi=dpi)
-        return {
-            "symbol": symbol,
-            "indicators": ka.compute_indicators(data, symbol),
-            "sessions": len(window),
-            "start": f"{window.index[0]:%Y-%m-%d}",
-            "end": f"{window.index[-1]:%Y-%m-%d}",
-            "chart": chart,
-            "seconds": time.perf_counter() - started,
-        }
-    except ka.DataError as exc:
-        return {"error": str(exc)}
-    except (OSError, ValueError) as exc:  # a file that vanished, a value pandas or mplfinance cannot take
-        return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def annotate_ticker(
-    csv: str,
-    out: str,
-    verdict: Mapping[str, Any],
-    *,
-    days: int,
-    figsize: tuple[float, float],
-    dpi: int,
-    emulated: bool,
-) -> str:
-    """Redraw the chart with the verdict: support (blue) and resistance (red) as dashed lines, each signal as a
-    marker (▲ bullish, ▼ bearish, ● neutral) on its session, the trend, risk and confidence in the title. Writes
-    ``out`` and a JPEG thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's path."""
-    data, symbol = ka.load_csv(csv)
-    window = data.iloc[-days:]
-    levels = [(float(p), SUPPORT_COLOR) for p in verdict.get("support") or ()]
-    levels += [(float(p), RESISTANCE_COLOR) for p in verdict.get("resistance") or ()]
-    low, high = float(window["Low"].min()), float(window["High"].max())
-    levels = [(p, c) for p, c in levels if low * 0.8 <= p <= high * 1.2]  # a level far off the chart squashes it
-    markers = []
-    for signal in verdict.get("signals") or ():
-        marker, color = SIGNAL_STYLE.get(signal.get("direction", "neutral"), SIGNAL_STYLE["neutral"])
-        date = signal.get("date") or f"{window.index[-1]:%Y-%m-%d}"
-        price = signal.get("price")
-        if price is None:
-            day = window.index.asof(ka.pd.Timestamp(date)) if date else window.index[-1]
-            price = float(window["Low"].get(day, window["Low"].iloc[-1])) * 0.985
-        markers.append((date, float(price), marker, color))
-    title = (
-        f"{symbol}  trend {verdict.get('trend')}  risk {verdict.get('risk')}  "
-        f"confidence {float(verdict.get('confidence', 0)):.2f}{'  EMULATED' if emulated else ''}"
-    )
-    ka.render_chart(
-        data, out, days=days, symbol=symbol, title=title, figsize=figsize, dpi=dpi, levels=levels, markers=markers
-    )
-    thumb = Path(out).with_suffix(".thumb.jpg")
-    _thumbnail(Path(out), thumb)
-    return str(thumb)
-
-
-def _thumbnail(png: Path, out: Path) -> None:
-    from PIL import Image  # matplotlib's own dependency
-
-    with Image.open(png) as image:
-        image.thumbnail((THUMB_WIDTH, THUMB_WIDTH))
-        image.convert("RGB").save(out, "JPEG", quality=70, optimize=True)
-
-
-# --------------------------------------------------------------------------------------------------------------
 # report.html
 # --------------------------------------------------------------------------------------------------------------
 
@@ -237,3 +146,66 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
         page.write(f"</tbody></table>\n<script>{_JS}</script>\n</body></html>\n")
     tmp.replace(path)
     return path
+
+
+def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
+    """``verdicts.jsonl`` (one object per ticker with a stored result: symbol, file, status, the verdict's fields,
+    usage) and ``report.html``, from the store: a resumed run's earlier verdicts included."""
+    rows = run.store.rows(t.key for t in tickers)
+    skipped = {t.key: reason for t, reason in run.skipped}
+    report_rows: list[Row] = []
+    jsonl = run.out / "verdicts.jsonl"
+    tmp = jsonl.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for ticker in tickers:
+            row = rows.get(ticker.key)
+            if row is None:
+                if ticker.key in skipped:
+                    report_rows.append(
+                        Row(ticker.file.stem, ticker.label, ticker.file.name, "skipped", error=skipped[ticker.key])
+                    )
+                continue
+            verdict = json.loads(row["verdict"]) if row["verdict"] else None
+            usage = json.loads(row["usage"]) if row["usage"] else None
+            record = {
+                "symbol": row["symbol"],
+                "file": Path(row["file"]).name,
+                "status": row["status"],
+                **(verdict or {}),
+                "usage": usage,
+                "error": row["error"] or None,
+                **({"text": row["text"]} if row["text"] else {}),
+                "mode": row["mode"],
+            }
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            thumb = run.out / f"{row['name']}.thumb.jpg"
+            report_rows.append(
+                Row(
+                    row["name"],
+                    row["symbol"],
+                    Path(row["file"]).name,
+                    row["status"],
+                    verdict,
+                    usage,
+                    row["error"] or "",
+                    thumb,
+                )
+            )
+    tmp.replace(jsonl)
+    t = run.totals
+    totals = {
+        "tickers": t.tickers,
+        "verdicts": sum(1 for r in report_rows if r.status == "done"),
+        "failures": sum(1 for r in report_rows if r.status == "failed"),
+        "skipped (bad input)": t.skipped,
+        "resumed (not asked again)": t.resumed,
+        "tokens": f"{t.total_tokens:,}",
+        "cached tokens": f"{t.cached_tokens:,}",
+        "429s": t.rate_limited,
+        "time": f"{t.seconds:.1f} s",
+        "mode": run.mode + (" (EMULATED)" if run.emulated else ""),
+        "model": run.args.model,
+    }
+    title = f"K-line watchlist: {run.args.data.name or run.args.data}"
+    report = write_report(run.out / "report.html", report_rows, totals, title=title, emulated=run.emulated)
+    return jsonl, report

@@ -1,0 +1,53 @@
+"""What every entry script shares before its heavy imports: argument types, and running the async job as a command
+(exit codes, one line instead of a traceback)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+
+def chart_size(text: str) -> tuple[float, float]:
+    match = re.fullmatch(r"\s*([0-9.]+)\s*[xX]\s*([0-9.]+)\s*", text)
+    if not match or not 1 <= float(match.group(1)) <= 40 or not 1 <= float(match.group(2)) <= 40:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in inches (1-40), like 12x7, not {text!r}")
+    return float(match.group(1)), float(match.group(2))
+
+
+def positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, not {text!r}")
+        return value
+
+    return parse
+
+
+def run_cli(job: Coroutine[Any, Any, None], user_errors: tuple[type[Exception], ...]) -> int:
+    """Run an example's async ``job`` as a command: exit 0 when it ends, 2 with one line for a user error (bad data,
+    media or configuration), 130 on Ctrl-C, 1 with one line (no traceback) for a service or network failure."""
+    try:
+        asyncio.run(job)
+    except user_errors as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a service or network failure: one clear line, not a traceback
+        detail = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        print(f"error: {type(exc).__name__}: {detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def discard(job: Awaitable[Any]) -> None:
+    await job

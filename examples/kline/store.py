@@ -1,0 +1,144 @@
+"""The results store, ``OUT/results.sqlite``: one row per ticker and analysis, committed as each result arrives, so
+a killed run loses no finished verdict and a rerun never asks twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROMPT_VERSION = "v1"  # part of each result's key: a new prompt or schema asks again
+
+
+@dataclass
+class Ticker:
+    """One CSV of the watchlist: its file, its result key, and once rendered its symbol, chart and indicators."""
+
+    file: Path
+    key: str
+    symbol: str = ""
+    name: str = ""
+    chart: Path | None = None
+    indicators: dict[str, Any] = field(default_factory=dict)
+    sessions: int = 0
+    start: str = ""
+    end: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.symbol or self.file.stem
+
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY, file TEXT NOT NULL, symbol TEXT NOT NULL, name TEXT NOT NULL, status TEXT NOT NULL,
+    verdict TEXT, usage TEXT, error TEXT, text TEXT, mode TEXT, attempts INTEGER, seconds REAL, updated REAL
+);
+CREATE TABLE IF NOT EXISTS batches (
+    id TEXT PRIMARY KEY, model TEXT NOT NULL, keys TEXT NOT NULL, status TEXT NOT NULL, created REAL
+);
+"""
+
+
+class Store:
+    """``OUT/results.sqlite``: one row per ticker and analysis (``key``: the CSV's content, the model, the prompt
+    version), committed as each result arrives (WAL journal), and the batches submitted but not yet collected."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def finished(self, keys: Iterable[str], *, retry_failed: bool) -> dict[str, str]:
+        """Which of ``keys`` have a stored result, and its status (``failed`` ones left out with ``retry_failed``)."""
+        wanted = list(keys)
+        out: dict[str, str] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, status in self.db.execute(f"SELECT key, status FROM results WHERE key IN ({marks})", chunk):
+                if status == "done" or (status == "failed" and not retry_failed):
+                    out[key] = status
+        return out
+
+    def save(
+        self,
+        ticker: Ticker,
+        status: str,
+        *,
+        verdict: dict[str, Any] | None = None,
+        usage: dict[str, Any] | None = None,
+        error: str = "",
+        text: str = "",
+        mode: str,
+        attempts: int = 1,
+        seconds: float = 0.0,
+    ) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                ticker.key,
+                str(ticker.file),
+                ticker.label,
+                ticker.name,
+                status,
+                None if verdict is None else json.dumps(verdict, ensure_ascii=False),
+                None if usage is None else json.dumps(usage),
+                error,
+                text,
+                mode,
+                attempts,
+                seconds,
+                time.time(),
+            ),
+        )
+        self.db.commit()
+
+    def rows(self, keys: Iterable[str]) -> dict[str, sqlite3.Row]:
+        self.db.row_factory = sqlite3.Row
+        try:
+            wanted = list(keys)
+            out: dict[str, sqlite3.Row] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in self.db.execute(f"SELECT * FROM results WHERE key IN ({marks})", chunk):
+                    out[row["key"]] = row
+            return out
+        finally:
+            self.db.row_factory = None
+
+    def add_batch(self, batch_id: str, model: str, keys: Sequence[str]) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO batches VALUES (?,?,?,?,?)",
+            (batch_id, model, json.dumps(keys), "submitted", time.time()),
+        )
+        self.db.commit()
+
+    def open_batches(self, model: str) -> list[tuple[str, list[str]]]:
+        rows = self.db.execute("SELECT id, keys FROM batches WHERE status='submitted' AND model=?", (model,))
+        return [(batch_id, json.loads(keys)) for batch_id, keys in rows]
+
+    def close_batch(self, batch_id: str, status: str) -> None:
+        self.db.execute("UPDATE batches SET status=? WHERE id=?", (status, batch_id))
+        self.db.commit()
+
+
+def result_key(file: Path, model: str) -> str:
+    """The CSV's content, the model and the prompt version: new data (tomorrow's session) or another model is a new
+    analysis; the same file under another name is not."""
+    digest = hashlib.sha256()
+    with file.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"{digest.hexdigest()[:24]}:{model}:{PROMPT_VERSION}"

@@ -1,0 +1,304 @@
+"""K-line analysis at scale (``examples/kline_watchlist.py``): the run's shared parts (store, pool, totals), the
+charts rendered ahead of the model, the service (DashScope or the emulator), and the run itself."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import re
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kline.agent import emulated_reply
+from kline.analysis import USER_ERRORS as ANALYSIS_ERRORS
+from kline.chart import annotate_ticker, render_ticker
+from kline.data import discover, write_demo
+from kline.pool import make_pool
+from kline.report import write_outputs
+from kline.store import Store, Ticker, result_key
+from qwen3.testing import DashScopeEmulator
+
+EMULATED_BANNER = (
+    "EMULATED RUN - DASHSCOPE_API_KEY is not set: a local DashScope emulator answers with rule-based verdicts built "
+    "from the indicators, NOT a model's reading of the charts. Set DASHSCOPE_API_KEY for real ones."
+)
+
+
+def safe_name(symbol: str, file: Path, taken: set[str]) -> str:
+    """A file stem for the ticker's chart: the symbol's letters, digits, ``.``, ``-``, ``_``; another CSV of the same
+    symbol gets its file's hash after it."""
+    name = re.sub(r"[^\w.-]+", "_", symbol).strip("._") or "ticker"
+    if name in taken:
+        name = f"{name}_{hashlib.sha1(str(file).encode()).hexdigest()[:6]}"
+    taken.add(name)
+    return name
+
+
+@dataclass
+class Totals:
+    """What the run did, for the summary and the report."""
+
+    tickers: int = 0
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    resumed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int = 0
+    rate_limited: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+    render_seconds: float = 0.0
+    analysis_seconds: float = 0.0
+
+    def count(self, usage: dict[str, Any] | None) -> None:
+        usage = usage or {}
+        self.input_tokens += int(usage.get("input_token_count") or 0)
+        self.output_tokens += int(usage.get("output_token_count") or 0)
+        self.total_tokens += int(usage.get("total_token_count") or 0)
+        self.cached_tokens += int(usage.get("cache_read_input_token_count") or 0)
+
+
+@dataclass
+class Run:
+    """One run's settings and shared parts."""
+
+    args: argparse.Namespace
+    out: Path
+    store: Store
+    pool: Executor
+    emulated: bool
+    api_key: str
+    base_url: str | None
+    totals: Totals = field(default_factory=Totals)
+    skipped: list[tuple[Ticker, str]] = field(default_factory=list)
+    annotations: list[asyncio.Future[Any]] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+    progress: Progress | None = None
+    task: Any = None
+
+    @property
+    def mode(self) -> str:
+        return "batch" if self.args.batch else "realtime"
+
+    def advance(self, ticker: Ticker, status: str) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, advance=1, status=f"{ticker.label}: {status}")
+
+    async def render(self, ticker: Ticker) -> bool:
+        """Render the chart the model reads (in the pool); False (and reported) for input that cannot be used."""
+        loop = asyncio.get_running_loop()
+        work = self.out / ".charts"
+        result = await loop.run_in_executor(
+            self.pool,
+            _render_job,
+            str(ticker.file),
+            str(work / f"{ticker.key.split(':')[0]}.png"),
+            self.args.days,
+            self.args.min_sessions,
+            self.args.chart_size,
+            self.args.dpi,
+        )
+        self.totals.render_seconds += result.pop("seconds", 0.0)
+        if "error" in result:
+            self.skipped.append((ticker, result["error"]))
+            self.totals.skipped += 1
+            self.advance(ticker, "skipped")
+            return False
+        ticker.symbol = result["symbol"]
+        ticker.name = safe_name(ticker.symbol, ticker.file, self.names)
+        ticker.chart = Path(result["chart"])
+        ticker.indicators = result["indicators"]
+        ticker.sessions, ticker.start, ticker.end = result["sessions"], result["start"], result["end"]
+        return True
+
+    def annotate(self, ticker: Ticker, verdict: dict[str, Any]) -> None:
+        """Redraw the ticker's chart with its verdict, in the pool (not awaited here: the report waits for all)."""
+        loop = asyncio.get_running_loop()
+        self.annotations.append(
+            loop.run_in_executor(
+                self.pool,
+                _annotate_job,
+                str(ticker.file),
+                str(self.out / f"{ticker.name}.png"),
+                verdict,
+                self.args.days,
+                self.args.chart_size,
+                self.args.dpi,
+                self.emulated,
+            )
+        )
+
+    def record(self, ticker: Ticker, status: str, **kwargs: Any) -> None:
+        self.store.save(ticker, status, mode=self.mode, **kwargs)
+        ticker.indicators = {}  # stored: nothing of a finished ticker stays in memory but its file and key
+        self.totals.count(kwargs.get("usage"))
+        if status == "done":
+            self.totals.done += 1
+            self.annotate(ticker, kwargs["verdict"])
+        else:
+            self.totals.failed += 1
+        self.advance(ticker, status)
+
+
+def _render_job(
+    csv: str, chart: str, days: int, min_sessions: int, figsize: tuple[float, float], dpi: int
+) -> dict[str, Any]:
+    return render_ticker(csv, chart, days=days, min_sessions=min_sessions, figsize=figsize, dpi=dpi)
+
+
+def _annotate_job(
+    csv: str, out: str, verdict: dict[str, Any], days: int, figsize: tuple[float, float], dpi: int, emulated: bool
+) -> str:
+    return annotate_ticker(csv, out, verdict, days=days, figsize=figsize, dpi=dpi, emulated=emulated)
+
+
+class RunAborted(RuntimeError):
+    """A failure no ticker can get past (a wrong key, an exhausted quota): the run stops, results so far kept."""
+
+
+async def rendered(run: Run, tickers: Sequence[Ticker], depth: int) -> AsyncIterator[Ticker]:
+    """The tickers whose chart rendered, as they are ready, at most ``depth`` rendering ahead (memory stays flat)."""
+    pending: deque[tuple[Ticker, asyncio.Task[bool]]] = deque()
+    todo = iter(tickers)
+    try:
+        while True:
+            while len(pending) < depth and (ticker := next(todo, None)) is not None:
+                pending.append((ticker, asyncio.ensure_future(run.render(ticker))))
+            if not pending:
+                return
+            ticker, job = pending.popleft()
+            if await job:
+                yield ticker
+    finally:
+        for _, job in pending:
+            job.cancel()
+
+
+def print_summary(run: Run, jsonl: Path, report: Path) -> None:
+    t = run.totals
+    print("-" * 100)
+    print("Summary" + (" (EMULATED - no API key, no model called)" if run.emulated else ""))
+    print(
+        f"  tickers:   {t.tickers} ({t.done} analysed now, {t.resumed} resumed from results.sqlite, "
+        f"{t.failed} failed, {t.skipped} skipped)"
+    )
+    print(
+        f"  tokens:    {t.total_tokens:,} (input {t.input_tokens:,}, output {t.output_tokens:,}, cached "
+        f"{t.cached_tokens:,})"
+    )
+    print(
+        f"  time:      {t.seconds:.1f} s (rendering {t.render_seconds:.1f} s of pool time, analysis "
+        f"{t.analysis_seconds:.1f} s); 429s: {t.rate_limited}, retries: {t.retries}"
+    )
+    for ticker, reason in run.skipped:
+        print(f"  skipped:   {ticker.file.name}: {reason}")
+    print(f"  verdicts:  {jsonl}")
+    print(f"  report:    {report}")
+
+
+@contextlib.contextmanager
+def service(emulator: DashScopeEmulator | None) -> Iterator[tuple[str, str | None, DashScopeEmulator | None]]:
+    """(API key, base URL, emulator): DashScope's from the environment, else the given or a new emulator."""
+    api_key = os.environ.get("DASHSCOPE_API_KEY", "").strip()
+    if api_key:
+        yield api_key, os.environ.get("DASHSCOPE_BASE_URL", "").strip() or None, None
+        return
+    if emulator is not None:
+        yield emulator.api_key or "sk-emulated", emulator.base_url, emulator
+        return
+    with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
+        emu.batches.seconds = 2.0
+        yield "sk-emulated", emu.base_url, emu
+
+
+async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = None) -> Totals:
+    """The whole run (``examples/kline_watchlist.py`` says what it does). ``emulator``: answer from this one when there
+    is no API key (tests)."""
+    from kline.batch import run_batch  # both build on this module's Run
+    from kline.realtime import run_realtime
+
+    if args.demo:
+        files = write_demo(args.data, args.demo)
+        print(f"Wrote {len(files)} demo CSVs to {args.data}")
+        return Totals(tickers=len(files))
+    started = time.perf_counter()
+    files = discover(args.data, args.limit)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / ".charts").mkdir(exist_ok=True)
+    store = Store(args.out / "results.sqlite")
+    tickers = [Ticker(f, result_key(f, args.model)) for f in files]
+    finished = store.finished((t.key for t in tickers), retry_failed=args.retry_failed) if args.resume else {}
+    todo = [t for t in tickers if t.key not in finished]
+    with service(emulator) as (api_key, base_url, emu):
+        emulated = emu is not None
+        print(
+            EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope{f' ({base_url})' if base_url else ''}"
+        )
+        print(
+            f"{len(files)} CSVs in {args.data}: {len(finished)} finished before (resumed), {len(todo)} to analyse"
+            f"{' through the Batch API' if args.batch else ''}"
+        )
+        if args.batch and emu is not None:
+            emu.batches.seconds = min(emu.batches.seconds, args.poll_interval * 4)
+        with make_pool(args.workers) as pool:
+            current = Run(args, args.out, store, pool, emulated, api_key, base_url)
+            current.totals.tickers, current.totals.resumed = len(files), len(finished)
+            console = Console(stderr=True)
+            columns = (
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[status]}"),
+            )
+            try:
+                with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+                    current.progress = progress
+                    current.task = progress.add_task("tickers", total=len(todo), status="")
+                    await (run_batch if args.batch else run_realtime)(current, todo)
+                await _annotate_missing(current, tickers)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+                current.totals.seconds = time.perf_counter() - started
+                jsonl, report = write_outputs(current, tickers)
+                store.close()
+    if emulated:
+        print("EMULATED: the verdicts came from the local DashScope emulator, not from Qwen.")
+    print_summary(current, jsonl, report)
+    return current.totals
+
+
+async def _annotate_missing(run: Run, tickers: Sequence[Ticker]) -> None:
+    """Resumed tickers whose annotated chart is not in OUT (another --out, a deleted file): drawn again from the
+    stored verdict, without asking the model. Waits for this run's own first; a verdict whose chart cannot be drawn
+    keeps its verdict and is reported."""
+    failures = [o for o in await asyncio.gather(*run.annotations, return_exceptions=True) if isinstance(o, Exception)]
+    run.annotations.clear()
+    rows = run.store.rows(t.key for t in tickers)
+    for ticker in tickers:
+        row = rows.get(ticker.key)
+        if row is None or row["status"] != "done" or (run.out / f"{row['name']}.png").is_file():
+            continue
+        ticker.name, ticker.symbol = row["name"], row["symbol"]
+        run.annotate(ticker, json.loads(row["verdict"]))
+    failures += [o for o in await asyncio.gather(*run.annotations, return_exceptions=True) if isinstance(o, Exception)]
+    for failure in failures:
+        print(f"warning: an annotated chart could not be drawn: {type(failure).__name__}: {failure}")
+
+
+USER_ERRORS: tuple[type[Exception], ...] = (*ANALYSIS_ERRORS, RunAborted)
