@@ -12,7 +12,9 @@ import pandas as pd
 from agent_framework import FunctionTool, tool
 from pydantic import BaseModel, Field, ValidationError
 
+from kline.chart import A_SHARE_CODE
 from kline.indicators import compute_indicators
+from kline.patterns import PatternName, WyckoffEventName, WyckoffPhase, emulated_patterns, emulated_wyckoff
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall
 
 INSTRUCTIONS = (
@@ -37,7 +39,8 @@ def make_indicator_tool(data: pd.DataFrame, symbol: str = "", calls: list[str] |
 TOOL_DESCRIPTION = (
     "Exact technical indicators for the charted instrument at the last session: last close, 1/5/20-day "
     "% change, MA5/MA10/MA20 and their arrangement, RSI(14), MACD(12,26,9) line/signal/histogram, "
-    "20-day high/low, and last volume vs its 20-day average. Returns JSON."
+    "20-day high/low, last volume vs its 20-day average, and the last 5 sessions' open, high, low, close and "
+    "volume. Returns JSON."
 )
 
 
@@ -187,6 +190,27 @@ class Signal(BaseModel):
     price: float | None = Field(default=None, description="the price it refers to, if one")
 
 
+class PatternSeen(BaseModel):
+    """A candlestick pattern completed on the chart's last sessions."""
+
+    name: PatternName
+    date: str = Field(description="YYYY-MM-DD of the session the pattern completes on")
+
+
+class WyckoffEvent(BaseModel):
+    """One event of a Wyckoff structure."""
+
+    name: WyckoffEventName
+    date: str = Field(description="YYYY-MM-DD of the session it happened on")
+
+
+class Wyckoff(BaseModel):
+    """The Wyckoff reading of the chart: the phase the price is in, and the events seen."""
+
+    phase: WyckoffPhase = "none"
+    events: list[WyckoffEvent] = Field(default_factory=list, description="up to 6 events seen, oldest first")
+
+
 class Verdict(BaseModel):
     """The structured reading of one chart (``response_format``)."""
 
@@ -197,6 +221,10 @@ class Verdict(BaseModel):
     risk: Literal["low", "medium", "high"]
     confidence: float = Field(ge=0, le=1, description="0 to 1: how clear the picture is")
     rationale: str = Field(max_length=600, description="at most two sentences")
+    patterns: list[PatternSeen] = Field(
+        default_factory=list, description="candlestick patterns completed in the last 5 sessions, most recent first"
+    )
+    wyckoff: Wyckoff = Field(default_factory=Wyckoff, description="the Wyckoff phase and events, with their dates")
 
 
 VERDICT_INSTRUCTIONS = (
@@ -211,7 +239,12 @@ def question(symbol: str, sessions: int, start: str, end: str) -> str:
         f"Daily K-line chart of {symbol}: {sessions} sessions, {start} to {end}, candles with volume and "
         "MA5/MA10/MA20. Call the indicator tool first, then give your verdict as JSON: trend (up, down or "
         "sideways), up to 3 support and 3 resistance prices, up to 5 signals (MA crossovers, RSI/MACD momentum, "
-        "volume, patterns), risk (low, medium, high), confidence from 0 to 1, and a rationale of at most two sentences."
+        "volume, patterns), risk (low, medium, high), confidence from 0 to 1, a rationale of at most two sentences, "
+        "the candlestick patterns completed in the last 5 sessions (doji, hammer, engulfing, morning/evening star…; "
+        "dated by the session each completes on; none if none), and the Wyckoff reading: the phase (accumulation, "
+        "markup, distribution, markdown or none) and the events seen (selling climax, automatic rally, secondary "
+        "test, spring, sign of strength, upthrust…) with their dates."
+        + (" 分析这张K线图的威科夫形态。" if A_SHARE_CODE.search(symbol) else "")
     )
 
 
@@ -276,6 +309,8 @@ def emulated_verdict(ind: dict[str, Any]) -> dict[str, Any]:
         "signals": signals,
         "risk": risk,
         "confidence": confidence,
+        "patterns": emulated_patterns(ind.get("recent_sessions") or ()),
+        "wyckoff": emulated_wyckoff(ind, trend),
         "rationale": f"[EMULATED - rule-based, no model] {ind.get('symbol') or 'The instrument'} closed at {close:g}, "
         f"{chg20:+.2f}% over 20 sessions, {'above' if ma20 is not None and close > ma20 else 'below'} MA20.",
     }

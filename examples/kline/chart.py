@@ -189,15 +189,24 @@ def _marker_groups(
 
 
 def render_ticker(
-    csv: str, chart: str, *, days: int, min_sessions: int, figsize: tuple[float, float], dpi: int
+    csv: str,
+    chart: str,
+    *,
+    days: int,
+    min_sessions: int,
+    figsize: tuple[float, float],
+    dpi: int,
+    until: int | None = None,
 ) -> dict[str, Any]:
     """Load one CSV (any layout ``kline_analysis`` accepts), check it has ``min_sessions`` sessions, compute the
     indicators and draw the chart the model reads. Returns ``{"symbol", "indicators", "sessions", "start", "end",
     "chart", "seconds"}``, or ``{"error": "..."}`` for input that cannot be used (the run reports it and goes on).
-    ``seconds``: the time spent here."""
+    ``seconds``: the time spent here. ``until``: the row of the last session drawn and measured (a backtest's as-of
+    date: nothing after it is read); all of them by default."""
     started = time.perf_counter()
     try:
         data, symbol = load_csv(csv)
+        data = data if until is None else data.iloc[: until + 1]
         if len(data) < min_sessions:
             return {"error": f"too few sessions: {len(data)} (at least {min_sessions} are needed)"}
         window = data.iloc[-days:]

@@ -110,4 +110,21 @@ def compute_indicators(data: pd.DataFrame, symbol: str = "") -> dict[str, Any]:
         "volume_last": _num(volume.iloc[-1], 0),
         "volume_avg20": _num(vol_avg20, 0),
         "volume_vs_avg20": _num(float(volume.iloc[-1]) / vol_avg20, 2) if vol_avg20 else None,
+        "recent_sessions": recent_sessions(data),
     }
+
+
+def recent_sessions(data: pd.DataFrame, sessions: int = 5) -> list[dict[str, Any]]:
+    """The last ``sessions`` candles as plain numbers: the exact prices candlestick patterns are named by."""
+    tail = data.iloc[-sessions:]
+    return [
+        {
+            "date": f"{day:%Y-%m-%d}",
+            "open": _num(row.Open),
+            "high": _num(row.High),
+            "low": _num(row.Low),
+            "close": _num(row.Close),
+            "volume": _num(row.Volume, 0),
+        }
+        for day, row in zip(tail.index, tail.itertuples(index=False), strict=True)
+    ]

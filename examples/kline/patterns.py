@@ -8,7 +8,6 @@ session or, for a pattern of several candles, on any session it spans.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
@@ -131,30 +130,9 @@ def matches(claim: tuple[str, str], truth: set[tuple[str, str]], dates: Sequence
 # --------------------------------------------------------------------------------------------------------------
 
 
-def recent_sessions(data: pd.DataFrame, sessions: int = RECENT) -> list[dict[str, Any]]:
-    """The last ``sessions`` candles as plain numbers (for the indicator tool: exact prices to name patterns by)."""
-    tail = data.iloc[-sessions:]
-    return [
-        {
-            "date": f"{day:%Y-%m-%d}",
-            "open": _round(row.Open),
-            "high": _round(row.High),
-            "low": _round(row.Low),
-            "close": _round(row.Close),
-            "volume": _round(row.Volume, 0),
-        }
-        for day, row in zip(tail.index, tail.itertuples(index=False), strict=True)
-    ]
-
-
-def _round(value: float, digits: int = 4) -> float | None:
-    number = float(value)
-    return None if math.isnan(number) or math.isinf(number) else round(number, digits)
-
-
 def emulated_patterns(candles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Patterns named by plain rules on ``candles`` (doji, hammer, shooting star, engulfing, morning/evening star):
-    plausible, not a model's reading and not TA-Lib's."""
+    """Patterns named by plain rules (doji, hammer, shooting star, engulfing, morning/evening star) on ``candles``,
+    the indicator tool's ``recent_sessions``: plausible, not a model's reading and not TA-Lib's."""
     rows = [c for c in candles if all(isinstance(c.get(k), (int, float)) for k in ("open", "high", "low", "close"))]
     found: list[dict[str, Any]] = []
     for i, c in enumerate(rows):

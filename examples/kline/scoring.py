@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .patterns import PHASE_DIRECTION, TALIB_FUNCTIONS, matches
+from kline.patterns import PHASE_DIRECTION, TALIB_FUNCTIONS, matches
 
 DIRECTION = {"up": 1, "down": -1, "sideways": 0}
 BUCKETS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)

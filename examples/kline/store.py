@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROMPT_VERSION = "v1"  # part of each result's key: a new prompt or schema asks again
+PROMPT_VERSION = "v2"  # part of each result's key: a new prompt or schema asks again
 
 
 @dataclass
@@ -28,6 +28,7 @@ class Ticker:
     sessions: int = 0
     start: str = ""
     end: str = ""
+    until: int | None = None  # the row of the last session the chart and indicators see (a backtest's as-of date)
 
     @property
     def label(self) -> str:

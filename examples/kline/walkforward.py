@@ -14,14 +14,22 @@ before the date given). A date is skipped, with the reason counted and reported,
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from kline.baselines import BASELINES, Reading
+from kline.data import load_csv
+from kline.layouts import DataError
+from kline.patterns import RECENT, detected, talib_available
+from kline.scoring import Outcome, outcome
+
 TOO_FEW, PAST_END, GAP, JUMP = "too few sessions", "forward window past the end", "gap", "price jump over 40 %"
-KINDS = (TOO_FEW, PAST_END, GAP, JUMP)
+UNREADABLE = "unreadable file"
+KINDS = (UNREADABLE, TOO_FEW, PAST_END, GAP, JUMP)
 
 
 @dataclass(frozen=True)
@@ -136,3 +144,55 @@ def _largest_jump(span: pd.DataFrame) -> tuple[str, float] | None:
 
 def skipped_counts(dates: Sequence[AsOf]) -> dict[str, int]:
     return {kind: sum(1 for d in dates if d.kind == kind) for kind in KINDS}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One CSV planned in a rendering process: its as-of dates, and everything scored beside the model's reading
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What a backtest needs of one CSV, as plain data (computed in the pool): the symbol, the as-of dates (each
+    checked), and per usable date (by row position) the digest of the data up to it (the result key: nothing after
+    the date), the close, the outcomes per horizon, the baselines' readings, the last sessions' dates and TA-Lib's
+    patterns on them (``None`` without TA-Lib). A file that cannot be read has one date, skipped as unreadable."""
+
+    file: str
+    symbol: str = ""
+    dates: list[AsOf] = field(default_factory=list)
+    digests: dict[int, str] = field(default_factory=dict)
+    closes: dict[int, float] = field(default_factory=dict)
+    outcomes: dict[int, dict[int, Outcome]] = field(default_factory=dict)
+    baselines: dict[int, dict[str, Reading]] = field(default_factory=dict)
+    recent: dict[int, list[str]] = field(default_factory=dict)
+    truth: dict[int, list[tuple[str, str]]] | None = None
+
+
+def digest(data: pd.DataFrame) -> str:
+    """A digest of the sessions in ``data`` (dates and OHLCV), independent of the file's layout and of later rows."""
+    hasher = hashlib.sha256(data.index.to_numpy(dtype="datetime64[ns]").tobytes())
+    hasher.update(np.ascontiguousarray(data[["Open", "High", "Low", "Close", "Volume"]].to_numpy("float64")).tobytes())
+    return hasher.hexdigest()[:24]
+
+
+def plan_ticker(csv: str, walk: Walk) -> Plan:
+    """Load one CSV, pick and check its as-of dates, and compute what is scored beside the model on each."""
+    try:
+        data, symbol = load_csv(csv)
+    except (DataError, OSError, ValueError) as exc:
+        return Plan(csv, dates=[AsOf(0, -1, "–", UNREADABLE, str(exc))])
+    plan = Plan(csv, symbol, as_of_dates(data, walk), truth={} if talib_available() else None)
+    for as_of in plan.dates:
+        if as_of.problem:
+            continue
+        upto = data.iloc[: as_of.position + 1]
+        at = as_of.position
+        plan.digests[at] = digest(upto)
+        plan.closes[at] = float(upto["Close"].iloc[-1])
+        plan.outcomes[at] = {h: o for h in walk.horizons if (o := outcome(data, at, h)) is not None}
+        plan.baselines[at] = {name: r for name, rule in BASELINES.items() if (r := rule(upto)) is not None}
+        plan.recent[at] = [f"{d:%Y-%m-%d}" for d in upto.index[-RECENT:]]
+        if plan.truth is not None:
+            plan.truth[at] = sorted(detected(upto, RECENT))
+    return plan

@@ -90,6 +90,7 @@ class Run:
     names: set[str] = field(default_factory=set)
     progress: Progress | None = None
     task: Any = None
+    charts: str = ".charts"  # the folder under OUT for the charts the model reads
 
     @property
     def mode(self) -> str:
@@ -102,7 +103,7 @@ class Run:
     async def render(self, ticker: Ticker) -> bool:
         """Render the chart the model reads (in the pool); False (and reported) for input that cannot be used."""
         loop = asyncio.get_running_loop()
-        work = self.out / ".charts"
+        work = self.out / self.charts
         result = await loop.run_in_executor(
             self.pool,
             _render_job,
@@ -112,6 +113,7 @@ class Run:
             self.args.min_sessions,
             self.args.chart_size,
             self.args.dpi,
+            ticker.until,
         )
         self.totals.render_seconds += result.pop("seconds", 0.0)
         if "error" in result:
@@ -156,9 +158,9 @@ class Run:
 
 
 def _render_job(
-    csv: str, chart: str, days: int, min_sessions: int, figsize: tuple[float, float], dpi: int
+    csv: str, chart: str, days: int, min_sessions: int, figsize: tuple[float, float], dpi: int, until: int | None
 ) -> dict[str, Any]:
-    return render_ticker(csv, chart, days=days, min_sessions=min_sessions, figsize=figsize, dpi=dpi)
+    return render_ticker(csv, chart, days=days, min_sessions=min_sessions, figsize=figsize, dpi=dpi, until=until)
 
 
 def _annotate_job(

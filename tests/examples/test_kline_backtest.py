@@ -3,22 +3,41 @@ the bad input it skips, candlestick patterns against TA-Lib."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
+import json
 import math
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import EXAMPLES
+from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
+from tests.conftest import EXAMPLES, example_module
 
 sys.path.insert(0, str(EXAMPLES))
 
-from kline import baselines, patterns, scoring, walkforward
+from kline import backtest as kline_backtest
+from kline import baselines, indicators, patterns, scoring, walkforward
+from kline.agent import emulated_reply
+from kline.data import generated_series, load_csv, write_csv, write_demo
 from kline.scoring import Call, Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _call(trend: str, confidence: float, ret: float, *, step: int = 0, **kwargs: object) -> Call:
@@ -168,7 +187,7 @@ def test_talib_ground_truth_and_precision_recall_per_pattern() -> None:
     assert tally.scores["bullish engulfing"].recall == 1.0
     assert tally.scores["hammer"].precision == (1.0 if ("hammer", last) in truth else 0.0)
     # the emulator's rules see the same engulfing
-    made_up = patterns.emulated_patterns(patterns.recent_sessions(data))
+    made_up = patterns.emulated_patterns(indicators.recent_sessions(data))
     assert {"name": "bullish engulfing", "date": last} in made_up
 
 
@@ -194,3 +213,248 @@ def test_the_emulated_wyckoff_reading_fits_the_trend() -> None:
     assert low == {"phase": "accumulation", "events": [{"name": "spring", "date": "2024-01-03"}]}
     assert patterns.emulated_wyckoff({}, "up") == {"phase": "none", "events": []}
     assert set(patterns.PHASE_DIRECTION) == set(patterns.PHASES)
+
+
+# ---------------------------------------------------------------------------------------------- end to end
+
+FAST = ["--chart-size", "3x2", "--dpi", "40", "--workers", "2", "--rpm", "100000", "--tpm", "1000000000"]
+WALK = ["--span", "60", "--every", "20", "--days", "40", "--min-sessions", "40"]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+VANKE = SHARED_DATA / "vanke-000002.SZ-daily-2015-2025.csv"
+WYCKOFF_ASK = "分析这张K线图的威科夫形态"
+CALL_ID = re.compile(r"call_[0-9a-f]{24}")
+
+
+def _run(entry: ModuleType, argv: list[str], emulator: DashScopeEmulator) -> tuple[Any, str]:
+    """The backtest in this process, answered by ``emulator`` (no key in the environment), and what it printed."""
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, contextlib.redirect_stdout(printed):
+        for name in [n for n in os.environ if n.startswith("DASHSCOPE_")]:
+            env.delenv(name)
+        record = asyncio.run(kline_backtest.run(entry.parse_args(argv), emulator=emulator))
+    return record, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def entry() -> Iterator[ModuleType]:
+    with example_module("kline_backtest") as module:
+        yield module
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """GOOG, three generated series (one with an A-share code), a split, a gap, a short file, an unreadable one, and
+    the real Vanke A-share CSV when ../shared is there."""
+    data = tmp_path_factory.mktemp("backtest-data")
+    write_demo(data, 4, sessions=120)
+    split = generated_series(11, sessions=120)
+    split.iloc[100:, :4] /= 2  # a 2-for-1 split in unadjusted prices
+    write_csv(split, data / "SPLIT.csv", "yahoo", "SPLIT")
+    gap = generated_series(12, sessions=120)
+    gap.index = gap.index[:90].append(gap.index[90:] + pd.Timedelta(days=30))
+    write_csv(gap, data / "GAP.csv", "yahoo", "GAP")
+    write_csv(generated_series(13, sessions=30), data / "SHORT.csv", "yahoo", "SHORT")
+    (data / "broken.csv").write_text("foo,bar\n1,2\n")
+    if VANKE.is_file():
+        shutil.copy(VANKE, data / VANKE.name)  # a scratch copy for this run, outside the repository
+    return data
+
+
+@pytest.fixture(scope="module")
+def offline(entry: ModuleType, folder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("backtest-out")
+    with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
+        record, printed = _run(entry, ["--data", str(folder), "--out", str(out), *WALK, *FAST], emu)
+        requests = list(emu.requests)
+    scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    return {"out": out, "record": record, "printed": printed, "requests": requests, "scores": scores}
+
+
+def test_the_backtest_runs_offline_end_to_end_and_says_emulated(offline: dict[str, Any], folder: Path) -> None:
+    out, record, printed = offline["out"], offline["record"], offline["printed"]
+    real = 2 if VANKE.is_file() else 0
+    assert record.pairs == 4 * 2 + 1 + real  # GOOG and the three series: 2 dates each; SPLIT: its older date
+    assert record.totals.done == record.pairs
+    assert len(list((out / "charts").glob("*.png"))) == record.pairs
+    assert "EMULATED" in printed
+    page = (out / "backtest.html").read_text(encoding="utf-8")
+    assert "<b>EMULATED</b>" in page
+    assert "model (EMULATED)" in page
+    sources = {(s["source"], s["horizon"]) for s in offline["scores"]}
+    assert sources == {(s, h) for s in ("model", "MA5/MA20 cross", "20-session momentum", "always up") for h in (5, 20)}
+    assert all(s["calls"] == record.pairs for s in offline["scores"])
+
+
+def test_bad_input_is_counted_and_named_and_the_run_goes_on(offline: dict[str, Any]) -> None:
+    record, printed = offline["record"], offline["printed"]
+    assert record.skipped[walkforward.JUMP] == 1  # SPLIT's latest date: its forward window crosses the split
+    assert record.skipped[walkforward.GAP] == 2  # GAP's two dates both span the 30-day hole
+    assert record.skipped[walkforward.TOO_FEW] == 1  # SHORT
+    assert record.skipped[walkforward.UNREADABLE] == 1  # broken.csv
+    assert "FLAGGED: a price move of -5" in printed  # -50 % and the day's own move
+    assert "a gap of 31 calendar days" in printed
+    page = (offline["out"] / "backtest.html").read_text(encoding="utf-8")
+    assert "unrecognised CSV header" in page  # broken.csv, listed with the skipped dates
+    assert "too few sessions before" in page
+
+
+def test_the_baselines_scores_are_the_datas_own(offline: dict[str, Any], folder: Path) -> None:
+    """The momentum baseline's 5-session hit rate, recomputed here from the CSVs on the same dates."""
+    hits = counted = 0
+    walk = walkforward.Walk(span=60, every=20, days=40, min_sessions=40)
+    for file in sorted(folder.glob("*.csv")):
+        try:
+            data, _ = load_csv(file)
+        except ValueError:
+            continue
+        for as_of in walkforward.as_of_dates(data, walk):
+            if as_of.problem:
+                continue
+            close = data["Close"].to_numpy()
+            past, ahead = close[as_of.position] / close[as_of.position - 20] - 1, close[as_of.position + 5]
+            if past != 0:
+                counted += 1
+                hits += (ahead > close[as_of.position]) == (past > 0) and ahead != close[as_of.position]
+    momentum = next(s for s in offline["scores"] if s["source"] == "20-session momentum" and s["horizon"] == 5)
+    assert momentum["directional"] == counted
+    assert momentum["hit_rate"] == pytest.approx(hits / counted)
+
+
+def test_verdicts_carry_patterns_and_a_wyckoff_reading_and_the_a_share_ask(offline: dict[str, Any]) -> None:
+    with sqlite3.connect(offline["out"] / "results.sqlite") as db:
+        verdicts = [json.loads(v) for (v,) in db.execute("SELECT verdict FROM results WHERE status='done'")]
+    assert all(v["wyckoff"]["phase"] in patterns.PHASES for v in verdicts)
+    assert any(v["wyckoff"]["events"] for v in verdicts)
+    assert all(p["name"] in patterns.PATTERNS for v in verdicts for p in v["patterns"])
+    questions = [turn.text for r in offline["requests"] for turn in r.turns if turn.role == "user"]
+    a_share = [q for q in questions if "600001.SH" in q]
+    assert a_share
+    assert all(WYCKOFF_ASK in q for q in a_share)
+    assert not any(WYCKOFF_ASK in q for q in questions if "GOOG" in q)
+    page = (offline["out"] / "backtest.html").read_text(encoding="utf-8")
+    assert 'id="phases"' in page
+    assert 'id="patterns"' in page
+    assert "CDLENGULFING" in page or "CDLDOJI" in page
+
+
+def test_no_look_ahead_the_chart_and_request_of_a_date_ignore_every_later_price(
+    entry: ModuleType, tmp_path: Path
+) -> None:
+    series = generated_series(21, sessions=120)
+    as_of = series.index[79]
+    later = series.copy()
+    after = later.index > as_of
+    later.loc[after, ["Open", "High", "Low", "Close"]] *= np.linspace(1.3, 0.7, int(after.sum()))[:, None]
+    later.loc[after, "Volume"] *= 3
+    last = f"{series.index[-3]:%Y-%m-%d}"  # its forward window runs past the end: skipped and counted
+    seen = []
+    for name, frame in (("original", series), ("changed", later)):
+        data, out = tmp_path / name / "data", tmp_path / name / "out"
+        data.mkdir(parents=True)
+        write_csv(frame, data / "600777.SH.csv", "tushare", "600777.SH")
+        with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
+            argv = ["--data", str(data), "--out", str(out), "--dates", f"{as_of:%Y-%m-%d},{last}", *WALK, *FAST]
+            record, _ = _run(entry, argv, emu)
+            # the emulator's own tool-call id, echoed back in the second call, is the only part not from the data
+            bodies = [CALL_ID.sub("call_ID", json.dumps(r.body, sort_keys=True)) for r in emu.requests]
+        assert record.pairs == 1
+        assert record.skipped[walkforward.PAST_END] == 1
+        charts = list((out / "charts").glob("*.png"))
+        assert len(charts) == 1
+        seen.append((charts[0].name, charts[0].read_bytes(), bodies))
+    (name_a, png_a, bodies_a), (name_b, png_b, bodies_b) = seen
+    assert name_a == name_b  # the result key: the data up to the date
+    assert png_a == png_b
+    assert bodies_a == bodies_b
+    assert len(bodies_a) == 2  # the tool call, then the verdict
+    assert f"{as_of:%Y-%m-%d}" in bodies_a[0]
+
+
+def _verdicts(db: Path) -> dict[str, dict[str, Any]]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT key, verdict FROM results WHERE status='done'")
+        return {key: json.loads(verdict) for key, verdict in rows}
+
+
+def test_a_batch_backtest_stores_the_same_verdicts(
+    entry: ModuleType, folder: Path, offline: dict[str, Any], tmp_path: Path
+) -> None:
+    with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
+        emu.batches.seconds = 0.1
+        argv = ["--data", str(folder), "--out", str(tmp_path), "--batch", "--poll-interval", "0.05", "--limit", "2"]
+        record, _ = _run(entry, [*argv, *WALK, *FAST], emu)
+        assert len(emu.batches.jobs) == 1
+    assert record.pairs == record.totals.done == 4  # GOOG and 600001.SH, two dates each
+    batch = _verdicts(tmp_path / "results.sqlite")
+    realtime = _verdicts(offline["out"] / "results.sqlite")
+    assert batch == {key: realtime[key] for key in batch}  # same keys, same answers as in real time
+
+
+def _stored(db: Path) -> int:
+    if not db.is_file():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=10) as connection:
+            return int(connection.execute("SELECT count(*) FROM results WHERE status='done'").fetchone()[0])
+    except sqlite3.OperationalError:  # the table is not there yet
+        return 0
+
+
+def test_a_killed_backtest_resumes_without_asking_again(tmp_path: Path) -> None:
+    folder, out = tmp_path / "data", tmp_path / "out"
+    write_demo(folder, 4, sessions=100)
+    (folder / "GOOG.csv").unlink()  # three short series: six (ticker, date) pairs
+    db = out / "results.sqlite"
+
+    def slow(request: RecordedRequest) -> Reply:
+        reply = emulated_reply(request)
+        reply.delay = 0.1
+        return reply
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
+    argv = [sys.executable, str(EXAMPLES / "kline_backtest.py"), "--data", str(folder), "--out", str(out), *WALK]
+    argv += [*FAST, "--concurrency", "1"]
+    with DashScopeEmulator(api_key="sk-resume-test", default_reply=slow) as emu:
+        env.update(DASHSCOPE_API_KEY="sk-resume-test", DASHSCOPE_BASE_URL=emu.base_url)
+        first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while _stored(db) < 2:
+                assert first.poll() is None, first.stdout.read() if first.stdout else ""
+                assert time.monotonic() < deadline, "no two stored verdicts within 60 s"
+                time.sleep(0.05)
+            first.send_signal(signal.SIGKILL)  # no chance to clean up
+        finally:
+            first.wait(timeout=30)
+        kept = _stored(db)
+        asked = len(emu.requests)
+        second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0, second.stdout + second.stderr
+        asked_again = len(emu.requests) - asked
+    pairs = int(re.search(r"(\d+) \(ticker, as-of\) pairs", second.stdout).group(1))  # type: ignore[union-attr]
+    assert pairs == 6
+    assert 2 <= kept < pairs
+    assert f"{kept} finished before (resumed)" in second.stdout
+    assert asked_again == 2 * (pairs - kept)  # two calls (tool, verdict) per pair not stored, none for the rest
+    assert _stored(db) == pairs
+    assert (out / "backtest.html").is_file()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: .ci/browser installs it (Debian chromium)")
+def test_the_backtest_page_renders_in_headless_chromium(offline: dict[str, Any]) -> None:
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (extra: dev)")
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto((offline["out"] / "backtest.html").as_uri(), wait_until="load")
+            assert page.locator("#scores tbody tr").count() == 8
+            assert page.locator("#readings tbody tr").count() == offline["record"].pairs
+            widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.naturalWidth)")
+            assert len(widths) == 2
+            assert all(width > 300 for width in widths)  # the inline plots decode
+            assert page.locator(".emulated").is_visible()
+            if shot := os.environ.get("BACKTEST_SCREENSHOT"):
+                page.screenshot(path=shot, full_page=True)
+        finally:
+            browser.close()

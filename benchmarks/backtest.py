@@ -1,0 +1,121 @@
+"""examples/kline_backtest.py end to end on the DashScope emulator: tickers × 12 as-of dates, time and peak memory.
+
+    python benchmarks/backtest.py                 # 10 tickers, then 50 (12 dates each: 120, then 600 charts)
+    python benchmarks/backtest.py --sizes 50      # one size
+
+Each size is a fresh demo folder (matplotlib's GOOG, generated series of 300 sessions in every CSV layout, and the
+real A-share CSVs of ``../shared/data`` in place of two of them when present) walked with the example's defaults
+(every 20th session over the last 250: 12 as-of dates per file), charts 640x360, rate limits lifted, offline (the
+emulator answers in the run's own process). The run happens in a child process whose rendering pool is spawned from
+it, so ``RUSAGE_CHILDREN`` counts the rendering processes: peak memory is the largest resident set of the run's main
+process and of any one rendering process (``ru_maxrss``), which must not grow with the work (50 tickers vs 10).
+Results go to stdout as a table (copied into docs/backtest.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+REAL = [ROOT.parent / "shared" / "data" / n for n in ("vanke-000002.SZ-daily-2015-2025.csv",)]
+REAL += [ROOT.parent / "shared" / "data" / "sse-composite-000001.SH-daily-2006-2020.csv"]
+ARGS = ["--chart-size", "8x4.5", "--dpi", "80", "--rpm", "1000000", "--tpm", "10000000000", "--concurrency", "8"]
+
+
+def _child() -> None:
+    """Run the backtest in this process (``--child``), then print its resource usage as JSON on the last line."""
+    import asyncio
+    from concurrent.futures import ProcessPoolExecutor
+
+    import kline_backtest
+    from kline import backtest
+
+    def spawned_pool(workers: int | None) -> Any:  # the renderer in children of this process (measured)
+        context = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(workers or os.cpu_count() or 2, mp_context=context)
+
+    backtest.make_pool = spawned_pool  # type: ignore[assignment]
+    started = time.perf_counter()
+    record = asyncio.run(backtest.run(kline_backtest.parse_args(sys.argv[2:])))
+    wall = time.perf_counter() - started
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    stats = {
+        "wall": wall,
+        "pairs": record.pairs,
+        "done": record.totals.done,
+        "skipped": sum(record.skipped.values()),
+        "main_cpu": me.ru_utime + me.ru_stime,
+        "render_cpu": children.ru_utime + children.ru_stime,
+        "main_rss_mb": me.ru_maxrss / 1024,
+        "worker_rss_mb": children.ru_maxrss / 1024,
+    }
+    print("STATS " + json.dumps(stats))
+
+
+def measure(size: int, work: Path) -> dict[str, Any]:
+    from kline.data import write_demo
+
+    data, out = work / f"data-{size}", work / f"out-{size}"
+    real = [path for path in REAL if path.is_file()]
+    write_demo(data, size - len(real), sessions=300)
+    for path in real:
+        shutil.copy(path, data / path.name)  # a scratch copy, outside the repository
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
+    argv = [sys.executable, __file__, "--child", "--data", str(data), "--out", str(out), *ARGS]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=7200)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("STATS ")), None)
+    if done.returncode != 0 or line is None:
+        raise SystemExit(f"the run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    stats: dict[str, Any] = json.loads(line[6:])
+    stats["size"] = size
+    return stats
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _child()
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            rows.append(measure(size, Path(tmp)))
+            print(f"{size} tickers: {json.dumps(rows[-1])}", file=sys.stderr)
+    print(
+        f"\nkline_backtest.py on the emulator (defaults: 12 as-of dates a file; charts 640x360; {os.cpu_count()} cores)"
+    )
+    print("\n| tickers | charts analysed | skipped | wall | charts/s | rendering CPU | main CPU | peak RSS main | "
+          "peak RSS worker |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['size']} | {r['done']} | {r['skipped']} | {r['wall']:.1f} s | {r['done'] / r['wall']:.1f} | "
+            f"{r['render_cpu']:.1f} s | {r['main_cpu']:.1f} s | {r['main_rss_mb']:.0f} MB | "
+            f"{r['worker_rss_mb']:.0f} MB |"
+        )
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        main_ratio = last["main_rss_mb"] / first["main_rss_mb"]
+        worker_ratio = last["worker_rss_mb"] / first["worker_rss_mb"]
+        print(
+            f"\npeak RSS {last['size']} vs {first['size']} tickers: main x{main_ratio:.2f}, worker x{worker_ratio:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

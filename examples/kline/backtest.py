@@ -1,0 +1,238 @@
+"""The walk-forward backtest (``examples/kline_backtest.py``): every CSV of a folder read at a series of past as-of
+dates, each chart drawn from the data up to that date only, analysed as the watchlist analyses a ticker (the same
+agent, verdict, limiter, Batch API and resumable store), and scored against what followed, beside baselines computed
+from the same data on the same dates.
+
+The parts: ``kline.walkforward`` (the dates, the bad input skipped, each CSV planned in the pool), ``kline.scoring``
+(the scores), ``kline.baselines``, ``kline.patterns`` (TA-Lib's ground truth), ``kline.backtest_report`` (the page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kline import scoring
+from kline.backtest_report import MODEL, Page, Reading, write_page
+from kline.data import discover
+from kline.patterns import TALIB_MISSING, claimed, talib_available
+from kline.pool import make_pool
+from kline.store import PROMPT_VERSION, Store, Ticker
+from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
+from kline.watchlist import EMULATED_BANNER, Run, Totals, service
+from qwen3.testing import DashScopeEmulator
+
+
+@dataclass
+class Pair(Ticker):
+    """A ticker at one as-of date: a watchlist ticker whose chart and indicators stop at row ``until``."""
+
+    as_of: str = ""
+    step: int = 0
+
+
+class BacktestRun(Run):
+    """The watchlist's run, with the charts the model reads kept under ``OUT/charts/`` and no annotated redraw."""
+
+    def annotate(self, ticker: Ticker, verdict: dict[str, Any]) -> None:
+        """The backtest keeps the charts as the model read them: nothing is redrawn."""
+
+
+def walk_of(args: argparse.Namespace) -> Walk:
+    return Walk(
+        every=args.every,
+        span=args.span,
+        horizons=tuple(args.horizons),
+        days=args.days,
+        min_sessions=args.min_sessions,
+        max_gap_days=args.max_gap_days,
+        dates=tuple(args.dates or ()),
+    )
+
+
+async def plan_all(pool: Any, files: Sequence[Path], walk: Walk) -> list[Plan]:
+    loop = asyncio.get_running_loop()
+    return list(await asyncio.gather(*(loop.run_in_executor(pool, plan_ticker, str(f), walk) for f in files)))
+
+
+def pairs_of(plans: Sequence[Plan], model: str) -> Iterator[Pair]:
+    """The usable (ticker, as-of date) pairs, each keyed by the data up to its date, the model and the prompt."""
+    for plan in plans:
+        for as_of in plan.dates:
+            if not as_of.problem:
+                key = f"{plan.digests[as_of.position]}:{model}:{PROMPT_VERSION}"
+                yield Pair(Path(plan.file), key, until=as_of.position, as_of=as_of.date, step=as_of.step)
+
+
+@dataclass
+class Record:
+    """The run's outcome: totals, skipped dates by kind, where the page is."""
+
+    totals: Totals
+    pairs: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    page: Path | None = None
+    emulated: bool = False
+
+
+async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = None) -> Record:
+    """Plan every CSV (dates, outcomes, baselines), analyse the pairs not in the store yet, score, write the page."""
+    from kline.batch import run_batch
+    from kline.realtime import run_realtime
+
+    started = time.perf_counter()
+    walk = walk_of(args)
+    files = discover(args.data, args.limit)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "charts").mkdir(exist_ok=True)
+    store = Store(args.out / "results.sqlite")
+    try:
+        with make_pool(args.workers) as pool:
+            plans = await plan_all(pool, files, walk)
+            pairs = list(pairs_of(plans, args.model))
+            finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
+            todo = [p for p in pairs if p.key not in finished]
+            with service(emulator) as (api_key, base_url, emu):
+                emulated = emu is not None
+                print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")
+                skipped = [(p, d) for p in plans for d in p.dates if d.problem]
+                print(
+                    f"{len(files)} CSVs in {args.data}: {len(pairs)} (ticker, as-of) pairs, {len(finished)} finished "
+                    f"before (resumed), {len(todo)} to analyse; {len(skipped)} as-of dates skipped (bad input)"
+                )
+                current = BacktestRun(args, args.out, store, pool, emulated, api_key, base_url, charts="charts")
+                current.totals.tickers, current.totals.resumed = len(pairs), len(finished)
+                console = Console(stderr=True)
+                columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+                try:
+                    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+                        current.progress = progress
+                        current.task = progress.add_task("charts", total=len(todo), status="")
+                        await (run_batch if args.batch else run_realtime)(current, todo)
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
+            current.totals.seconds = time.perf_counter() - started
+            record = Record(current.totals, len(pairs), emulated=emulated)
+            record.skipped = {kind: sum(1 for _, d in skipped if d.kind == kind) for kind in KINDS}
+            record.page = write_results(args, store, plans, pairs, current, record)
+    finally:
+        store.close()
+    print_summary(record, current, skipped)
+    return record
+
+
+def write_results(
+    args: argparse.Namespace, store: Store, plans: Sequence[Plan], pairs: Sequence[Pair], run: Run, record: Record
+) -> Path:
+    """Score every stored verdict and every baseline; write ``OUT/scores.json`` and ``OUT/backtest.html``."""
+    by_file = {plan.file: plan for plan in plans}
+    rows = store.rows(p.key for p in pairs)
+    calls: dict[str, list[scoring.Call]] = {MODEL: []}
+    readings: list[Reading] = []
+    tally = scoring.PatternTally() if talib_available() else None
+    for plan in plans:
+        for as_of in plan.dates:
+            if as_of.problem:
+                continue
+            for source, (trend, confidence) in plan.baselines[as_of.position].items():
+                calls.setdefault(source, []).append(_call(source, plan, as_of, trend, confidence))
+    for pair in pairs:
+        row = rows.get(pair.key)
+        if row is None or row["status"] != "done":
+            continue
+        plan, verdict = by_file[str(pair.file)], json.loads(row["verdict"])
+        at = pair.until if pair.until is not None else -1
+        as_of = AsOf(pair.step, at, pair.as_of)
+        support, resistance = verdict.get("support") or [], verdict.get("resistance") or []
+        call = _call(MODEL, plan, as_of, verdict.get("trend", ""), float(verdict.get("confidence") or 0.0))
+        phase = (verdict.get("wyckoff") or {}).get("phase")
+        calls[MODEL].append(replace(call, support=_first(support), resistance=_first(resistance), phase=phase))
+        chart = f"charts/{pair.key.split(':')[0]}.png"
+        returns = {h: o.ret for h, o in plan.outcomes[at].items()}
+        readings.append(Reading(row["symbol"], pair.as_of, verdict, returns, chart))
+        if tally is not None and plan.truth is not None:
+            dates = plan.recent[at]
+            tally.add(claimed(verdict.get("patterns") or (), dates), set(map(tuple, plan.truth[at])), dates)
+    totals = {
+        "tickers": len(plans),
+        "as-of dates scored": len(calls[MODEL]),
+        "pairs": len(pairs),
+        **{f"skipped: {kind}": n for kind, n in record.skipped.items() if n},
+        "resumed": run.totals.resumed,
+        "failed": run.totals.failed,
+        "model": args.model + (" (EMULATED)" if run.emulated else ""),
+        "mode": run.mode,
+        "time": f"{run.totals.seconds:.1f} s",
+    }
+    skipped = [(plan.symbol or Path(plan.file).stem, d) for plan in plans for d in plan.dates if d.problem]
+    page = Page(
+        title=f"K-line backtest: {args.data.name or args.data}",
+        emulated=run.emulated,
+        horizons=tuple(args.horizons),
+        calls=calls,
+        totals=totals,
+        patterns=tally,
+        patterns_note="" if tally is not None else TALIB_MISSING,
+        skipped=skipped,
+        readings=sorted(readings, key=lambda r: (r.ticker, r.as_of)),
+    )
+    write_scores(args.out / "scores.json", page)
+    return write_page(args.out / "backtest.html", page)
+
+
+def _first(levels: Sequence[Any]) -> float | None:
+    return float(levels[0]) if levels else None
+
+
+def _call(source: str, plan: Plan, as_of: AsOf, trend: str, confidence: float) -> scoring.Call:
+    at = as_of.position
+    ticker = plan.symbol or Path(plan.file).stem
+    return scoring.Call(source, ticker, as_of.date, as_of.step, trend, confidence, plan.closes[at], plan.outcomes[at])
+
+
+def write_scores(path: Path, page: Page) -> Path:
+    """The scores per source and horizon as JSON (what the page's main table shows), for scripts."""
+    out = [
+        {
+            k: v
+            for k, v in scoring.summarize(source, calls, horizon).__dict__.items()
+            if not isinstance(v, float) or v == v  # NaN is not JSON
+        }
+        | {"emulated": page.emulated and source == MODEL}
+        for horizon in page.horizons
+        for source, calls in page.calls.items()
+    ]
+    path.write_text(json.dumps(out, indent=1, default=dict), encoding="utf-8")
+    return path
+
+
+SHOWN = 10
+"""Skipped dates listed in the terminal (all of them are on the page)."""
+
+
+def print_summary(record: Record, run: Run, skipped: Sequence[tuple[Plan, AsOf]]) -> None:
+    t = run.totals
+    print("-" * 100)
+    emulated = " (EMULATED - no API key: the model's row is the emulator's rules; the baselines are real)"
+    print("Backtest" + (emulated if run.emulated else ""))
+    print(
+        f"  pairs:    {record.pairs} (ticker, as-of date): {t.done} analysed now, {t.resumed} resumed, "
+        f"{t.failed} failed"
+    )
+    counts = ", ".join(f"{n} {kind}" for kind, n in record.skipped.items() if n) or "none"
+    print(f"  skipped:  {sum(record.skipped.values())} as-of dates ({counts})")
+    for plan, as_of in skipped[:SHOWN]:
+        print(f"            {plan.symbol or Path(plan.file).name} {as_of.date}: {as_of.problem}")
+    if len(skipped) > SHOWN:
+        print(f"            … {len(skipped) - SHOWN} more on the page")
+    print(f"  time:     {t.seconds:.1f} s (rendering {t.render_seconds:.1f} s of pool time)")
+    print(f"  page:     {record.page}")

@@ -1,0 +1,267 @@
+"""``OUT/backtest.html``: the backtest's record on one self-contained page (styles inline, the two plots as PNG data
+URIs): the scores of the model and of each baseline per horizon, the calibration table and plot, the long/flat
+equity curves, the Wyckoff phases against what followed, the candlestick patterns against TA-Lib, every reading, and
+every as-of date skipped with its reason."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kline import scoring
+from kline.patterns import TALIB_FUNCTIONS
+from kline.walkforward import AsOf
+
+MODEL = "model"
+COLORS = {MODEL: "#d62728", "MA5/MA20 cross": "#1f77b4", "20-session momentum": "#2ca02c", "always up": "#7f7f7f"}
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC",sans-serif;margin:24px;color:#222;
+max-width:1400px} h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .sub{color:#666}
+.emulated{background:#fff3cd;border:1px solid #e0c46c;padding:8px 12px;margin:12px 0;border-radius:4px}
+.totals{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0} .totals div{background:#f3f4f6;border-radius:6px;
+padding:8px 12px} .totals b{display:block;font-size:18px}
+table{border-collapse:collapse;margin:4px 0 8px} th,td{border-bottom:1px solid #e5e7eb;padding:5px 9px;
+text-align:left;vertical-align:top} th{background:#f9fafb} td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.model td{background:#fff5f5;font-weight:600} .note{color:#555;font-size:13px;max-width:900px}
+.plots{display:flex;flex-wrap:wrap;gap:16px} .plots img{border:1px solid #ddd;max-width:100%}
+.up{color:#1a9c4a} .down{color:#e03a3e} .sideways{color:#777}
+"""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One model reading for the table of readings: ticker, as-of date, the verdict, the forward returns."""
+
+    ticker: str
+    as_of: str
+    verdict: Mapping[str, Any]
+    returns: Mapping[int, float]
+    chart: str = ""  # the chart's path relative to the page
+
+
+@dataclass
+class Page:
+    """What the page shows."""
+
+    title: str
+    emulated: bool
+    horizons: Sequence[int]
+    calls: Mapping[str, Sequence[scoring.Call]]  # source ("model" or a baseline's name) -> its calls
+    totals: Mapping[str, Any] = field(default_factory=dict)
+    patterns: scoring.PatternTally | None = None
+    patterns_note: str = ""
+    skipped: Sequence[tuple[str, AsOf]] = ()
+    readings: Iterable[Reading] = ()
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def pct(value: float, digits: int = 1, *, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value * 100:{'+' if signed else ''}.{digits}f} %"
+
+
+def number(value: float, digits: int = 3) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:+.{digits}f}"
+
+
+def _label(source: str, emulated: bool) -> str:
+    return "model (EMULATED)" if source == MODEL and emulated else source
+
+
+def _png(fig: Any) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def plots(page: Page) -> tuple[str, str]:
+    """The calibration plot and the equity curves, as PNG data URIs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    horizon = max(page.horizons)
+    calibration = Figure(figsize=(5.2, 4.2))
+    ax = calibration.add_subplot()
+    ax.plot([0, 1], [0, 1], ls=":", color="#999", label="calibrated")
+    ax.axhline(0.5, color="#ccc", lw=0.8)
+    for source, calls in page.calls.items():
+        buckets = [b for b in scoring.calibration(calls, horizon) if b.calls]
+        if buckets:
+            ax.plot(
+                [b.confidence for b in buckets],
+                [b.hit_rate for b in buckets],
+                marker="o",
+                color=COLORS.get(source),
+                label=_label(source, page.emulated),
+            )
+    ax.set(xlim=(0, 1.02), ylim=(0, 1.02), xlabel="stated confidence", ylabel=f"hit rate at {horizon} sessions")
+    ax.set_title("Calibration", fontsize=11)
+    ax.legend(fontsize=8, loc="lower right")
+    calibration.tight_layout()
+
+    equity = Figure(figsize=(6.4, 4.2))
+    ax = equity.add_subplot()
+    for source, calls in page.calls.items():
+        curve = scoring.equity_curve(calls, horizon)
+        ax.plot(range(len(curve)), curve, marker=".", color=COLORS.get(source), label=_label(source, page.emulated))
+    ax.axhline(1.0, color="#ccc", lw=0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set(xlabel="walk-forward step (oldest first)", ylabel="equity (start = 1)")
+    ax.set_title(f"Long/flat: long {horizon} sessions after an 'up' call, else flat", fontsize=11)
+    ax.legend(fontsize=8)
+    equity.tight_layout()
+    return _png(calibration), _png(equity)
+
+
+def _table(headers: Sequence[str], rows: Iterable[str], table_id: str) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>\n' + "\n".join(rows) + "</tbody></table>"
+
+
+def _scores(page: Page) -> str:
+    rows = []
+    for horizon in page.horizons:
+        for source, calls in page.calls.items():
+            s = scoring.summarize(source, calls, horizon)
+            cells = [
+                _esc(_label(source, page.emulated)),
+                str(horizon),
+                str(s.calls),
+                f"{pct(s.hit_rate)} <small>({s.directional})</small>",
+                number(s.rank_ic),
+                pct(s.support_held, 0),
+                pct(s.resistance_held, 0),
+                " / ".join(pct(s.bias[t], 0) for t in ("up", "down", "sideways")),
+                pct(s.total_return, 1, signed=True),
+            ]
+            row = "".join(f"<td>{c}</td>" if i == 0 else f'<td class="num">{c}</td>' for i, c in enumerate(cells))
+            rows.append(f'<tr class="{"model" if source == MODEL else ""}">{row}</tr>')
+    headers = ["Source", "Horizon", "Calls", "Hit rate (directional)", "Rank IC", "Support held"]
+    headers += ["Resistance held", "Bias up / down / sideways", "Long/flat return"]
+    return _table(headers, rows, "scores")
+
+
+def _calibration(page: Page) -> str:
+    horizon = max(page.horizons)
+    rows = []
+    for source, calls in page.calls.items():
+        for b in scoring.calibration(calls, horizon):
+            if b.calls:
+                cells = [_esc(_label(source, page.emulated)), f"{b.low:.1f}–{b.high:.1f}", str(b.calls)]
+                cells += [pct(b.confidence, 0), pct(b.hit_rate, 0)]
+                rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    headers = ["Source", "Confidence", "Calls", "Mean confidence", f"Hit rate at {horizon}"]
+    return _table(headers, rows, "calibration")
+
+
+def _phases(page: Page) -> str:
+    rows = []
+    for row in scoring.phase_table(page.calls.get(MODEL, ()), page.horizons):
+        cells = [_esc(row.phase), str(row.calls)]
+        cells += [pct(row.mean_return[h], 2, signed=True) for h in page.horizons]
+        cells += [pct(row.hit_rate[h]) for h in page.horizons]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    headers = ["Wyckoff phase", "Readings"]
+    headers += [f"Mean return {h}" for h in page.horizons] + [f"Hit rate {h}" for h in page.horizons]
+    return _table(headers, rows, "phases")
+
+
+def _patterns(page: Page) -> str:
+    if page.patterns is None:
+        return f'<p class="note">{_esc(page.patterns_note)}</p>'
+    rows = []
+    for name, score in page.patterns.scores.items():
+        if score.claimed or score.detected:
+            cells = [_esc(name), TALIB_FUNCTIONS[name][0], str(score.claimed), str(score.detected)]
+            cells += [pct(score.precision, 0), pct(score.recall, 0)]
+            rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    note = f'<p class="note">{_esc(page.patterns_note)}</p>' if page.patterns_note else ""
+    headers = ["Pattern", "TA-Lib", "Named by the model", "Detected by TA-Lib", "Precision", "Recall"]
+    return note + _table(headers, rows, "patterns")
+
+
+def _reading_row(reading: Reading, horizons: Sequence[int]) -> str:
+    verdict = reading.verdict
+    trend = str(verdict.get("trend", ""))
+    wyckoff = verdict.get("wyckoff") or {}
+    events = "; ".join(f"{e.get('name')} {e.get('date') or ''}".strip() for e in wyckoff.get("events") or ())
+    named = "; ".join(f"{p.get('name')} {p.get('date') or ''}".strip() for p in verdict.get("patterns") or ())
+    ticker = _esc(reading.ticker)
+    link = f'<a href="{_esc(reading.chart)}">{ticker}</a>' if reading.chart else ticker
+    cells = [
+        f"<td>{link}</td>",
+        f"<td>{_esc(reading.as_of)}</td>",
+        f'<td class="{_esc(trend)}">{_esc(trend)}</td>',
+        f'<td class="num">{float(verdict.get("confidence") or 0):.2f}</td>',
+        *(f'<td class="num">{pct(reading.returns.get(h, math.nan), 1, signed=True)}</td>' for h in horizons),
+        f"<td>{_esc(wyckoff.get('phase') or '–')}</td>",
+        f"<td>{_esc(events or '–')}</td>",
+        f"<td>{_esc(named or '–')}</td>",
+    ]
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def write_page(path: Path, page: Page) -> Path:
+    """Write the page (to a temporary file renamed into place, a table row at a time) and return its path."""
+    calibration_png, equity_png = plots(page)
+    boxes = "".join(f"<div>{_esc(k)}<b>{_esc(v)}</b></div>" for k, v in page.totals.items())
+    banner = (
+        '<div class="emulated"><b>EMULATED</b>: no DASHSCOPE_API_KEY was set, so the model row is the local DashScope '
+        "emulator's rule-based verdicts, not a model's record. The baselines are real: computed from the data.</div>"
+        if page.emulated
+        else ""
+    )
+    horizons = ", ".join(str(h) for h in page.horizons)
+    head = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_esc(page.title)}</title><style>{CSS}</style></head>
+<body><h1>{_esc(page.title)}</h1>
+<div class="sub">Each reading is scored against what the price did over the next {horizons} sessions, beside rules
+computed from the same data on the same dates. Educational, not investment advice.</div>{banner}
+<div class="totals">{boxes}</div>
+<h2>Scores</h2>{_scores(page)}
+<p class="note">Hit rate: the share of up/down calls whose forward return had that sign (sideways calls not counted).
+Rank IC: Spearman's correlation of direction × confidence with the forward return (0 is no skill; undefined without
+spread). Levels held: the forward low stayed above the nearest support, the forward high below the nearest
+resistance. Long/flat: long after each 'up' call for the longest horizon, equally weighted per step.</p>
+<h2>Calibration and equity</h2>
+<div class="plots"><img id="calibration-plot" alt="calibration plot" src="{calibration_png}">
+<img id="equity-plot" alt="equity curves" src="{equity_png}"></div>
+{_calibration(page)}
+<h2>Wyckoff phases against what followed</h2>{_phases(page)}
+<p class="note">Accumulation and markup expect a rise, distribution and markdown a fall: the hit rate is that
+direction's.</p>
+<h2>Candlestick patterns against TA-Lib</h2>{_patterns(page)}
+"""
+    tmp = path.with_suffix(".html.tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        out.write(head)
+        out.write("<h2>Readings</h2>")
+        headers = ["Ticker", "As of", "Trend", "Confidence", *(f"Return {h}" for h in page.horizons)]
+        headers += ["Wyckoff phase", "Wyckoff events", "Patterns"]
+        out.write('<table id="readings"><thead><tr>' + "".join(f"<th>{_esc(h)}</th>" for h in headers))
+        out.write("</tr></thead><tbody>\n")
+        for reading in page.readings:
+            out.write(_reading_row(reading, page.horizons) + "\n")
+        out.write("</tbody></table>\n")
+        out.write(f"<h2>Skipped ({len(page.skipped)})</h2>")
+        out.write('<table id="skipped"><thead><tr><th>Ticker</th><th>As of</th><th>Why</th></tr></thead><tbody>\n')
+        for ticker, as_of in page.skipped:
+            out.write(f"<tr><td>{_esc(ticker)}</td><td>{_esc(as_of.date)}</td><td>{_esc(as_of.problem)}</td></tr>\n")
+        out.write("</tbody></table>\n</body></html>\n")
+    tmp.replace(path)
+    return path
