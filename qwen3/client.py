@@ -1,21 +1,21 @@
 """MAF chat clients for Qwen on DashScope's native API: ``QwenChatClient`` and ``QwenVLChatClient``.
 
-Thin on purpose: the translation lives in ``qwen3.convert``, endpoint routing in ``qwen3.routing``. This
-module resolves settings, picks the endpoint, sends the body with the ``dashscope`` SDK's v2 transport
-(``dashscope.AsyncClient``: httpx, pooled connections; its own retries off), retries transient failures with
-``clients.core.retry`` (streams only before their first event), reads DashScope's SSE framing line by line, and turns
-failures into MAF exceptions (docs/errors-and-retries.md).
+Thin on purpose: the request path is ``clients.core.client.ProviderChatClient``'s, the translation lives in
+``qwen3.convert`` (requests) and ``qwen3.parse`` (responses), endpoint routing in ``qwen3.routing``. This module
+resolves settings and fills the path's steps for DashScope: the request (`RawQwenChatClient._build_request`: hosted
+tools, headers, uploads, the endpoint; thinking requests streamed), one attempt with the ``dashscope`` SDK's v2
+transport (``dashscope.AsyncClient``: httpx, pooled connections; its own retries off), DashScope's SSE framing read
+line by line, the other endpoint after a "url error" (`RawQwenChatClient._fallback`), and DashScope's errors with
+their hints (docs/errors-and-retries.md).
 Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see docs/design.md.
 """
-
 from __future__ import annotations
 
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
-from functools import partial
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypedDict
 
 import dashscope
@@ -40,13 +40,13 @@ from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
 from clients.core.body import LARGE_STRING, streamed_json
-from clients.core.client import ProviderChatClient
+from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.errors import as_text, to_chat_client_exception
 from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
 from clients.core.retry import Failure, RetryPolicy
-from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
-from clients.core.validation import WRONG_SHAPE, checked_model, checked_types, json_object, parsed, wrong_shape
+from clients.core.sse import SSEDecoder, aiter_events
+from clients.core.validation import WRONG_SHAPE, json_object
 from qwen3.convert import build_request, conversation_has_media
 from qwen3.errors import WORKSPACE_CODES, error_from_body, parse_error
 from qwen3.headers import WORKSPACE_HEADER, DataInspection, Headers, merge_headers, needs_oss_resolve, request_headers
@@ -104,23 +104,40 @@ class QwenSettings(TypedDict, total=False):
     workspace: str | None  # DASHSCOPE_WORKSPACE: the dashscope SDK's own variable (it sends it as a header too)
 
 
-def _sse_payload(headers: httpx.Headers, event: ServerSentEvent) -> tuple[dict[str, Any], str]:
-    """The ``data`` of a DashScope stream's result event, parsed and as text; an error event raises `Failure`.
+async def _payloads(
+    response: httpx.Response, max_bytes: int, idle: float
+) -> AsyncGenerator[tuple[dict[str, Any], str], None]:
+    """The result events of a DashScope stream: each one's ``data`` parsed and as text (the update keeps the text,
+    no parsed tree); an error event raises `Failure`.
 
     An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
     inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
     """
-    try:
-        data = json.loads(event.data)
-    except (ValueError, RecursionError):
-        data = None
-    if type(data) is not dict:
-        data = json_object("DashScope", event.data, what="event")  # raises, saying what was wrong
-    if event.event == "error" or data.get("code"):
-        message = as_text(data.get("message"))  # whatever the server put there
-        error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
-        raise Failure(error, headers)
-    return data, event.data
+    events = aiter_events(response.aiter_bytes(), SSEDecoder(complete_on_data=True), max_bytes, idle)
+    async for event in events:
+        text = event.data
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = None
+        if type(data) is not dict:
+            data = json_object("DashScope", text, what="event")  # raises, saying what was wrong
+        if event.event == "error" or data.get("code"):
+            message = as_text(data.get("message"))  # whatever the server put there
+            error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
+            raise Failure(error, response.headers)
+        yield data, text
+
+
+@dataclass(frozen=True)
+class QwenRequest(ProviderRequest):
+    """A DashScope request: the body for ``endpoint`` with its ``headers``, and what a follow-up needs: the messages
+    it was built from and the ``other`` endpoint to try after a "url error" (None: the endpoint is fixed)."""
+
+    messages: Sequence[Message] = ()
+    endpoint: Endpoint = "text"
+    headers: Headers = field(default_factory=dict)
+    other: Endpoint | None = None
 
 
 def _has_large_media(body: dict[str, Any]) -> bool:
@@ -143,7 +160,7 @@ def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
     return {"X-DashScope-OssResourceResolve": "enable"} if needs_oss_resolve(body) else {}
 
 
-class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT]):
+class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[QwenOptionsT]):
     """DashScope native chat, without MAF's function, middleware and telemetry layers (use ``QwenChatClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
@@ -270,25 +287,20 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
 
     # ------------------------------------------------------------------------------------------ headers
 
-    def _call_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """MAF's per-call ``client_kwargs`` this client reads (``headers``, ``extra_headers``, ``workspace``,
-        ``data_inspection``) as ``_get`` / ``_stream``'s ``call``, which `_call_headers` turns into headers; any
-        other key (but MAF's own) is logged as ignored."""
-        call = {key: kwargs[key] for key in _CALL_KEYWORDS if key in kwargs}
-        unused = sorted(
-            key for key in kwargs if key not in call and key not in _MAF_KEYWORDS and not key.startswith("_")
-        )
-        if unused:
-            logger.warning("%s ignores the client_kwargs %s: it takes %s.", type(self).__name__, unused, _CALL_KEYWORDS)
-        return {"call": call}
-
-    def _call_headers(self, call: Mapping[str, Any] | None) -> dict[str, str]:
-        """The client's headers with a call's own on top (``extra_headers``, MAF's OpenAI clients' name, then
-        ``headers``, then ``workspace`` and ``data_inspection``).
+    def _call_headers(self, client_kwargs: Mapping[str, Any]) -> dict[str, str]:
+        """The client's headers with the call's own on top, from MAF's per-call ``client_kwargs``
+        (``agent.run(..., client_kwargs={...})``): ``extra_headers`` (MAF's OpenAI clients' name), then ``headers``,
+        then ``workspace`` and ``data_inspection``. Any other key (but MAF's own) is logged as ignored.
 
         Raises:
             ChatClientInvalidRequestException: what `qwen3.headers.request_headers` refuses; nothing is sent.
         """
+        call = {key: client_kwargs[key] for key in _CALL_KEYWORDS if key in client_kwargs}
+        unused = sorted(
+            key for key in client_kwargs if key not in call and key not in _MAF_KEYWORDS and not key.startswith("_")
+        )
+        if unused:
+            logger.warning("%s ignores the client_kwargs %s: it takes %s.", type(self).__name__, unused, _CALL_KEYWORDS)
         if not call:
             return self._headers
         extra = request_headers(headers=call.get("extra_headers"))
@@ -299,16 +311,50 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
 
     # ------------------------------------------------------------------------------------------ routing
 
-    def _endpoints(self, model: str, messages: Sequence[Message]) -> list[Endpoint]:
-        """Endpoints to try, in order: a fixed one; or the routed one, then the other after a "url error"."""
-        if self.endpoint is not None:
-            return [self.endpoint]
-        if self._DEFAULT_ENDPOINT is not None:
-            return [self._DEFAULT_ENDPOINT]
+    def _endpoints(self, model: str, messages: Sequence[Message]) -> tuple[Endpoint, Endpoint | None]:
+        """The endpoint to send to and the other one to try after a "url error" (None: no other). Fixed by
+        ``endpoint=`` or the class; multimodal for media; else the one learned for ``model``, or the routing table's."""
+        fixed = self.endpoint or self._DEFAULT_ENDPOINT
+        if fixed is not None:
+            return fixed, None
         if conversation_has_media(messages):
-            return ["multimodal"]
+            return "multimodal", None
         first = self._learned_endpoints.get(model) or endpoint_for_model(model)
-        return [first, other_endpoint(first)]
+        return first, other_endpoint(first)
+
+    async def _build_request(
+        self,
+        messages: Sequence[Message],
+        options: dict[str, Any],
+        *,
+        model: str,
+        stream: bool,
+        client_kwargs: Mapping[str, Any],
+    ) -> QwenRequest:
+        """Hosted tools resolved (they may turn thinking on), the call's headers (`_call_headers`), local files
+        uploaded (`_with_uploads`), other agents' turns rewritten, the endpoint routed (`_endpoints`), then the body
+        (``qwen3.convert.build_request``). A request that thinks is streamed even when the call is not: many
+        models refuse thinking in non-streamed calls (qwq, qvq, open-source qwen3, qwen-plus in thinking mode:
+        "enable_thinking must be set to false for non-streaming calls", Model Studio "Deep thinking"), and a stream
+        gives the same answer for all."""
+        opts = resolve_hosted_tools(options, model)
+        headers = self._call_headers(client_kwargs)
+        messages = self._history(await self._with_uploads(messages, model))
+        endpoint, other = self._endpoints(model, messages)
+        streamed = stream or request_thinks(model, opts)
+        body = build_request(messages, opts, model=model, endpoint=endpoint, stream=streamed)
+        return QwenRequest(model, opts, body, streamed, messages, endpoint, headers, other)
+
+    def _fallback(self, request: QwenRequest, failure: Failure) -> QwenRequest | None:
+        """After DashScope's "url error" (the model is not served on the routed endpoint), the request rebuilt for
+        the other endpoint, which is then remembered for the model; else None."""
+        error = failure.error
+        if request.other is None or not is_url_error(error.code, error.message):
+            return None
+        self._learned_endpoints[request.model] = endpoint = request.other
+        messages, options, model = request.messages, request.options, request.model
+        body = build_request(messages, options, model=model, endpoint=endpoint, stream=request.stream)
+        return replace(request, body=body, endpoint=endpoint, other=None)
 
     def _convert_messages(
         self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
@@ -320,22 +366,32 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
         options = options or {}
         model = options.get("model") or self.model
         messages = self._history(messages)
-        endpoint = self._endpoints(model, messages)[0]
+        endpoint, _ = self._endpoints(model, messages)
         body = build_request(messages, options, model=model, endpoint=endpoint, stream=False)
         return body["input"]["messages"]  # type: ignore[no-any-return]
 
-    def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
-        """A DashScope JSON response body → ``ChatResponse`` (see ``qwen3.parse.parse_response``)."""
-        options = options or {}
+    def _parse_response(self, body: Mapping[str, Any], request: QwenRequest) -> ChatResponse[Any]:
+        """A DashScope JSON response body → ``ChatResponse`` (``qwen3.parse.parse_response``)."""
+        options = request.options
         return parse_response(
-            body, model=options.get("model") or self.model, response_format=options.get("response_format")
+            body,
+            model=request.model,
+            response_format=options.get("response_format"),
+            citation_format=citation_format(options),
         )
 
+    def _stream_state(self, request: QwenRequest) -> StreamState:
+        return StreamState(citation_format=citation_format(request.options))
+
     def _parse_stream_event(
-        self, data: Mapping[str, Any], state: StreamState, options: Mapping[str, Any] | None = None
+        self, event: tuple[dict[str, Any], str], state: StreamState, request: QwenRequest
     ) -> ChatResponseUpdate:
-        """One SSE event's JSON → ``ChatResponseUpdate`` (see ``qwen3.parse.parse_stream_event``)."""
-        return parse_stream_event(data, state, model=(options or {}).get("model") or self.model)
+        """One result event (its JSON and its text, `_payloads`) → ``ChatResponseUpdate``
+        (``qwen3.parse.parse_stream_event``), keeping the event's text as sent: no parsed tree per update."""
+        data, text = event
+        update = parse_stream_event(data, state, model=request.model)
+        update.raw_representation = text
+        return update
 
     # -------------------------------------------------------------------------------------------- transport
 
@@ -351,9 +407,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
     async def _close_sdk(self, sdk: dashscope.AsyncClient) -> None:
         await sdk.aclose()
 
-    async def _send_to(self, endpoint: Endpoint, body: dict[str, Any], headers: Headers) -> dict[str, Any]:
-        """One non-streamed attempt with ``headers`` (`_call_headers`); ``connect_timeout`` seconds to connect. A body
-        with inline media is sent piece by piece (``clients.core.body``), never built whole."""
+    async def _send(self, request: QwenRequest) -> dict[str, Any]:
+        """One non-streamed attempt; ``connect_timeout`` seconds to connect. A body with inline media is sent piece by
+        piece (``clients.core.body``), never built whole."""
+        body, endpoint, headers = request.body, request.endpoint, request.headers
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         transport = self._client().transport
         streamed = streamed_json(body) if _has_large_media(body) else None
@@ -373,10 +430,11 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             raise Failure(error_from_body(200, response.content, response.headers), response.headers)
         return data
 
-    async def _open_events_at(self, endpoint: Endpoint, body: dict[str, Any], extra: Headers) -> EventStream:
-        """One attempt to open a stream with the ``extra`` headers (`_call_headers`) and read its first event; each
-        event may take ``stream_idle_timeout`` seconds."""
-        headers = {**extra, "X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
+    async def _open_events(self, request: QwenRequest) -> EventStream:
+        """One attempt to open a stream and read its first event; each event may take ``stream_idle_timeout``
+        seconds."""
+        body, endpoint = request.body, request.endpoint
+        headers = {**request.headers, "X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
         timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
         transport = self._client().transport
         streamed = streamed_json(body) if _has_large_media(body) else None
@@ -386,14 +444,14 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
                     "POST", ENDPOINT_PATHS[endpoint], json=body, headers=headers, timeout=timeout
                 )
             else:  # the SDK's open_stream takes json= only: the same request on its httpx client, body in pieces
-                request = transport.http_client.build_request(
+                http_request = transport.http_client.build_request(
                     "POST",
                     ENDPOINT_PATHS[endpoint],
                     content=streamed,
                     headers={**headers, **streamed.headers},
                     timeout=timeout,
                 )
-                response = await transport.http_client.send(request, stream=True)
+                response = await transport.http_client.send(http_request, stream=True)
                 if response.status_code >= 400:
                     try:
                         content = await response.aread()
@@ -409,93 +467,14 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             raise ChatClientInvalidResponseException(
                 f"DashScope sent an error answer the dashscope SDK could not read: {type(exc).__name__}: {exc!s:.200}"
             ) from exc
-        events = aiter_events(
-            response.aiter_bytes(), SSEDecoder(complete_on_data=True), self.max_event_bytes, self.stream_idle_timeout
-        )
-        return await EventStream(self, events, response.aclose, decode=partial(_sse_payload, response.headers)).start()
+        payloads = _payloads(response, self.max_event_bytes, self.stream_idle_timeout)
+        return await EventStream(self, payloads, response.aclose).start()
 
     def _failure_detail(self, exc: BaseException, cause: BaseException) -> str:
         """The SDK's own text for the transport failure it wraps (``connection error: …``)."""
         return exc.message if isinstance(exc, DashScopeError) else super()._failure_detail(exc, cause)
 
-    # ------------------------------------------------------------------------------------------- MAF entry
-
-    async def _get(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, call: Mapping[str, Any] | None = None
-    ) -> ChatResponse[Any]:
-        """A non-streamed request; ``call``: its per-call ``client_kwargs`` (`_call_headers`)."""
-        opts = await self._checked_options(options)
-        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
-        opts = dict(resolve_hosted_tools(opts, model))  # hosted tools may turn thinking on (hence a stream)
-        headers = self._call_headers(call)
-        if request_thinks(model, opts):
-            # Thinking is refused in non-streamed calls by many models (qwq, qvq, open-source qwen3, qwen-plus in
-            # thinking mode: "enable_thinking must be set to false for non-streaming calls", Model Studio "Deep
-            # thinking"), and a
-            # stream gives the same answer for all: stream under the hood and aggregate.
-            updates = [update async for update in self._stream(messages, opts, checked=True, call=call)]
-            return ChatResponse.from_updates(updates, output_format_type=opts.get("response_format"))
-        messages = self._history(await self._with_uploads(messages, model))
-        endpoints = self._endpoints(model, messages)
-        for attempt, endpoint in enumerate(endpoints):
-            body = build_request(messages, opts, model=model, endpoint=endpoint, stream=False)
-            try:
-                data = await self._post(partial(self._send_to, endpoint, body, headers))
-            except Failure as failure:
-                if attempt + 1 < len(endpoints) and is_url_error(failure.error.code, failure.error.message):
-                    continue
-                raise self._exception(failure, model, endpoint, messages, headers) from None
-            self._remember(model, endpoint, attempt)
-            return parsed(
-                self._PROVIDER,
-                parse_response,
-                data,
-                model=model,
-                response_format=opts.get("response_format"),
-                citation_format=citation_format(opts),
-            )
-        raise AssertionError("unreachable: the last endpoint either returns or raises")
-
-    async def _stream(
-        self,
-        messages: Sequence[Message],
-        options: Mapping[str, Any],
-        *,
-        checked: bool = False,
-        call: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        """The updates of a streamed request; ``checked``: ``options`` went through ``_checked_options`` already;
-        ``call``: the per-call ``client_kwargs`` (`_call_headers`)."""
-        opts = options if checked else await self._checked_options(options)
-        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
-        opts = resolve_hosted_tools(opts, model)
-        headers = self._call_headers(call)
-        messages = self._history(await self._with_uploads(messages, model))
-        endpoints = self._endpoints(model, messages)
-        for attempt, endpoint in enumerate(endpoints):
-            body = build_request(messages, opts, model=model, endpoint=endpoint, stream=True)
-            state = StreamState(citation_format=citation_format(opts))
-            produced = False
-            try:
-                # transient failures before the first event are retried inside _open_stream; later ones raise
-                async with self._open_stream(partial(self._open_events_at, endpoint, body, headers)) as events:
-                    async for data, text in events:
-                        produced = True
-                        try:
-                            update = checked_types(parse_stream_event(data, state, model=model))
-                        except WRONG_SHAPE as exc:
-                            raise wrong_shape(self._PROVIDER, exc, data, events.so_far) from exc
-                        update.raw_representation = text  # the event as sent: no parsed tree kept alive per update
-                        events.delivered(update)
-                        yield update
-                    events.check_complete(state.finished)  # no finishing event: cut off, raise after what arrived
-            except Failure as failure:
-                retry = not produced and attempt + 1 < len(endpoints)
-                if retry and is_url_error(failure.error.code, failure.error.message):
-                    continue
-                raise self._exception(failure, model, endpoint, messages, headers) from None
-            self._remember(model, endpoint, attempt)
-            return
+    # ------------------------------------------------------------------------------------------- uploads
 
     async def _with_uploads(self, messages: Sequence[Message], model: str) -> Sequence[Message]:
         """Local files of user turns and tool results uploaded to ``oss://`` per ``upload_local_files``, before
@@ -530,11 +509,12 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             timeout=self.timeout,
         )
 
-    def _exception(
-        self, failure: Failure, model: str, endpoint: Endpoint, messages: Sequence[Message], headers: Headers
-    ) -> ChatClientException:
-        error = failure.error
-        if is_url_error(error.code, error.message) and endpoint == "multimodal" and conversation_has_media(messages):
+    def _exception(self, failure: Failure, request: QwenRequest) -> ChatClientException:
+        """DashScope's error answer as MAF's exception, with a hint where the cause is known: media for a model the
+        multimodal endpoint does not serve, a workspace the key does not belong to."""
+        error, model, headers = failure.error, request.model, request.headers
+        url_error = is_url_error(error.code, error.message)
+        if url_error and request.endpoint == "multimodal" and conversation_has_media(request.messages):
             # media forced the multimodal endpoint and the model is not served there: say what to do
             hint = (
                 f" The model {model!r} takes no image, video or audio input on DashScope: use a vision model "
@@ -546,10 +526,6 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT], Generic[QwenOptionsT])
             hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"
             error = replace(error, message=error.message + hint)
         return to_chat_client_exception(error)
-
-    def _remember(self, model: str, endpoint: Endpoint, attempt: int) -> None:
-        if attempt:  # the table was wrong for this model: go straight to the right endpoint next time
-            self._learned_endpoints[model] = endpoint
 
 
 @checked_keywords

@@ -41,6 +41,7 @@ from agent_framework.exceptions import (
 )
 from hypothesis import strategies as st
 
+from clients.core.client import ProviderRequest
 from clients.core.errors import ProviderError, as_text, to_chat_client_exception
 from clients.core.retry import Failure, retry_advice
 from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
@@ -70,6 +71,11 @@ def clients() -> dict[str, Any]:
         "anthropic": AnthropicChatClient(model="claude-sonnet-4-6", api_key="k"),
         "gemini": GeminiChatClient(model="gemini-2.5-flash", api_key="k"),
     }
+
+
+def _request(client: Any) -> ProviderRequest:
+    """What a client's parse hooks read of a request: its model and options."""
+    return ProviderRequest(client.model, {}, {}, stream=True)
 
 
 # ------------------------------------------------------------------------------------------------ well-formed
@@ -159,7 +165,7 @@ def request_body(provider: str, messages: list[Message], options: dict[str, Any]
         needs_oss_resolve(body)  # the header decision, made on every request
         return body
     client = clients()[provider]
-    body = client._build_request(messages, options, model=client.model, stream=stream)
+    body = client._request_body(client._history(messages), options, model=client.model, stream=stream)
     if provider == "gemini":
         from clients.gemini.client import _sdk_arguments
 
@@ -208,7 +214,7 @@ def response(provider: str, body: dict[str, Any]) -> None:
 
             result = parsed("DashScope", parse_response, body, model="m", citation_format=CITATIONS)
         else:
-            result = parsed(client._PROVIDER, client._parse_response, body, {})
+            result = parsed(client._PROVIDER, client._parse_response, body, _request(client))
     except _documented(provider, "response") as exc:
         check_exception(exc)
         return
@@ -226,8 +232,9 @@ def events(provider: str, payloads: list[Any]) -> None:
         state: Any = StreamState(citation_format=CITATIONS)
         parse: Callable[[Any], Any] = lambda event: parsed("DashScope", parse_stream_event, event, state, model="m")  # noqa: E731
     else:
-        state = client._stream_state({})
-        parse = lambda event: parsed(client._PROVIDER, client._parse_stream_event, event, state, {})  # noqa: E731
+        request = _request(client)
+        state = client._stream_state(request)
+        parse = lambda event: parsed(client._PROVIDER, client._parse_stream_event, event, state, request)  # noqa: E731
     for payload in payloads:
         try:
             update = parse(payload)

@@ -35,7 +35,7 @@ from clients.anthropic.convert import build_request
 from clients.anthropic.errors import StreamError, parse_error
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
-from clients.core.client import ProviderChatClient, layered_init
+from clients.core.client import ProviderChatClient, ProviderRequest, layered_init
 from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
 from clients.core.retry import Failure
@@ -150,10 +150,10 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
 
     # ------------------------------------------------------------------------------------- conversion
 
-    def _build_request(
+    def _request_body(
         self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
-        return build_request(self._history(messages), options, model=model, stream=stream)
+        return build_request(messages, options, model=model, stream=stream)
 
     def _convert_messages(
         self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
@@ -164,28 +164,23 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         see ``build_request``.
         """
         options = options or {}
-        body = self._build_request(messages, options, model=options.get("model") or self.model, stream=False)
+        body = self._request_body(
+            self._history(messages), options, model=options.get("model") or self.model, stream=False
+        )
         return body["messages"]  # type: ignore[no-any-return]
 
-    def _parse_response(self, body: Any, options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
-        """A ``message`` (its JSON body, or the SDK's ``Message``) → ``ChatResponse`` (``parse_response``)."""
-        options = options or {}
-        if hasattr(body, "model_dump"):
-            body = body.model_dump(mode="json", exclude_unset=True)
-        return parse_response(
-            body, model=options.get("model") or self.model, response_format=options.get("response_format")
-        )
+    def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
+        """A ``message`` JSON body → ``ChatResponse`` (``clients.anthropic.parse.parse_response``)."""
+        return parse_response(body, model=request.model, response_format=request.options.get("response_format"))
 
-    def _stream_state(self, options: Mapping[str, Any]) -> StreamState:
+    def _stream_state(self, request: ProviderRequest) -> StreamState:
         return StreamState()
 
     def _parse_stream_event(
-        self, event: Any, state: StreamState, options: Mapping[str, Any] | None = None
+        self, event: Any, state: StreamState, request: ProviderRequest
     ) -> ChatResponseUpdate | None:
-        """One stream event (its JSON, or the SDK's event object) → ``ChatResponseUpdate`` (``parse_stream_event``)."""
-        if hasattr(event, "model_dump"):
-            event = event.model_dump(mode="json", exclude_unset=True)
-        return parse_stream_event(event, state, model=(options or {}).get("model") or self.model)
+        """One stream event's JSON → ``ChatResponseUpdate`` or None (``clients.anthropic.parse.parse_stream_event``)."""
+        return parse_stream_event(event, state, model=request.model)
 
     # ------------------------------------------------------------------------------------------ transport
 
@@ -206,16 +201,16 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         timeout = httpx2.Timeout(read_timeout, connect=self.connect_timeout)
         return self._client().messages.with_streaming_response.create(**_sdk_arguments(body), timeout=timeout)
 
-    async def _send(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, request: ProviderRequest) -> dict[str, Any]:
         try:
-            async with self._create(body, self.timeout) as response:
+            async with self._create(request.body, self.timeout) as response:
                 raw = await response.read()
         except APIStatusError as exc:
             raise _status_failure(exc) from None
         return json_object("Anthropic", raw)
 
-    async def _open_events(self, model: str, body: dict[str, Any]) -> EventStream:
-        manager = self._create(body, self.stream_idle_timeout)
+    async def _open_events(self, request: ProviderRequest) -> EventStream:
+        manager = self._create(request.body, self.stream_idle_timeout)
         try:
             response = await manager.__aenter__()
         except APIStatusError as exc:

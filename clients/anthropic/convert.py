@@ -16,22 +16,11 @@ from urllib.parse import unquote_to_bytes
 
 from agent_framework import Content, Message
 
-from clients.anthropic.options import (
-    _HANDLED,
-    _NOT_COPIED,
-    _UNSUPPORTED,
-    _metadata,
-    _response_schema,
-    _sampling,
-    _thinking,
-    _tool_choice,
-    _tools,
-)
+from clients.anthropic.options import convert_options
 from clients.core.conversion import (
     NOT_SENT,
     add_system_text,
     invalid,
-    refuse_unsupported,
     result_text,
     sendable,
 )
@@ -423,14 +412,13 @@ def build_request(
     ``"auto"``).
 
     Raises:
-        ChatClientInvalidRequestException: an option Anthropic does not have, a thinking rule broken (budget below
-            1024 or not below ``max_tokens``, sampling options or a forced tool while thinking), and what
+        ChatClientInvalidRequestException: what `clients.anthropic.options.convert_options` refuses (an option
+            Anthropic does not have, a thinking rule broken…), a thinking budget not below ``max_tokens``, what
             `convert_messages` refuses, and a body that cannot be sent as JSON (NaN, a lone surrogate…;
             ``clients.core.conversion.sendable``).
     """
-    refuse_unsupported(options, _UNSUPPORTED)
-    thinking = _thinking(options)
-    thinks = thinking is not None and thinking["type"] in ("enabled", "adaptive")
+    params = convert_options(options)
+    thinking = params.get("thinking")
     budget = thinking.get("budget_tokens") if thinking is not None and thinking["type"] == "enabled" else None
     max_tokens = options.get("max_tokens")
     if max_tokens is None:
@@ -446,37 +434,7 @@ def build_request(
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": wire}
     if system:
         body["system"] = system
-    if thinking is not None:
-        body["thinking"] = thinking
-    tools = _tools(options.get("tools"))
-    if tools:
-        choice, tools = _tool_choice(options, tools)
-        if thinks and choice is not None and choice["type"] in ("any", "tool"):
-            raise invalid(
-                "A forced tool choice (tool_choice='required') cannot be used while Claude thinks: Anthropic accepts "
-                "only 'auto' or 'none' with thinking. Use tool_choice='auto' or turn thinking off."
-            )
-        body["tools"] = tools
-        if choice is not None:
-            body["tool_choice"] = choice
-    stop = options.get("stop")
-    if stop is not None:
-        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-    _sampling(body, options, thinks)
-    metadata = _metadata(options)
-    if metadata:
-        body["metadata"] = metadata
-    for key, value in options.items():  # Anthropic fields this package does not know (yet): as given
-        if value is None or key in _HANDLED or key in _UNSUPPORTED or key in _NOT_COPIED:
-            continue
-        body[key] = value
-    output_config = dict(body.get("output_config") or {})
-    if options.get("effort") is not None:
-        output_config["effort"] = options["effort"]
-    if options.get("response_format") is not None:
-        output_config["format"] = {"type": "json_schema", "schema": _response_schema(options["response_format"])}
-    if output_config:
-        body["output_config"] = output_config
+    body.update(params)
     if stream:
         body["stream"] = True
     return sendable(body, "Anthropic")

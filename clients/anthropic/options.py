@@ -18,6 +18,7 @@ from clients.core.conversion import (
     as_list,
     function_spec,
     invalid,
+    refuse_unsupported,
     response_schema,
 )
 
@@ -209,3 +210,52 @@ def _metadata(options: Mapping[str, Any]) -> dict[str, Any] | None:
     if options.get("user") is not None:
         metadata["user_id"] = options["user"]
     return metadata or None
+
+
+def convert_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The request fields built from options: ``{"thinking"?, "tools"?, "tool_choice"?, "stop_sequences"?,
+    "temperature"?, "top_p"?, "top_k"?, "metadata"?, "output_config"?}`` plus unknown option keys as given (new API
+    fields work without a release). ``tool_choice`` only with tools (MAF's Agent always says ``"auto"``);
+    ``max_tokens`` is `clients.anthropic.convert.build_request`'s, since its default depends on the thinking budget.
+
+    Raises:
+        ChatClientInvalidRequestException: an option Anthropic does not have, a thinking rule broken (budget below
+            1024, sampling options or a forced tool while thinking), an unknown ``tool_choice``, a ``metadata`` key
+            other than ``user_id``, a ``response_format`` without a schema.
+    """
+    refuse_unsupported(options, _UNSUPPORTED)
+    params: dict[str, Any] = {}
+    thinking = _thinking(options)
+    thinks = thinking is not None and thinking["type"] in ("enabled", "adaptive")
+    if thinking is not None:
+        params["thinking"] = thinking
+    tools = _tools(options.get("tools"))
+    if tools:
+        choice, tools = _tool_choice(options, tools)
+        if thinks and choice is not None and choice["type"] in ("any", "tool"):
+            raise invalid(
+                "A forced tool choice (tool_choice='required') cannot be used while Claude thinks: Anthropic accepts "
+                "only 'auto' or 'none' with thinking. Use tool_choice='auto' or turn thinking off."
+            )
+        params["tools"] = tools
+        if choice is not None:
+            params["tool_choice"] = choice
+    stop = options.get("stop")
+    if stop is not None:
+        params["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    _sampling(params, options, thinks)
+    metadata = _metadata(options)
+    if metadata:
+        params["metadata"] = metadata
+    for key, value in options.items():  # Anthropic fields this package does not know (yet): as given
+        if value is None or key in _HANDLED or key in _UNSUPPORTED or key in _NOT_COPIED:
+            continue
+        params[key] = value
+    output_config = dict(params.get("output_config") or {})
+    if options.get("effort") is not None:
+        output_config["effort"] = options["effort"]
+    if options.get("response_format") is not None:
+        output_config["format"] = {"type": "json_schema", "schema": _response_schema(options["response_format"])}
+    if output_config:
+        params["output_config"] = output_config
+    return params

@@ -1,25 +1,27 @@
-"""What every provider chat client does the same way around its SDK.
+"""`ProviderChatClient`: the one request path every provider chat client of this package runs.
 
-One failed attempt carried to the retry policy (`Failure`, `retry_advice`), the retries with the final "gave up
-after N attempts", the timeouts and what to say when one fires, streams read up to their first event (retried until
-then, never after), counted as they are delivered and checked for their end (`EventStream`), the SDK client made
-per event loop, and MAF's entry point (`ProviderChatClient`). Rules and their sources: docs/errors-and-retries.md.
+A request goes, top to bottom in this module: MAF's ``_inner_get_response`` → `ProviderChatClient._request` (options
+checked, the model named) → the provider's ``_build_request`` (a `ProviderRequest`: model, options, body, and
+whether it is streamed) → `ProviderChatClient._sent` around ``_post`` / ``_open`` (one attempt per ``_send`` /
+``_open_events``, transient failures retried per ``retry_policy``, a stream only before its first event; after the
+final failure, the provider's ``_fallback`` request once, if it has one) → the provider's ``_parse_response``, or
+per event ``_parse_stream_event`` with the state from ``_stream_state`` (`EventStream` counts what was delivered
+and checks the end). Timeouts, and what to say when one fires, are here too. Rules and their sources:
+docs/errors-and-retries.md; the path as a list: docs/design.md.
 
 A provider's client module (``qwen3.client``, ``clients.openai.client``, ``clients.anthropic.client``,
 ``clients.gemini.client``) subclasses `ProviderChatClient` and supplies only what is its own: settings, the SDK
-client, one request attempt (``_send``), one stream opening (``_open_events``), the request body and parsers (its
-converter module), and a few class attributes (its name in messages, default timeouts, the SDK's errors that wrap a
-transport failure). dashscope and google-genai (as driven here) use ``httpx``, openai 3.x and anthropic 1.x
-``httpx2`` (the same exception tree): both are handled.
+client, the hooks above (the body from its convert module, the parsers from its parse module), and a few class
+attributes (its name in messages, default timeouts, the SDK's errors that wrap a transport failure). dashscope and
+google-genai (as driven here) use ``httpx``, openai 3.x and anthropic 1.x ``httpx2`` (the same exception tree): both
+are handled.
 """
-
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, cast
 
@@ -51,15 +53,16 @@ from clients.core.retry import (
     within,
 )
 from clients.core.sse import MAX_EVENT_BYTES
-from clients.core.validation import checked_model, checked_option_types, parsed
+from clients.core.validation import WRONG_SHAPE, checked_model, checked_option_types, checked_types, parsed, wrong_shape
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = ["ProviderChatClient", "layered_init", "seconds"]
+__all__ = ["ProviderChatClient", "ProviderRequest", "layered_init", "seconds"]
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
+RequestT = TypeVar("RequestT", bound="ProviderRequest", default="ProviderRequest")
 
 
 def seconds(name: str, value: float | None, default: float) -> float:
@@ -75,7 +78,22 @@ def seconds(name: str, value: float | None, default: float) -> float:
     return float(value)
 
 
-class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[OptionsT]):
+@dataclass(frozen=True)
+class ProviderRequest:
+    """One request as a provider's `ProviderChatClient._build_request` made it: what is sent, and what the parsers
+    and the follow-up step read. A provider that needs more (Qwen: the endpoint and headers) subclasses it."""
+
+    model: str
+    """The model asked (``options["model"]``, else the client's)."""
+    options: Mapping[str, Any]
+    """The checked options."""
+    body: dict[str, Any]
+    """The request body (JSON)."""
+    stream: bool
+    """Sent as a stream: a streamed call, or a non-streamed one the provider streams under the hood and joins."""
+
+
+class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[OptionsT, RequestT]):
     """The part of a provider's ``Raw…ChatClient`` that is the same for every provider (see the module docstring).
 
     Class attributes a provider sets: ``_PROVIDER`` (its name in messages), ``_DEFAULT_TIMEOUTS`` (``timeout``,
@@ -83,7 +101,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     ``_SDK_ERRORS`` (the SDK's errors raised ``from`` a transport error), and the words of stream messages:
     ``_STREAM_UNIT`` (what is counted), ``_STREAM_END`` (the event a complete stream ends with), ``_STREAM_IDLE``.
     Methods a provider supplies: ``_settings``, ``_client`` (with `_per_loop`), ``_send`` and ``_open_events`` (one
-    attempt each), ``_build_request``, ``_stream_state``, ``_parse_response``, ``_parse_stream_event``.
+    attempt each), ``_request_body`` (or the whole ``_build_request``), ``_stream_state``, ``_parse_response``,
+    ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``. ``RequestT``: the provider's
+    `ProviderRequest` type.
     """
 
     DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
@@ -181,27 +201,55 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """Other agents' turns as ``[Name]: `` user turns (multi-agent conversations, ``clients.core.multi_agent``)."""
         return rewrite_other_agents(messages, self.own_agent_name, enabled=self.rewrite_other_agents)
 
-    def _build_request(
+    async def _build_request(
+        self,
+        messages: Sequence[Message],
+        options: dict[str, Any],
+        *,
+        model: str,
+        stream: bool,
+        client_kwargs: Mapping[str, Any],
+    ) -> RequestT:
+        """The request for MAF messages, checked ``options`` and the call's ``client_kwargs`` (MAF's per-call
+        ``client_kwargs``, unused by default): other agents' turns rewritten (`_history`), then the body from the
+        provider's converter module (`_request_body`). A provider that needs more (Qwen) overrides this.
+
+        Raises:
+            ChatClientInvalidRequestException: what the converter refuses; nothing is sent.
+        """
+        body = self._request_body(self._history(messages), options, model=model, stream=stream)
+        return cast("RequestT", ProviderRequest(model, options, body, stream))
+
+    def _request_body(
         self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
-        """The request body for MAF messages (other agents' turns rewritten) and validated options."""
+        """The request body (the converter module's ``build_request``)."""
         raise NotImplementedError
 
-    def _stream_state(self, options: Mapping[str, Any]) -> Any:
-        """A new converter ``StreamState`` for one stream."""
+    def _stream_state(self, request: RequestT) -> Any:
+        """A new parser ``StreamState`` for one stream."""
         raise NotImplementedError
 
     def _stream_finished(self, state: Any) -> bool:
         """Whether the stream's last event arrived (``state.finished``)."""
         return bool(state.finished)
 
-    def _parse_response(self, body: Any, options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
+    def _parse_response(self, body: Any, request: RequestT) -> ChatResponse[Any]:
+        """A response body → ``ChatResponse`` (the provider's parse module)."""
         raise NotImplementedError
 
-    def _parse_stream_event(
-        self, event: Any, state: Any, options: Mapping[str, Any] | None = None
-    ) -> ChatResponseUpdate | None:
+    def _parse_stream_event(self, event: Any, state: Any, request: RequestT) -> ChatResponseUpdate | None:
+        """One stream payload → ``ChatResponseUpdate``, or None for an event that carries nothing for MAF."""
         raise NotImplementedError
+
+    def _fallback(self, request: RequestT, failure: Failure) -> RequestT | None:
+        """The request to send once more after ``request`` finally failed with ``failure`` (retries spent, a stream
+        before its first event), or None (the default): the failure is raised."""
+        return None
+
+    def _exception(self, failure: Failure, request: RequestT) -> ChatClientException:
+        """The MAF exception for a provider's error answer to ``request``."""
+        return to_chat_client_exception(failure.error)
 
     # ------------------------------------------------------------------------------------------- transport
 
@@ -229,11 +277,11 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _send(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, request: RequestT) -> dict[str, Any]:
         """One non-streamed attempt: the response's JSON body; an error answer raises `Failure`."""
         raise NotImplementedError
 
-    async def _open_events(self, model: str, body: dict[str, Any]) -> EventStream:
+    async def _open_events(self, request: RequestT) -> EventStream:
         """One attempt to open a stream: its `EventStream`, started; an error answer raises `Failure`."""
         raise NotImplementedError
 
@@ -267,34 +315,31 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             what = "stream request" if stream else "request"
             raise ChatClientException(f"The {self._PROVIDER} {what} failed: {exc!r}") from exc
 
-    async def _post(self, send: Callable[[], Awaitable[_T]]) -> _T:
-        """A non-streamed request: each attempt, ``send()``, may take ``timeout`` seconds in all (``connect_timeout``
-        of them to connect, which ``send`` sets on its transport); transient failures are retried, and the whole
+    async def _post(self, request: RequestT) -> dict[str, Any]:
+        """A non-streamed request: each attempt (`_send`) may take ``timeout`` seconds in all (``connect_timeout`` of
+        them to connect, which `_send` sets on its transport); transient failures are retried, and the whole
         request, retries and their waits included, ends within ``timeout``."""
         deadline = time.monotonic() + self.timeout
         return await self._with_retries(
-            lambda: within(send(), max(deadline - time.monotonic(), 0.0)), stream=False, deadline=deadline
+            lambda: within(self._send(request), max(deadline - time.monotonic(), 0.0)), stream=False, deadline=deadline
         )
 
-    @asynccontextmanager
-    async def _open_stream(self, open_events: Callable[[], Awaitable[EventStream]]) -> AsyncIterator[EventStream]:
-        """A stream opened by ``open_events()`` (one attempt, up to the first event), retrying transient failures
-        until then, never after (MAF has already delivered what arrived); closed on exit. Each event may take
-        ``stream_idle_timeout`` seconds (``open_events`` sets it on its transport); with ``stream_timeout``, the
-        whole stream, its opening and retries included, ends within it."""
+    async def _open(self, request: RequestT) -> EventStream:
+        """A stream opened by `_open_events` (one attempt, up to the first event), retrying transient failures until
+        then, never after (MAF has already delivered what arrived). Each event may take ``stream_idle_timeout``
+        seconds (`_open_events` sets it on its transport); with ``stream_timeout``, the whole stream, its opening and
+        retries included, ends within it."""
         if self.stream_timeout is None:
-            events = await self._with_retries(open_events, stream=True)
-        else:
-            deadline = time.monotonic() + self.stream_timeout
-            try:
-                events = await within(self._with_retries(open_events, stream=True), self.stream_timeout)
-            except asyncio.TimeoutError as exc:
-                raise ChatClientException(self._over_deadline("")) from exc
-            events.deadline = deadline
+            return await self._with_retries(partial(self._open_events, request), stream=True)
+        deadline = time.monotonic() + self.stream_timeout
         try:
-            yield events
-        finally:
-            await events.aclose()
+            events = await within(
+                self._with_retries(partial(self._open_events, request), stream=True), self.stream_timeout
+            )
+        except asyncio.TimeoutError as exc:
+            raise ChatClientException(self._over_deadline("")) from exc
+        events.deadline = deadline
+        return events
 
     def _over_deadline(self, so_far: str) -> str:
         """What to say when a stream outlived ``stream_timeout``."""
@@ -336,19 +381,13 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         options: Mapping[str, Any],
         **kwargs: Any,
     ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
+        """MAF's entry: ``kwargs`` are the call's ``client_kwargs`` (and what MAF passes down without its layers)."""
         hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
-        call = self._call_kwargs(kwargs)
         if stream:
             return self._build_response_stream(
-                self._stream(messages, options, **call), response_format=options.get("response_format")
+                self._stream(messages, options, kwargs), response_format=options.get("response_format")
             )
-        return self._get(messages, options, **call)
-
-    def _call_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The keyword arguments ``_get`` / ``_stream`` take from MAF's per-call ``client_kwargs`` (``agent.run(...,
-        client_kwargs=…)``, ``get_response(..., client_kwargs=…)``): none by default; a provider that reads some
-        (``qwen3``: its headers) overrides this."""
-        return {}
+        return self._get(messages, options, kwargs)
 
     async def _checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """MAF's option validation, with one policy for every client: an option of the wrong type or out of range
@@ -360,35 +399,70 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         except (TypeError, ValueError) as exc:
             raise ChatClientInvalidRequestException(f"Invalid option for {self._PROVIDER}: {exc}") from exc
 
-    async def _get(self, messages: Sequence[Message], options: Mapping[str, Any]) -> ChatResponse[Any]:
+    async def _request(
+        self, messages: Sequence[Message], options: Mapping[str, Any], client_kwargs: Mapping[str, Any], *, stream: bool
+    ) -> RequestT:
+        """Options checked, the model named (``options["model"]``, else the client's), then `_build_request`."""
         opts = await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._PROVIDER)
-        body = self._build_request(messages, opts, model=model, stream=False)
+        return await self._build_request(messages, opts, model=model, stream=stream, client_kwargs=client_kwargs)
+
+    async def _sent(self, request: RequestT, send: Callable[[RequestT], Awaitable[_T]]) -> tuple[_T, RequestT]:
+        """``send(request)`` and the request that was answered: after a final `Failure` (retries spent), ``send``
+        once more with the provider's follow-up request (`_fallback`), if it has one. A final failure is raised as
+        MAF's exception (`_exception`)."""
         try:
-            data = await self._post(partial(self._send, model, body))
+            return await send(request), request
         except Failure as failure:
-            raise to_chat_client_exception(failure.error) from None
-        return parsed(self._PROVIDER, self._parse_response, data, opts)
+            follow_up = self._fallback(request, failure)
+            if follow_up is None:
+                raise self._exception(failure, request) from None
+        try:
+            return await send(follow_up), follow_up
+        except Failure as failure:
+            raise self._exception(failure, follow_up) from None
+
+    async def _get(
+        self, messages: Sequence[Message], options: Mapping[str, Any], client_kwargs: Mapping[str, Any]
+    ) -> ChatResponse[Any]:
+        """A non-streamed request; one the provider marks ``stream`` is streamed and its updates joined."""
+        request = await self._request(messages, options, client_kwargs, stream=False)
+        if request.stream:
+            updates = [update async for update in self._stream(messages, options, client_kwargs, request)]
+            return ChatResponse.from_updates(updates, output_format_type=request.options.get("response_format"))
+        data, request = await self._sent(request, self._post)
+        return parsed(self._PROVIDER, self._parse_response, data, request)
 
     async def _stream(
-        self, messages: Sequence[Message], options: Mapping[str, Any]
+        self,
+        messages: Sequence[Message],
+        options: Mapping[str, Any],
+        client_kwargs: Mapping[str, Any],
+        request: RequestT | None = None,
     ) -> AsyncIterator[ChatResponseUpdate]:
-        opts = await self._checked_options(options)
-        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
-        body = self._build_request(messages, opts, model=model, stream=True)
-        state = self._stream_state(opts)
+        """The updates of a streamed request (``request``: one already built, a non-streamed call the provider
+        streams): opened (transient failures before the first event retried, then the provider's `_fallback`), each
+        event parsed (`_parse_stream_event`, its types checked), the end checked; closed however it ends."""
+        if request is None:
+            request = await self._request(messages, options, client_kwargs, stream=True)
+        events, request = await self._sent(request, self._open)
+        state = self._stream_state(request)
+        provider, parse = self._PROVIDER, self._parse_stream_event
         try:
-            # transient failures before the first event are retried inside _open_stream; later ones raise
-            async with self._open_stream(partial(self._open_events, model, body)) as events:
-                async for event in events:
-                    update = parsed(self._PROVIDER, self._parse_stream_event, event, state, opts, so_far=events.so_far)
-                    if update is None:
-                        continue
-                    events.delivered(update)
-                    yield update
-                events.check_complete(self._stream_finished(state))  # cut off: raise after what arrived
-        except Failure as failure:  # an error answer, or an error event mid-stream
-            raise to_chat_client_exception(failure.error) from None
+            async for event in events:
+                try:
+                    update = checked_types(parse(event, state, request))
+                except WRONG_SHAPE as exc:
+                    raise wrong_shape(provider, exc, event, events.so_far) from exc
+                if update is None:
+                    continue
+                events.delivered(update)
+                yield update
+            events.check_complete(self._stream_finished(state))  # cut off: raise after what arrived
+        except Failure as failure:  # an error event mid-stream: never sent again
+            raise self._exception(failure, request) from None
+        finally:
+            await events.aclose()
 
 
 def layered_init(

@@ -28,28 +28,23 @@ __all__ = ["EventStream"]
 class EventStream:
     """The event payloads of one open stream, for a client's stream loop.
 
-    ``payloads`` yields each event's JSON (or, with ``decode``, each event that ``decode`` turns into it) and raises
-    `Failure` for an error event; ``close`` closes the HTTP response (the server sees the client go). `start` reads
+    ``payloads`` yields each event as the client's ``_parse_stream_event`` takes it and raises `Failure` for an
+    error event; ``close`` closes the HTTP response (the server sees the client go). `start` reads
     up to the first event, so that failures before any output can be retried; after that, failures are raised with
     what had been delivered (`delivered` is told of every update that went out) and never retried.
     """
 
     def __init__(
         self,
-        client: ProviderChatClient[Any],
+        client: ProviderChatClient[Any, Any],
         payloads: AsyncGenerator[Any, None],
         close: Callable[[], Awaitable[object]],
-        *,
-        decode: Callable[[Any], Any] | None = None,
     ) -> None:
         """``payloads`` enforce ``stream_idle_timeout`` themselves, raising ``asyncio.TimeoutError`` when no complete
         event came in time however the bytes trickle in (`clients.core.sse.aiter_events` checks it as each chunk
         arrives; the Gemini client's byte wrapper does the same in front of google-genai's reader), so no event pays
-        for a timer here. ``decode``: what each item of ``payloads`` becomes (it may raise `Failure` or
-        ``ChatClientInvalidResponseException``), a call where a generator wrapping ``payloads`` would cost a
-        suspension per event."""
+        for a timer here."""
         self._client = client
-        self._decode = decode
         self._payloads = payloads
         self._close = close
         self._first: Any = None
@@ -62,8 +57,7 @@ class EventStream:
     async def start(self) -> Self:
         """Read up to the first event; the stream is closed when that fails."""
         try:
-            first = await self._payloads.__anext__()
-            self._first = first if self._decode is None else self._decode(first)
+            self._first = await self._payloads.__anext__()
         except StopAsyncIteration:
             self._ended = True
         except BaseException:
@@ -85,7 +79,7 @@ class EventStream:
                 item = await self._payloads.__anext__()
             else:  # stream_timeout: one timer per event, paid only by those who ask for a deadline
                 item = await within(self._payloads.__anext__(), max(self.deadline - time.monotonic(), 0.0))
-            return item if self._decode is None else self._decode(item)
+            return item
         except StopAsyncIteration:
             raise
         except asyncio.TimeoutError as exc:

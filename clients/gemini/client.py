@@ -45,7 +45,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, layered_init
+from clients.core.client import ProviderChatClient, ProviderRequest, layered_init
 from clients.core.errors import as_text
 from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
@@ -294,10 +294,10 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
 
     # ------------------------------------------------------------------------------------------- conversion
 
-    def _build_request(
+    def _request_body(
         self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
-        return build_request(self._history(messages), options, model=model, stream=stream)
+        return build_request(messages, options, model=model, stream=stream)
 
     def _convert_messages(
         self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
@@ -310,25 +310,19 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         )
         return contents
 
-    def _parse_response(self, body: Any, options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
-        """A ``GenerateContentResponse`` (REST JSON in either spelling, or google-genai's object) →
-        ``ChatResponse`` (``clients.gemini.parse.parse_response``)."""
-        options = options or {}
-        data = body if isinstance(body, Mapping) else _dump(body)
-        return parse_response(
-            data, model=options.get("model") or self.model, response_format=options.get("response_format")
-        )
+    def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
+        """A ``GenerateContentResponse`` JSON body → ``ChatResponse`` (``clients.gemini.parse.parse_response``)."""
+        return parse_response(body, model=request.model, response_format=request.options.get("response_format"))
 
-    def _stream_state(self, options: Mapping[str, Any]) -> StreamState:
+    def _stream_state(self, request: ProviderRequest) -> StreamState:
         return StreamState()
 
     def _parse_stream_event(
-        self, event: Any, state: StreamState, options: Mapping[str, Any] | None = None
+        self, event: Any, state: StreamState, request: ProviderRequest
     ) -> ChatResponseUpdate | None:
-        """One stream event (REST JSON or google-genai's object) → ``ChatResponseUpdate`` or None
+        """One stream event's REST JSON → ``ChatResponseUpdate`` or None
         (``clients.gemini.parse.parse_stream_event``)."""
-        data = event if isinstance(event, Mapping) else _dump(event)
-        return parse_stream_event(data, state, model=(options or {}).get("model") or self.model)
+        return parse_stream_event(event, state, model=request.model)
 
     # -------------------------------------------------------------------------------------------- transport
 
@@ -382,23 +376,23 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             await self._http.aclose()
             self._http = None
 
-    async def _send(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, request: ProviderRequest) -> dict[str, Any]:
         """One ``generateContent`` call; the raw JSON back."""
-        contents, config = _sdk_arguments(body, raw_http=True)
+        contents, config = _sdk_arguments(request.body, raw_http=True)
         with _answers():
             try:
                 response = await self._client().aio.models.generate_content(
-                    model=model, contents=contents, config=config
+                    model=request.model, contents=contents, config=config
                 )
             except genai_errors.APIError as exc:
                 raise _api_failure(exc) from None
         return json_object("Gemini", response.sdk_http_response.body if response.sdk_http_response else None)
 
-    async def _open_events(self, model: str, body: dict[str, Any]) -> EventStream:
-        contents, config = _sdk_arguments(body, raw_http=False)
+    async def _open_events(self, request: ProviderRequest) -> EventStream:
+        contents, config = _sdk_arguments(request.body, raw_http=False)
         with _answers() as responses:
             iterator = await self._client().aio.models.generate_content_stream(
-                model=model, contents=contents, config=config
+                model=request.model, contents=contents, config=config
             )
             return await EventStream(
                 self, _payloads(iterator, responses), partial(_close_stream, iterator, responses)

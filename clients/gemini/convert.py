@@ -110,7 +110,10 @@ def _signature_of(content: Content) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _signature_props(signature: str | None, *, thought: bool = False) -> dict[str, Any] | None:
+def signature_props(signature: str | None, *, thought: bool = False) -> dict[str, Any] | None:
+    """The ``additional_properties`` a parsed part carries so this module can send it back: the part's
+    ``thoughtSignature`` (standard base64) under `SIGNATURE_KEY`, and `THOUGHT_KEY` for a thought, in the
+    `GEMINI_NAMESPACE`; None when there is neither."""
     props: dict[str, Any] = {}
     if signature:
         props[SIGNATURE_KEY] = _standard_b64(signature)

@@ -18,7 +18,7 @@ from agent_framework.exceptions import ChatClientContentFilterException
 from clients.core.conversion import text_delta
 from clients.core.errors import to_chat_client_exception
 from clients.core.sse import SSEDecoder
-from clients.gemini.convert import GEMINI_NAMESPACE, _signature_props, base64_bytes, field_of
+from clients.gemini.convert import GEMINI_NAMESPACE, base64_bytes, field_of, signature_props
 from clients.gemini.errors import parse_error
 
 logger = logging.getLogger("agent_framework.qwen3.gemini")
@@ -59,10 +59,10 @@ def _response_contents(parts: Any, *, stream: bool, state: StreamState | None = 
         file_data = field_of(part, "fileData")
         if isinstance(text, str):
             if part.get("thought"):
-                props = _signature_props(signature, thought=True)
+                props = signature_props(signature, thought=True)
                 out.append(Content.from_text_reasoning(text=text, merge_mode=mode, additional_properties=props))
             elif signature:
-                out.append(Content.from_text(text, merge_mode=mode, additional_properties=_signature_props(signature)))
+                out.append(Content.from_text(text, merge_mode=mode, additional_properties=signature_props(signature)))
             elif text:
                 out.append(text_delta(text) if stream else Content.from_text(text))
         elif isinstance(call, Mapping):
@@ -74,7 +74,7 @@ def _response_contents(parts: Any, *, stream: bool, state: StreamState | None = 
                     str(call.get("name") or ""),
                     arguments=dict(args) if isinstance(args, Mapping) else {},
                     merge_mode="replace" if stream else None,
-                    additional_properties=_signature_props(signature),
+                    additional_properties=signature_props(signature),
                 )
             )
             if state is not None:
@@ -86,7 +86,7 @@ def _response_contents(parts: Any, *, stream: bool, state: StreamState | None = 
         elif isinstance(file_data, Mapping) and field_of(file_data, "fileUri"):
             out.append(Content.from_uri(field_of(file_data, "fileUri"), media_type=field_of(file_data, "mimeType")))
         elif signature:  # a signature on a part of a kind not handled here: keep it for the replay
-            out.append(Content.from_text("", merge_mode=mode, additional_properties=_signature_props(signature)))
+            out.append(Content.from_text("", merge_mode=mode, additional_properties=signature_props(signature)))
         else:
             logger.debug("Gemini response part not converted (kept in raw_representation): %s", sorted(part))
     return out

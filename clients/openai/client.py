@@ -28,7 +28,7 @@ from agent_framework.exceptions import ChatClientInvalidResponseException, Setti
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, layered_init
+from clients.core.client import ProviderChatClient, ProviderRequest, layered_init
 from clients.core.errors import redact
 from clients.core.event_stream import EventStream
 from clients.core.keywords import checked_keywords
@@ -118,10 +118,10 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
     # ------------------------------------------------------------------------------------------ conversion
 
-    def _build_request(
+    def _request_body(
         self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
-        return build_request(self._history(messages), options, model=model, stream=stream)
+        return build_request(messages, options, model=model, stream=stream)
 
     def _convert_messages(
         self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
@@ -129,21 +129,23 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         """MAF messages (+ ``options["instructions"]``) → OpenAI ``messages``. Pure: no network; see
         ``clients.openai.convert.convert_messages`` for the rules."""
         options = options or {}
-        body = self._build_request(messages, options, model=options.get("model") or self.model, stream=False)
+        body = self._request_body(
+            self._history(messages), options, model=options.get("model") or self.model, stream=False
+        )
         return body["messages"]  # type: ignore[no-any-return]
 
-    def _parse_response(self, body: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> ChatResponse[Any]:
+    def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
         """A ``chat.completion`` JSON body → ``ChatResponse`` (``clients.openai.parse.parse_response``)."""
-        options = options or {}
+        options = request.options
         return parse_response(
             body,
-            model=options.get("model") or self.model,
+            model=request.model,
             response_format=options.get("response_format"),
             split_think=options.get("split_think") is not False,
         )
 
-    def _stream_state(self, options: Mapping[str, Any]) -> StreamState:
-        return StreamState(split_think=options.get("split_think") is not False)
+    def _stream_state(self, request: ProviderRequest) -> StreamState:
+        return StreamState(split_think=request.options.get("split_think") is not False)
 
     def _stream_finished(self, state: StreamState) -> bool:
         """``[DONE]`` or a finishing chunk arrived (wire README: every stream ends with ``data: [DONE]``; a server
@@ -151,10 +153,10 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         return state.done or state.finished
 
     def _parse_stream_event(
-        self, event: Mapping[str, Any] | str, state: StreamState, options: Mapping[str, Any] | None = None
+        self, event: Mapping[str, Any] | str, state: StreamState, request: ProviderRequest
     ) -> ChatResponseUpdate | None:
         """One stream payload → ``ChatResponseUpdate`` or None (``clients.openai.parse.parse_stream_event``)."""
-        return parse_stream_event(event, state, model=(options or {}).get("model") or self.model)
+        return parse_stream_event(event, state, model=request.model)
 
     # ------------------------------------------------------------------------------------------- transport
 
@@ -179,9 +181,9 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
             model=body["model"], messages=body["messages"], stream=stream, extra_body=rest, timeout=timeout
         )
 
-    async def _send(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, request: ProviderRequest) -> dict[str, Any]:
         try:
-            async with self._create(body, stream=False, read_timeout=self.timeout) as response:
+            async with self._create(request.body, stream=False, read_timeout=self.timeout) as response:
                 raw = await response.read()
                 headers = response.headers
         except openai.APIStatusError as exc:
@@ -191,9 +193,9 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
             raise Failure(parse_error(None, data, headers.get("x-request-id")), headers)
         return data
 
-    async def _open_events(self, model: str, body: dict[str, Any]) -> EventStream:
+    async def _open_events(self, request: ProviderRequest) -> EventStream:
         try:
-            response = await self._create(body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
+            response = await self._create(request.body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
         except openai.APIStatusError as exc:
             raise _status_failure(exc) from exc
         return await EventStream(

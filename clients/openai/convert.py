@@ -46,7 +46,7 @@ mode, vLLM < 0.10), ``reasoning`` (vLLM >= 0.10, OpenRouter, Ollama). OpenAI its
 
 
 _MEDIA = frozenset({"data", "uri", "hosted_file"})
-_REFUSAL_PROPERTIES: dict[str, Any] = {"core": {"model_output_kind": "refusal"}, "model_output_kind": "refusal"}
+REFUSAL_PROPERTIES: dict[str, Any] = {"core": {"model_output_kind": "refusal"}, "model_output_kind": "refusal"}
 """MAF's refusal marker on text (the official OpenAI client's ``_refusal_additional_properties``)."""
 
 

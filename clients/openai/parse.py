@@ -28,7 +28,7 @@ from clients.core.conversion import (
 )
 from clients.core.think import LeadingThinkSplitter, split_leading_think
 from clients.core.tool_calls import StreamedToolCalls
-from clients.openai.convert import _REFUSAL_PROPERTIES, REASONING_FIELDS
+from clients.openai.convert import REASONING_FIELDS, REFUSAL_PROPERTIES
 
 logger = logging.getLogger("agent_framework.qwen3.openai")
 
@@ -179,7 +179,7 @@ def parse_response(
             contents.append(Content.from_text(answer, annotations=_annotations(message)))
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
-        contents.append(Content.from_text(refusal, additional_properties=dict(_REFUSAL_PROPERTIES)))
+        contents.append(Content.from_text(refusal, additional_properties=dict(REFUSAL_PROPERTIES)))
     calls = [call for call in message.get("tool_calls") or () if isinstance(call, Mapping)]
     contents.extend(_function_call(call) for call in calls)
     response_id = body.get("id")
@@ -254,9 +254,7 @@ def parse_stream_event(
     refusal = delta.get("refusal")
     if isinstance(refusal, str) and refusal:
         state.refused = True
-        contents.append(
-            Content.from_text(refusal, merge_mode="append", additional_properties=dict(_REFUSAL_PROPERTIES))
-        )
+        contents.append(Content.from_text(refusal, merge_mode="append", additional_properties=dict(REFUSAL_PROPERTIES)))
     contents.extend(tool_call_fragments(state.tool_calls, delta.get("tool_calls") or ()))
     if choice.get("finish_reason"):
         state.finished = True

@@ -21,14 +21,13 @@ from agent_framework.exceptions import (
     ChatClientInvalidResponseException,
     SettingNotFoundError,
 )
-from anthropic.types import Message as SDKMessage
 from pydantic import BaseModel
 
 from clients import AnthropicChatClient
 from clients.anthropic.client import RawAnthropicChatClient
 from clients.anthropic.convert import CONTINUE_TEXT, DEFAULT_MAX_TOKENS
-from clients.anthropic.parse import StreamState
 from clients.anthropic.testing import REDACTED_TRIGGER, AnthropicEmulator, sign
+from clients.core.client import ProviderRequest
 from clients.core.retry import RetryPolicy
 from clients.testing import Reply, ToolCall
 from tests.conftest import PNG
@@ -848,28 +847,27 @@ async def test_convert_parse_methods(emu: AnthropicEmulator) -> None:
     client = raw(emu)
     wire = client._convert_messages([Message("system", ["s"]), Message("user", ["hi"])])
     assert wire == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
-    sdk_message = SDKMessage.model_validate(
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-x",
-            "content": [{"type": "text", "text": "yo"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 3, "output_tokens": 1},
-        }
-    )
-    response = client._parse_response(sdk_message)
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [{"type": "text", "text": "yo"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
+    request = ProviderRequest("claude-x", {}, {}, stream=True)
+    response = client._parse_response(message, request)
     assert (response.text, response.finish_reason, response.response_id) == ("yo", "stop", "msg_1")
-    state = StreamState()
+    state = client._stream_state(request)
     start = {"type": "message_start", "message": {"id": "msg_2", "model": "claude-x", "usage": {"input_tokens": 1}}}
-    assert client._parse_stream_event(start, state) is not None
+    assert client._parse_stream_event(start, state, request) is not None
     delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hey"}}
-    update = client._parse_stream_event(delta, state)
+    update = client._parse_stream_event(delta, state, request)
     assert update is not None
     assert (update.text, update.message_id) == ("hey", "msg_2")
-    assert client._parse_stream_event({"type": "ping"}, state) is None
+    assert client._parse_stream_event({"type": "ping"}, state, request) is None
 
 
 async def test_close_and_context_manager(emu: AnthropicEmulator) -> None:

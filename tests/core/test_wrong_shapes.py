@@ -19,6 +19,7 @@ from agent_framework.exceptions import (
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.anthropic.errors import parse_error as anthropic_error
 from clients.anthropic.testing import AnthropicEmulator
+from clients.core.client import ProviderRequest
 from clients.core.errors import ProviderError, to_chat_client_exception
 from clients.core.tool_calls import MAX_NESTING, json_object_arguments
 from clients.core.validation import json_object, parsed
@@ -55,6 +56,11 @@ def _client(provider: str, **kwargs: Any) -> Any:
     return client_class(model=model, api_key="k", **kwargs)
 
 
+def _request(client: Any) -> ProviderRequest:
+    """What the client's parse hooks read of a request: its model and options."""
+    return ProviderRequest(client.model, {}, {}, stream=True)
+
+
 # ------------------------------------------------------------------------------------------------ parsing
 
 
@@ -74,16 +80,16 @@ def _client(provider: str, **kwargs: Any) -> Any:
 def test_a_field_of_the_wrong_type_is_an_invalid_response_naming_it(provider: str, body: Any, field: str) -> None:
     client = _client(provider)
     with pytest.raises(ChatClientInvalidResponseException, match=f"unexpected shape.*{field}"):
-        parsed(client._PROVIDER, client._parse_response, body, {})
+        parsed(client._PROVIDER, client._parse_response, body, _request(client))
 
 
 def test_stream_ids_of_the_wrong_type_never_reach_maf() -> None:
     """A nested id in every event made ``ChatResponse.from_updates`` compare them, recursing until it failed."""
     client = _client("anthropic")
-    state = client._stream_state({})
+    state = client._stream_state(_request(client))
     start = {"type": "message_start", "message": {"id": nested(3000, kind="dict"), "content": []}}
     with pytest.raises(ChatClientInvalidResponseException, match="response_id is dict"):
-        parsed(client._PROVIDER, client._parse_stream_event, start, state, {})
+        parsed(client._PROVIDER, client._parse_stream_event, start, state, _request(client))
 
 
 def test_a_value_maf_refuses_is_an_invalid_response() -> None:
@@ -113,12 +119,12 @@ def test_streamed_tool_arguments_that_are_not_text_are_an_invalid_response() -> 
     """An object where the arguments' JSON string belongs: MAF failed joining it to the other pieces
     (``TypeError: Incompatible argument types`` in ``ChatResponse.from_updates``, the caller's final response)."""
     client = _client("openai")
-    state = client._stream_state({})
+    state = client._stream_state(_request(client))
     start = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]}}]}
     piece = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": {"a": 1}}}]}}]}
-    parsed(client._PROVIDER, client._parse_stream_event, start, state, {})
+    parsed(client._PROVIDER, client._parse_stream_event, start, state, _request(client))
     with pytest.raises(ChatClientInvalidResponseException, match="arguments are dict, not a JSON string"):
-        parsed(client._PROVIDER, client._parse_stream_event, piece, state, {})
+        parsed(client._PROVIDER, client._parse_stream_event, piece, state, _request(client))
 
 
 def test_a_deeply_nested_request_id_is_not_quoted() -> None:
@@ -126,14 +132,16 @@ def test_a_deeply_nested_request_id_is_not_quoted() -> None:
     client = _client("openai")
     body = {"id": nested(3000), "choices": {"0": "an object where a list belongs"}}
     with pytest.raises(ChatClientInvalidResponseException, match=r"unexpected shape: TypeError") as info:
-        parsed(client._PROVIDER, client._parse_response, body, {})
+        parsed(client._PROVIDER, client._parse_response, body, _request(client))
     assert "request_id" not in str(info.value)
 
 
 def test_deep_nesting_is_no_recursion_error() -> None:
     client = _client("openai")
     body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": nested(5000)}}]}
-    assert parsed(client._PROVIDER, client._parse_response, body, {}).text == ""  # content that is not text: none
+    assert (
+        parsed(client._PROVIDER, client._parse_response, body, _request(client)).text == ""
+    )  # content that is not text: none
 
 
 def test_json_nested_too_deep_to_parse_is_malformed() -> None:

@@ -27,6 +27,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import BaseModel
 
+from clients.core.client import ProviderRequest
 from clients.core.retry import RetryPolicy
 from clients.gemini.client import DEFAULT_BASE_URL, GeminiChatClient, RawGeminiChatClient
 from clients.gemini.convert import DUMMY_THOUGHT_SIGNATURE, GEMINI_NAMESPACE, SIGNATURE_KEY, field_of
@@ -686,9 +687,9 @@ def test_convert_and_parse_helpers(emu: GeminiEmulator) -> None:
     contents = client._convert_messages([Message("system", ["s"]), Message("user", ["hi"])])
     assert contents == [{"role": "user", "parts": [{"text": "hi"}]}]
     body = {"candidates": [{"content": {"parts": [{"text": "yo"}], "role": "model"}, "finishReason": "STOP"}]}
-    sdk_object = types.GenerateContentResponse._from_response(response=body, kwargs={})
-    assert client._parse_response(sdk_object).text == client._parse_response(body).text == "yo"
-    update = client._parse_stream_event(sdk_object, StreamState())
+    request = ProviderRequest("gemini-x", {}, {}, stream=True)
+    assert client._parse_response(body, request).text == "yo"
+    update = client._parse_stream_event(body, client._stream_state(request), request)
     assert update is not None
     assert update.text == "yo"
     assert update.finish_reason == "stop"
