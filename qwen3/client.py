@@ -9,6 +9,7 @@ line by line, the other endpoint after a "url error" (`RawQwenChatClient._fallba
 their hints (docs/errors-and-retries.md).
 Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see docs/design.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,7 +44,7 @@ from clients.core.body import LARGE_STRING, streamed_json
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.errors import as_text, to_chat_client_exception
 from clients.core.event_stream import EventStream
-from clients.core.keywords import checked_keywords
+from clients.core.keywords import ClientSettings, refuse_unexpected
 from clients.core.retry import Failure, RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import WRONG_SHAPE, json_object
@@ -74,6 +75,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "INTL_BASE_URL",
     "QwenChatClient",
+    "QwenClientSettings",
     "QwenVLChatClient",
     "RawQwenChatClient",
 ]
@@ -130,6 +132,18 @@ async def _payloads(
 
 
 @dataclass(frozen=True)
+class QwenClientSettings(ClientSettings):
+    """``QwenChatClient``'s keywords as one object: the common ones and DashScope's own (its docstring explains
+    them)."""
+
+    endpoint: Endpoint | None = None
+    upload_local_files: UploadLocalFiles = "never"
+    workspace: str | None = None
+    data_inspection: DataInspection = None
+    headers: Headers | None = None
+
+
+@dataclass(frozen=True)
 class QwenRequest(ProviderRequest):
     """A DashScope request: the body for ``endpoint`` with its ``headers``, and what a follow-up needs: the messages
     it was built from and the ``other`` endpoint to try after a "url error" (None: the endpoint is fixed)."""
@@ -171,63 +185,33 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
     _EXAMPLE_MODEL: ClassVar[str] = "qwen-plus"
     _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | SecretString | None = None,
-        base_url: str | None = None,
-        endpoint: Endpoint | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        stream_idle_timeout: float | None = None,
-        stream_timeout: float | None = None,
-        max_event_bytes: int | None = None,
-        max_retries: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        env_file_path: str | None = None,
-        env_file_encoding: str | None = None,
-        rewrite_other_agents: bool = True,
-        upload_local_files: UploadLocalFiles = "never",
-        workspace: str | None = None,
-        data_inspection: DataInspection = None,
-        headers: Headers | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
+        """``settings``: ``QwenChatClient``'s keywords as one `QwenClientSettings` (a ``RawQwenChatClient`` built
+        with keywords takes them from ``kwargs``); the rest as ``ProviderChatClient`` takes it."""
+        if settings is None:
+            settings = QwenClientSettings.taken_from(kwargs)
+        own = settings if isinstance(settings, QwenClientSettings) else QwenClientSettings()
+        if own.endpoint not in (None, "text", "multimodal"):
+            raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {own.endpoint!r}.")
+        if own.upload_local_files not in UPLOAD_MODES:
+            raise ValueError(
+                f"upload_local_files must be 'never', 'large' or 'always', not {own.upload_local_files!r}."
+            )
         self._workspace_setting: str | None = None  # DASHSCOPE_WORKSPACE, read by _settings
-        if endpoint not in (None, "text", "multimodal"):
-            raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {endpoint!r}.")
-        if upload_local_files not in UPLOAD_MODES:
-            raise ValueError(f"upload_local_files must be 'never', 'large' or 'always', not {upload_local_files!r}.")
-        self.endpoint: Endpoint | None = endpoint
+        self.endpoint: Endpoint | None = own.endpoint
         self._learned_endpoints: dict[str, Endpoint] = {}
-        self.upload_local_files: UploadLocalFiles = upload_local_files
+        self.upload_local_files: UploadLocalFiles = own.upload_local_files
         self._uploaded = UploadedFiles()  # oss:// URLs reused while the file is unchanged (qwen3.uploads)
-        super().__init__(
-            model=model,
-            api_key=api_key,
-            base_url=base_url,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            stream_idle_timeout=stream_idle_timeout,
-            stream_timeout=stream_timeout,
-            max_event_bytes=max_event_bytes,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            env_file_path=env_file_path,
-            env_file_encoding=env_file_encoding,
-            rewrite_other_agents=rewrite_other_agents,
-            **kwargs,
-        )
+        super().__init__(settings=settings, **kwargs)
         self._headers = request_headers(
-            workspace=self._workspace_setting if workspace is None else workspace,
-            data_inspection=data_inspection,
-            headers=headers,
+            workspace=self._workspace_setting if own.workspace is None else own.workspace,
+            data_inspection=own.data_inspection,
+            headers=own.headers,
             error=ValueError,
         )
 
-    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
-        given = {self._MODEL_SETTING if key == "model" else key: value for key, value in given.items()}
+    def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
+        given = {self._MODEL_SETTING if key == "model" else key: value for key, value in keywords.given().items()}
         settings = load_settings(QwenSettings, env_prefix="DASHSCOPE_", **given)
         self._workspace_setting = settings.get("workspace")
         model_var = f"DASHSCOPE_{self._MODEL_SETTING.upper()}"
@@ -528,7 +512,6 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         return to_chat_client_exception(error)
 
 
-@checked_keywords
 class QwenChatClient(
     FunctionInvocationLayer[QwenOptionsT],
     ChatMiddlewareLayer[QwenOptionsT],
@@ -630,26 +613,11 @@ class QwenChatClient(
         additional_properties: dict[str, Any] | None = None,
         compaction_strategy: Any = None,
         tokenizer: Any = None,
+        **unexpected: Any,
     ) -> None:
+        refuse_unexpected(self, unexpected)
         super().__init__(
-            model=model,
-            api_key=api_key,
-            base_url=base_url,
-            endpoint=endpoint,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            stream_idle_timeout=stream_idle_timeout,
-            stream_timeout=stream_timeout,
-            max_event_bytes=max_event_bytes,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            rewrite_other_agents=rewrite_other_agents,
-            upload_local_files=upload_local_files,
-            workspace=workspace,
-            data_inspection=data_inspection,
-            headers=headers,
-            env_file_path=env_file_path,
-            env_file_encoding=env_file_encoding,
+            settings=QwenClientSettings.of(locals()),
             middleware=middleware,
             function_invocation_configuration=function_invocation_configuration,
             additional_properties=additional_properties,

@@ -35,9 +35,9 @@ from clients.anthropic.convert import build_request
 from clients.anthropic.errors import StreamError, parse_error
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
-from clients.core.client import ProviderChatClient, ProviderRequest, layered_init
+from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.event_stream import EventStream
-from clients.core.keywords import checked_keywords
+from clients.core.keywords import ClientSettings, ProviderKeywords
 from clients.core.retry import Failure
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import json_object
@@ -124,8 +124,8 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
     _STREAM_UNIT: ClassVar[str] = "update"
     _STREAM_END: ClassVar[str] = "message_stop"  # the streaming docs' last event
 
-    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
-        settings = load_settings(AnthropicSettings, env_prefix="ANTHROPIC_", **given)
+    def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
+        settings = load_settings(AnthropicSettings, env_prefix="ANTHROPIC_", **keywords.given())
         chosen_model = settings.get("model") or settings.get("chat_model")
         if not chosen_model:
             raise SettingNotFoundError(
@@ -222,8 +222,8 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         ).start()
 
 
-@checked_keywords
 class AnthropicChatClient(
+    ProviderKeywords,
     FunctionInvocationLayer[AnthropicOptionsT],
     ChatMiddlewareLayer[AnthropicOptionsT],
     ChatTelemetryLayer[AnthropicOptionsT],
@@ -271,5 +271,3 @@ class AnthropicChatClient(
         SettingNotFoundError: no API key or no model, naming the variable to set.
         ValueError: a timeout that is not a positive number.
     """
-
-    __init__ = layered_init

@@ -16,6 +16,7 @@ attributes (its name in messages, default timeouts, the SDK's errors that wrap a
 google-genai (as driven here) use ``httpx``, openai 3.x and anthropic 1.x ``httpx2`` (the same exception tree): both
 are handled.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,7 +30,6 @@ from agent_framework import (
     BaseChatClient,
     ChatResponse,
     ChatResponseUpdate,
-    FunctionInvocationLayer,
     Message,
     ResponseStream,
     SecretString,
@@ -39,6 +39,7 @@ from typing_extensions import Self, TypeVar
 
 from clients.core.errors import hide, to_chat_client_exception
 from clients.core.event_stream import EventStream
+from clients.core.keywords import ClientSettings
 from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
 from clients.core.retry import (
     PERMANENT_CODES,
@@ -58,7 +59,7 @@ from clients.core.validation import WRONG_SHAPE, checked_model, checked_option_t
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = ["ProviderChatClient", "ProviderRequest", "layered_init", "seconds"]
+__all__ = ["ProviderChatClient", "ProviderRequest", "seconds"]
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
@@ -115,52 +116,38 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     _STREAM_END: ClassVar[str] = "its finishing event"
     _STREAM_IDLE: ClassVar[str] = "sent no stream event"
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | SecretString | None = None,
-        base_url: str | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        stream_idle_timeout: float | None = None,
-        stream_timeout: float | None = None,
-        max_event_bytes: int | None = None,
-        max_retries: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        env_file_path: str | None = None,
-        env_file_encoding: str | None = None,
-        rewrite_other_agents: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        """``model``, ``api_key``, ``base_url`` from the arguments, else the environment (the provider's
+    def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
+        """``settings``: the public class's keywords as one object (a ``Raw…`` client built with keywords takes them
+        from ``kwargs``); ``model``, ``api_key``, ``base_url`` from it, else the environment (the provider's
         ``_settings``); timeouts in seconds (None: ``_DEFAULT_TIMEOUTS``; ``stream_timeout`` None: no limit on a
         whole stream); ``max_event_bytes`` (None: `MAX_EVENT_BYTES`); ``max_retries`` overrides ``retry_policy``'s
-        own; ``kwargs`` go to ``BaseChatClient``. The provider's public class documents them.
+        own. The other ``kwargs`` go to ``BaseChatClient``. The provider's public class documents them.
 
         Raises:
             SettingNotFoundError: no API key or no model, naming the variable to set.
             ValueError: a timeout that is not a positive number, a ``max_event_bytes`` that is not a whole number
                 > 0, a ``base_url`` that is not an http(s) URL (or what the provider's ``_settings`` refuses).
         """
-        given = {"model": model, "api_key": api_key, "base_url": base_url}
-        files = {"env_file_path": env_file_path, "env_file_encoding": env_file_encoding}
-        resolved_model, key, url = self._settings({**given, **files})
+        if settings is None:
+            settings = ClientSettings.taken_from(kwargs)
+        resolved_model, key, url = self._settings(settings)
         scheme, _, rest = url.partition("://")
         if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
             raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {url!r}")
         default_timeout, default_connect, default_idle = self._DEFAULT_TIMEOUTS
         self.model: str = checked_model(resolved_model, self._PROVIDER, error=ValueError)
         self.base_url: str = url
-        self.timeout: float = seconds("timeout", timeout, default_timeout)
-        self.connect_timeout: float = seconds("connect_timeout", connect_timeout, default_connect)
-        self.stream_idle_timeout: float = seconds("stream_idle_timeout", stream_idle_timeout, default_idle)
+        self.timeout: float = seconds("timeout", settings.timeout, default_timeout)
+        self.connect_timeout: float = seconds("connect_timeout", settings.connect_timeout, default_connect)
+        self.stream_idle_timeout: float = seconds("stream_idle_timeout", settings.stream_idle_timeout, default_idle)
         self.stream_timeout: float | None = (
-            None if stream_timeout is None else seconds("stream_timeout", stream_timeout, 0)
+            None if settings.stream_timeout is None else seconds("stream_timeout", settings.stream_timeout, 0)
         )
-        policy = retry_policy if retry_policy is not None else RetryPolicy()
+        policy = settings.retry_policy if settings.retry_policy is not None else RetryPolicy()
+        max_retries = settings.max_retries
         self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
         self._api_key: SecretString = key if isinstance(key, SecretString) else SecretString(key)
+        max_event_bytes = settings.max_event_bytes
         if max_event_bytes is not None and (
             isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes <= 0
         ):
@@ -168,15 +155,15 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self.max_event_bytes: int = MAX_EVENT_BYTES if max_event_bytes is None else max_event_bytes
         """The largest line or event a stream may send, in bytes (default 16 MiB): past it the stream stops with
         ``ChatClientInvalidResponseException`` instead of buffering an endless line."""
-        self.rewrite_other_agents = rewrite_other_agents
+        self.rewrite_other_agents = settings.rewrite_other_agents
         self._sdk: Any = None
         self._sdk_loop: asyncio.AbstractEventLoop | None = None
         super().__init__(**kwargs)
 
-    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
-        """(model, API key, base URL without a trailing ``/``) from what was ``given`` (``model``, ``api_key``,
-        ``base_url``, and ``env_file_path`` / ``env_file_encoding`` for ``load_settings``), else the provider's
-        environment variables or ``.env`` file.
+    def _settings(self, settings: ClientSettings) -> tuple[str, str | SecretString, str]:
+        """(model, API key, base URL without a trailing ``/``) from the ``settings`` (``model``, ``api_key``,
+        ``base_url``, and ``env_file_path`` / ``env_file_encoding`` for ``load_settings``: `ClientSettings.given`),
+        else the provider's environment variables or ``.env`` file.
 
         Raises:
             SettingNotFoundError: no model or no key, naming the variable to set.
@@ -463,53 +450,3 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             raise self._exception(failure, request) from None
         finally:
             await events.aclose()
-
-
-def layered_init(
-    self: Any,
-    *,
-    model: str | None = None,
-    api_key: str | SecretString | None = None,
-    base_url: str | None = None,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    stream_idle_timeout: float | None = None,
-    stream_timeout: float | None = None,
-    max_event_bytes: int | None = None,
-    max_retries: int | None = None,
-    retry_policy: RetryPolicy | None = None,
-    rewrite_other_agents: bool = True,
-    env_file_path: str | None = None,
-    env_file_encoding: str | None = None,
-    middleware: Sequence[Any] | None = None,
-    function_invocation_configuration: Any = None,
-    additional_properties: dict[str, Any] | None = None,
-    compaction_strategy: Any = None,
-    tokenizer: Any = None,
-) -> None:
-    """The explicit constructor of the peers' public classes (``OpenAIChatCompletionClient``…; each class's
-    docstring says what every keyword means): the provider's keywords, then MAF's (``middleware`` and
-    ``function_invocation_configuration`` for its tool and middleware layers, ``additional_properties``,
-    ``compaction_strategy`` and ``tokenizer`` for ``BaseChatClient``). Used as ``__init__ = layered_init`` under
-    `clients.core.keywords.checked_keywords`."""
-    FunctionInvocationLayer.__init__(
-        self,
-        model=model,
-        api_key=api_key,
-        base_url=base_url,
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        stream_idle_timeout=stream_idle_timeout,
-        stream_timeout=stream_timeout,
-        max_event_bytes=max_event_bytes,
-        max_retries=max_retries,
-        retry_policy=retry_policy,
-        rewrite_other_agents=rewrite_other_agents,
-        env_file_path=env_file_path,
-        env_file_encoding=env_file_encoding,
-        middleware=middleware,
-        function_invocation_configuration=function_invocation_configuration,
-        additional_properties=additional_properties,
-        compaction_strategy=compaction_strategy,
-        tokenizer=tokenizer,
-    )

@@ -45,10 +45,10 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, ProviderRequest, layered_init
+from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.errors import as_text
 from clients.core.event_stream import EventStream
-from clients.core.keywords import checked_keywords
+from clients.core.keywords import ClientSettings, ProviderKeywords
 from clients.core.retry import Failure
 from clients.core.sse import event_too_long
 from clients.core.validation import WRONG_SHAPE, json_object
@@ -267,7 +267,8 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
 
     _http: httpx.AsyncClient | None = None
 
-    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
+    def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
+        given = keywords.given()
         gemini = load_settings(GeminiSettings, env_prefix="GEMINI_", **given)
         files = {name: given[name] for name in ("env_file_path", "env_file_encoding")}
         google = load_settings(GeminiSettings, env_prefix="GOOGLE_", **files)
@@ -399,8 +400,8 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             ).start()
 
 
-@checked_keywords
 class GeminiChatClient(
+    ProviderKeywords,
     FunctionInvocationLayer[GeminiOptionsT],
     ChatMiddlewareLayer[GeminiOptionsT],
     ChatTelemetryLayer[GeminiOptionsT],
@@ -446,5 +447,3 @@ class GeminiChatClient(
         SettingNotFoundError: no API key or no model, naming the variables to set.
         ValueError: a bad timeout, or a Vertex AI ``base_url`` (out of scope).
     """
-
-    __init__ = layered_init

@@ -28,10 +28,10 @@ from agent_framework.exceptions import ChatClientInvalidResponseException, Setti
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, ProviderRequest, layered_init
+from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.errors import redact
 from clients.core.event_stream import EventStream
-from clients.core.keywords import checked_keywords
+from clients.core.keywords import ClientSettings, ProviderKeywords
 from clients.core.retry import PERMANENT_CODES, Failure
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import json_object
@@ -100,8 +100,8 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
     _STREAM_IDLE: ClassVar[str] = "sent nothing"
 
-    def _settings(self, given: dict[str, Any]) -> tuple[str, str | SecretString, str]:
-        settings = load_settings(OpenAISettings, env_prefix="OPENAI_", **given)
+    def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
+        settings = load_settings(OpenAISettings, env_prefix="OPENAI_", **keywords.given())
         resolved_model = settings.get("model") or settings.get("chat_completion_model")
         if not resolved_model:
             raise SettingNotFoundError(
@@ -205,8 +205,8 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         ).start()
 
 
-@checked_keywords
 class OpenAIChatCompletionClient(
+    ProviderKeywords,
     FunctionInvocationLayer[OpenAIOptionsT],
     ChatMiddlewareLayer[OpenAIOptionsT],
     ChatTelemetryLayer[OpenAIOptionsT],
@@ -253,5 +253,3 @@ class OpenAIChatCompletionClient(
         SettingNotFoundError: no API key or no model, naming the variable to set.
         ValueError: a timeout that is not a positive number.
     """
-
-    __init__ = layered_init
