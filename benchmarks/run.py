@@ -36,7 +36,7 @@ without this package (skipped, saying why, when agent-framework-openai, the ``[c
 5. ``inline media``: one non-streamed request carrying 4 × 5 MiB images as base64 ``data:`` URIs: the peak memory
    the request adds (tracemalloc, from just before the call), as a multiple of the 20 MiB of media (ours ≤ 1.5).
 6. ``import``: ``import qwen3`` and ``import dashscope`` in fresh interpreters, alternated: the difference of the
-   medians (≤ 0.15 s).
+   medians of the child processes' CPU time (≤ 0.15 s; the wall-time difference is printed beside it).
 
 The emulator runs in a child process, so the client-side CPU time (``time.process_time``) of each side is its own.
 Reported: median wall time, median client CPU time, and peak traced memory (tracemalloc) per job, with the
@@ -51,6 +51,7 @@ import asyncio
 import gc
 import io
 import multiprocessing
+import resource
 import statistics
 import subprocess
 import sys
@@ -156,14 +157,21 @@ async def _added_peak(job: Callable[[], Awaitable[Any]]) -> int:
         tracemalloc.stop()
 
 
-def import_seconds(module: str, runs: int) -> list[float]:
-    """Wall seconds of ``python -c "import <module>"`` in fresh interpreters (startup included)."""
+def import_seconds(module: str, runs: int) -> list[tuple[float, float]]:
+    """Wall and CPU seconds of ``python -c "import <module>"`` in fresh interpreters (startup included). Both imports
+    are CPU-bound once the file cache is warm, so on a quiet machine the two agree; on a busy one the wall time also
+    measures the wait for a core, and the CPU time is the figure to read."""
     out = []
     for _ in range(runs):
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), _children_cpu()
         subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
-        out.append(time.perf_counter() - began)
+        out.append((time.perf_counter() - began, _children_cpu() - cpu))
     return out
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _serve(port_queue: Any, stop: Any, emulator: Callable[..., Any], reply: Callable[[Any], Reply]) -> None:
@@ -449,13 +457,15 @@ async def _run(base_url: str, repeats: int, floor_only: bool) -> None:
     for _ in range(runs):
         for name in sides:
             sides[name] += import_seconds(name, 1)
-    medians = {name: statistics.median(times[1:]) for name, times in sides.items()}
+    walls = {name: statistics.median(t[0] for t in times[1:]) for name, times in sides.items()}
+    cpus = {name: statistics.median(t[1] for t in times[1:]) for name, times in sides.items()}
     print(f"\n### import (fresh interpreter, {runs} runs each, alternated)\n")
-    print("| module | median s |")
-    print("|---|---|")
-    for name, median in medians.items():
-        print(f"| `import {name}` | {median:.3f} |")
-    targets.append(("import qwen3 − import dashscope, s", medians["qwen3"] - medians["dashscope"], "≤ 0.15"))
+    print("| module | median wall s | median CPU s |")
+    print("|---|---|---|")
+    for name in sides:
+        print(f"| `import {name}` | {walls[name]:.3f} | {cpus[name]:.3f} |")
+    print(f"\nwall: import qwen3 − import dashscope = {walls['qwen3'] - walls['dashscope']:.2f} s")
+    targets.append(("import qwen3 − import dashscope, CPU s", cpus["qwen3"] - cpus["dashscope"], "≤ 0.15"))
 
     print("\n### the other targets\n")
     print("| measure | this run | target | met |")
