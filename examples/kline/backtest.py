@@ -14,6 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -84,8 +85,11 @@ class Record:
     emulated: bool = False
 
 
-async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = None) -> Record:
-    """Plan every CSV (dates, outcomes, baselines), analyse the pairs not in the store yet, score, write the page."""
+async def run(
+    args: argparse.Namespace, *, emulator: DashScopeEmulator | None = None, pool: Executor | None = None
+) -> Record:
+    """Plan every CSV (dates, outcomes, baselines), analyse the pairs not in the store yet, score, write the page.
+    ``emulator``: answer from this one when there is no API key; ``pool``: draw in these processes (tests)."""
     from kline.batch import run_batch
     from kline.realtime import run_realtime
 
@@ -95,36 +99,35 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "charts").mkdir(exist_ok=True)
     store = Store(args.out / "results.sqlite")
+    workers = make_pool(args.workers) if pool is None else pool
     try:
-        with make_pool(args.workers) as pool:
-            plans = await plan_all(pool, files, walk)
-            pairs = list(pairs_of(plans, args.model))
-            finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
-            todo = [p for p in pairs if p.key not in finished]
-            with service(emulator) as (api_key, base_url, emu):
-                emulated = emu is not None
-                print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")
-                skipped = [(p, d) for p in plans for d in p.dates if d.problem]
-                print(
-                    f"{len(files)} CSVs in {args.data}: {len(pairs)} (ticker, as-of) pairs, {len(finished)} finished "
-                    f"before (resumed), {len(todo)} to analyse; {len(skipped)} as-of dates skipped (bad input)"
-                )
-                current = BacktestRun(args, args.out, store, pool, emulated, api_key, base_url, charts="charts")
-                current.totals.tickers, current.totals.resumed = len(pairs), len(finished)
-                console = Console(stderr=True)
-                columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-                try:
-                    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
-                        current.progress = progress
-                        current.task = progress.add_task("charts", total=len(todo), status="")
-                        await (run_batch if args.batch else run_realtime)(current, todo)
-                finally:
-                    pool.shutdown(wait=True, cancel_futures=True)
-            current.totals.seconds = time.perf_counter() - started
-            record = Record(current.totals, len(pairs), emulated=emulated)
-            record.skipped = {kind: sum(1 for _, d in skipped if d.kind == kind) for kind in KINDS}
-            record.page = write_results(args, store, plans, pairs, current, record)
+        plans = await plan_all(workers, files, walk)
+        pairs = list(pairs_of(plans, args.model))
+        finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
+        todo = [p for p in pairs if p.key not in finished]
+        skipped = [(p, d) for p in plans for d in p.dates if d.problem]
+        with service(emulator) as (api_key, base_url, emu):
+            emulated = emu is not None
+            print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")
+            print(
+                f"{len(files)} CSVs in {args.data}: {len(pairs)} (ticker, as-of) pairs, {len(finished)} finished "
+                f"before (resumed), {len(todo)} to analyse; {len(skipped)} as-of dates skipped (bad input)"
+            )
+            current = BacktestRun(args, args.out, store, workers, emulated, api_key, base_url, charts="charts")
+            current.totals.tickers, current.totals.resumed = len(pairs), len(finished)
+            console = Console(stderr=True)
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+                current.progress = progress
+                current.task = progress.add_task("charts", total=len(todo), status="")
+                await (run_batch if args.batch else run_realtime)(current, todo)
+        current.totals.seconds = time.perf_counter() - started
+        record = Record(current.totals, len(pairs), emulated=emulated)
+        record.skipped = {kind: sum(1 for _, d in skipped if d.kind == kind) for kind in KINDS}
+        record.page = write_results(args, store, plans, pairs, current, record)
     finally:
+        if pool is None:
+            workers.shutdown(wait=True, cancel_futures=True)
         store.close()
     print_summary(record, current, skipped)
     return record

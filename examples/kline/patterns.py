@@ -70,6 +70,22 @@ WyckoffEventName = Literal[
 ]
 PHASES: tuple[str, ...] = get_args(WyckoffPhase)
 EVENTS: tuple[str, ...] = get_args(WyckoffEventName)
+EVENT_LABELS = {
+    "preliminary support": "PS",
+    "selling climax": "SC",
+    "automatic rally": "AR",
+    "secondary test": "ST",
+    "spring": "Spring",
+    "sign of strength": "SOS",
+    "last point of support": "LPS",
+    "preliminary supply": "PSY",
+    "buying climax": "BC",
+    "upthrust": "UT",
+    "upthrust after distribution": "UTAD",
+    "sign of weakness": "SOW",
+    "last point of supply": "LPSY",
+}
+"""The usual short labels of the Wyckoff events, as charts mark them."""
 PHASE_DIRECTION = {"accumulation": 1, "markup": 1, "distribution": -1, "markdown": -1, "none": 0}
 """The direction a phase expects the price to go next, scored against forward returns as a trend is."""
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -34,6 +35,7 @@ from kline import backtest as kline_backtest
 from kline import baselines, indicators, patterns, scoring, walkforward
 from kline.agent import emulated_reply
 from kline.data import generated_series, load_csv, write_csv, write_demo
+from kline.pool import make_pool
 from kline.scoring import Call, Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,6 +215,7 @@ def test_the_emulated_wyckoff_reading_fits_the_trend() -> None:
     assert low == {"phase": "accumulation", "events": [{"name": "spring", "date": "2024-01-03"}]}
     assert patterns.emulated_wyckoff({}, "up") == {"phase": "none", "events": []}
     assert set(patterns.PHASE_DIRECTION) == set(patterns.PHASES)
+    assert set(patterns.EVENT_LABELS) == set(patterns.EVENTS)
 
 
 # ---------------------------------------------------------------------------------------------- end to end
@@ -225,13 +228,20 @@ WYCKOFF_ASK = "分析这张K线图的威科夫形态"
 CALL_ID = re.compile(r"call_[0-9a-f]{24}")
 
 
-def _run(entry: ModuleType, argv: list[str], emulator: DashScopeEmulator) -> tuple[Any, str]:
+@pytest.fixture(scope="module")
+def pool() -> Iterator[Executor]:
+    """The rendering processes every in-process run of this module shares (started once)."""
+    with make_pool(2) as workers:
+        yield workers
+
+
+def _run(entry: ModuleType, pool: Executor, argv: list[str], emulator: DashScopeEmulator) -> tuple[Any, str]:
     """The backtest in this process, answered by ``emulator`` (no key in the environment), and what it printed."""
     printed = io.StringIO()
     with pytest.MonkeyPatch.context() as env, contextlib.redirect_stdout(printed):
         for name in [n for n in os.environ if n.startswith("DASHSCOPE_")]:
             env.delenv(name)
-        record = asyncio.run(kline_backtest.run(entry.parse_args(argv), emulator=emulator))
+        record = asyncio.run(kline_backtest.run(entry.parse_args(argv), emulator=emulator, pool=pool))
     return record, printed.getvalue()
 
 
@@ -261,10 +271,12 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def offline(entry: ModuleType, folder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def offline(
+    entry: ModuleType, pool: Executor, folder: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("backtest-out")
     with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
-        record, printed = _run(entry, ["--data", str(folder), "--out", str(out), *WALK, *FAST], emu)
+        record, printed = _run(entry, pool, ["--data", str(folder), "--out", str(out), *WALK, *FAST], emu)
         requests = list(emu.requests)
     scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
     return {"out": out, "record": record, "printed": printed, "requests": requests, "scores": scores}
@@ -338,7 +350,7 @@ def test_verdicts_carry_patterns_and_a_wyckoff_reading_and_the_a_share_ask(offli
 
 
 def test_no_look_ahead_the_chart_and_request_of_a_date_ignore_every_later_price(
-    entry: ModuleType, tmp_path: Path
+    entry: ModuleType, pool: Executor, tmp_path: Path
 ) -> None:
     series = generated_series(21, sessions=120)
     as_of = series.index[79]
@@ -354,7 +366,7 @@ def test_no_look_ahead_the_chart_and_request_of_a_date_ignore_every_later_price(
         write_csv(frame, data / "600777.SH.csv", "tushare", "600777.SH")
         with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
             argv = ["--data", str(data), "--out", str(out), "--dates", f"{as_of:%Y-%m-%d},{last}", *WALK, *FAST]
-            record, _ = _run(entry, argv, emu)
+            record, _ = _run(entry, pool, argv, emu)
             # the emulator's own tool-call id, echoed back in the second call, is the only part not from the data
             bodies = [CALL_ID.sub("call_ID", json.dumps(r.body, sort_keys=True)) for r in emu.requests]
         assert record.pairs == 1
@@ -377,12 +389,12 @@ def _verdicts(db: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_a_batch_backtest_stores_the_same_verdicts(
-    entry: ModuleType, folder: Path, offline: dict[str, Any], tmp_path: Path
+    entry: ModuleType, pool: Executor, folder: Path, offline: dict[str, Any], tmp_path: Path
 ) -> None:
     with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
         emu.batches.seconds = 0.1
         argv = ["--data", str(folder), "--out", str(tmp_path), "--batch", "--poll-interval", "0.05", "--limit", "2"]
-        record, _ = _run(entry, [*argv, *WALK, *FAST], emu)
+        record, _ = _run(entry, pool, [*argv, *WALK, *FAST], emu)
         assert len(emu.batches.jobs) == 1
     assert record.pairs == record.totals.done == 4  # GOOG and 600001.SH, two dates each
     batch = _verdicts(tmp_path / "results.sqlite")
