@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kline import scoring
-from kline.patterns import TALIB_FUNCTIONS
+from kline.patterns import TALIB_FUNCTIONS, patterns_text, wyckoff_text
 from kline.walkforward import AsOf
 
 MODEL = "model"
@@ -197,9 +197,6 @@ def _patterns(page: Page) -> str:
 def _reading_row(reading: Reading, horizons: Sequence[int]) -> str:
     verdict = reading.verdict
     trend = str(verdict.get("trend", ""))
-    wyckoff = verdict.get("wyckoff") or {}
-    events = "; ".join(f"{e.get('name')} {e.get('date') or ''}".strip() for e in wyckoff.get("events") or ())
-    named = "; ".join(f"{p.get('name')} {p.get('date') or ''}".strip() for p in verdict.get("patterns") or ())
     ticker = _esc(reading.ticker)
     link = f'<a href="{_esc(reading.chart)}">{ticker}</a>' if reading.chart else ticker
     cells = [
@@ -208,9 +205,8 @@ def _reading_row(reading: Reading, horizons: Sequence[int]) -> str:
         f'<td class="{_esc(trend)}">{_esc(trend)}</td>',
         f'<td class="num">{float(verdict.get("confidence") or 0):.2f}</td>',
         *(f'<td class="num">{pct(reading.returns.get(h, math.nan), 1, signed=True)}</td>' for h in horizons),
-        f"<td>{_esc(wyckoff.get('phase') or '–')}</td>",
-        f"<td>{_esc(events or '–')}</td>",
-        f"<td>{_esc(named or '–')}</td>",
+        f"<td>{_esc(wyckoff_text(verdict))}</td>",
+        f"<td>{_esc(patterns_text(verdict))}</td>",
     ]
     return "<tr>" + "".join(cells) + "</tr>"
 
@@ -252,7 +248,7 @@ direction's.</p>
         out.write(head)
         out.write("<h2>Readings</h2>")
         headers = ["Ticker", "As of", "Trend", "Confidence", *(f"Return {h}" for h in page.horizons)]
-        headers += ["Wyckoff phase", "Wyckoff events", "Patterns"]
+        headers += ["Wyckoff: phase and events", "Patterns"]
         out.write('<table id="readings"><thead><tr>' + "".join(f"<th>{_esc(h)}</th>" for h in headers))
         out.write("</tr></thead><tbody>\n")
         for reading in page.readings:

@@ -95,6 +95,24 @@ RECENT = 5
 TALIB_MISSING = "TA-Lib is not installed (pip install ta-lib, part of the [examples] extra): patterns not checked"
 
 
+def wyckoff_text(verdict: Mapping[str, Any]) -> str:
+    """A verdict's Wyckoff reading in one line: ``markup: SOS 2024-05-02; …`` (``–`` without one)."""
+    wyckoff = verdict.get("wyckoff") or {}
+    events = "; ".join(
+        f"{EVENT_LABELS.get(e.get('name'), e.get('name'))} {e.get('date') or ''}".strip()
+        for e in wyckoff.get("events") or ()
+        if isinstance(e, Mapping)
+    )
+    phase = wyckoff.get("phase") or "–"
+    return f"{phase}: {events}" if events else str(phase)
+
+
+def patterns_text(verdict: Mapping[str, Any]) -> str:
+    """A verdict's candlestick patterns in one line: ``doji 2024-05-02; hammer 2024-05-03`` (``–`` without any)."""
+    named = (f"{p.get('name')} {p.get('date') or ''}".strip() for p in verdict.get("patterns") or ())
+    return "; ".join(named) or "–"
+
+
 def talib_available() -> bool:
     try:
         import talib  # noqa: F401

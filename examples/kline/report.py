@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kline.patterns import patterns_text, wyckoff_text
 from kline.store import Ticker
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ def _row_html(row: Row) -> str:
         f"<td class='num'>{_esc(_levels(verdict.get('support')))}</td>",
         f"<td class='num'>{_esc(_levels(verdict.get('resistance')))}</td>",
         f"<td class='why'>{_esc(signals or '–')}</td>",
+        f"<td class='why'>{_esc(wyckoff_text(verdict))}<br><small>{_esc(patterns_text(verdict))}</small></td>",
         f"<td class='why'>{_esc(why or '')}</td>",
         f'<td class="num" data-sort="{tokens or 0}">{tokens if tokens is not None else "–"}</td>',
     ]
@@ -106,8 +108,9 @@ def _row_html(row: Row) -> str:
 def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, title: str, emulated: bool) -> Path:
     """``report.html``: the run's totals, then one sortable table (click a header) of every ticker: thumbnail
     (linking to the full chart ``<name>.png`` beside the page), symbol, status, trend, confidence, risk, support,
-    resistance, signals, the rationale or why it failed, tokens. Self-contained: styles, script and thumbnails are
-    inline (no network, no other file needed to show it). Written a row at a time, then renamed into place."""
+    resistance, signals, the Wyckoff reading and candlestick patterns, the rationale or why it failed, tokens.
+    Self-contained: styles, script and thumbnails are inline (no network, no other file needed to show it). Written a
+    row at a time, then renamed into place."""
     order = {"done": 0, "failed": 1, "skipped": 2}
     rows = sorted(rows, key=lambda r: (order.get(r.status, 3), r.symbol))
     headers = [
@@ -120,6 +123,7 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
         "Support",
         "Resistance",
         "Signals",
+        "Wyckoff / patterns",
         "Rationale / reason",
         "Tokens",
     ]

@@ -345,6 +345,7 @@ def test_verdicts_carry_patterns_and_a_wyckoff_reading_and_the_a_share_ask(offli
     assert not any(WYCKOFF_ASK in q for q in questions if "GOOG" in q)
     page = (offline["out"] / "backtest.html").read_text(encoding="utf-8")
     assert 'id="phases"' in page
+    assert re.search(r"(markup|markdown|accumulation|distribution): (SOS|SOW|Spring|UT) 20\d\d-", page)
     assert 'id="patterns"' in page
     assert "CDLENGULFING" in page or "CDLDOJI" in page
 
