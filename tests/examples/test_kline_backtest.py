@@ -471,3 +471,21 @@ def test_the_backtest_page_renders_in_headless_chromium(offline: dict[str, Any])
                 page.screenshot(path=shot, full_page=True)
         finally:
             browser.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--horizons", "0,5"], "expected positive sessions like 5,20"),
+        (["--horizons", "five"], "expected sessions like 5,20"),
+        (["--dates", "2024-13-01"], "expected YYYY-MM-DD dates"),
+        (["--every", "0"], "must be > 0"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_runs(
+    entry: ModuleType, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit:
+        entry.parse_args(["--data", "d", "--out", "o", *argv])
+    assert exit.value.code == 2
+    assert message in capsys.readouterr().err

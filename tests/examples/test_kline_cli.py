@@ -85,7 +85,7 @@ def test_real_files_get_their_market_style(ka: ModuleType, name: str, style: str
     assert chart_style(data, "auto", symbol) == style
 
 
-@pytest.mark.parametrize("example", ["kline_analysis.py", "workflow_swap.py", "devui_kline.py"])
+@pytest.mark.parametrize("example", ["kline_analysis.py", "kline_backtest.py", "workflow_swap.py", "devui_kline.py"])
 def test_help_answers_before_the_heavy_imports(example: str) -> None:
     script = ROOT / "examples" / example
     code = (
