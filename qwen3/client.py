@@ -12,7 +12,6 @@ Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -40,7 +39,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
-from clients.core.body import LARGE_STRING, streamed_json
+from clients.core.body import streamed_json
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.errors import as_text, to_chat_client_exception
 from clients.core.event_stream import EventStream
@@ -49,8 +48,8 @@ from clients.core.retry import Failure, RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import WRONG_SHAPE, json_object
 from qwen3.convert import build_request, conversation_has_media
-from qwen3.errors import WORKSPACE_CODES, error_from_body, parse_error
-from qwen3.headers import WORKSPACE_HEADER, DataInspection, Headers, merge_headers, needs_oss_resolve, request_headers
+from qwen3.errors import error_from_body, explained, parse_error
+from qwen3.headers import DataInspection, Headers, merge_headers, needs_oss_resolve, request_headers
 from qwen3.options import (
     QwenChatOptions,
     QwenWebSearchOptions,
@@ -118,12 +117,7 @@ async def _payloads(
     events = aiter_events(response.aiter_bytes(), SSEDecoder(complete_on_data=True), max_bytes, idle)
     async for event in events:
         text = event.data
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            data = None
-        if type(data) is not dict:
-            data = json_object("DashScope", text, what="event")  # raises, saying what was wrong
+        data = json_object("DashScope", text, what="event")
         if event.event == "error" or data.get("code"):
             message = as_text(data.get("message"))  # whatever the server put there
             error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
@@ -154,26 +148,6 @@ class QwenRequest(ProviderRequest):
     other: Endpoint | None = None
 
 
-def _has_large_media(body: dict[str, Any]) -> bool:
-    """Whether a message part carries a ``data:`` URI (inline media) of at least ``LARGE_STRING`` characters, which
-    is then sent in pieces (``clients.core.body``); small ones go in the ordinary body."""
-    for message in body.get("input", {}).get("messages", ()):
-        content = message.get("content")
-        if isinstance(content, list):
-            for part in content:
-                for value in part.values():
-                    for item in value if isinstance(value, list) else (value,):
-                        if isinstance(item, str) and len(item) >= LARGE_STRING and item.startswith("data:"):
-                            return True
-    return False
-
-
-def _oss_headers(body: dict[str, Any]) -> dict[str, str]:
-    """``X-DashScope-OssResourceResolve: enable`` when the body names ``oss://`` files (Model Studio "Upload a
-    local file")."""
-    return {"X-DashScope-OssResourceResolve": "enable"} if needs_oss_resolve(body) else {}
-
-
 class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[QwenOptionsT]):
     """DashScope native chat, without MAF's function, middleware and telemetry layers (use ``QwenChatClient``)."""
 
@@ -186,8 +160,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
     _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
-        """``settings``: ``QwenChatClient``'s keywords as one `QwenClientSettings` (a ``RawQwenChatClient`` built
-        with keywords takes them from ``kwargs``); the rest as ``ProviderChatClient`` takes it."""
+        """``settings``: a `QwenClientSettings` (built from ``kwargs`` when not given); the rest as
+        ``ProviderChatClient`` takes it."""
         if settings is None:
             settings = QwenClientSettings.taken_from(kwargs)
         own = settings if isinstance(settings, QwenClientSettings) else QwenClientSettings()
@@ -315,18 +289,18 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         stream: bool,
         client_kwargs: Mapping[str, Any],
     ) -> QwenRequest:
-        """Hosted tools resolved (they may turn thinking on), the call's headers (`_call_headers`), local files
-        uploaded (`_with_uploads`), other agents' turns rewritten, the endpoint routed (`_endpoints`), then the body
-        (``qwen3.convert.build_request``). A request that thinks is streamed even when the call is not: many
-        models refuse thinking in non-streamed calls (qwq, qvq, open-source qwen3, qwen-plus in thinking mode:
-        "enable_thinking must be set to false for non-streaming calls", Model Studio "Deep thinking"), and a stream
-        gives the same answer for all."""
+        """Hosted tools resolved, the call's headers, local files uploaded, other agents' turns rewritten, the
+        endpoint routed, then the body (``qwen3.convert.build_request``). A request that thinks is streamed even when
+        the call is not: many models refuse thinking in non-streamed calls ("enable_thinking must be set to false
+        for non-streaming calls", Model Studio "Deep thinking"), and a stream gives the same answer for all."""
         opts = resolve_hosted_tools(options, model)
         headers = self._call_headers(client_kwargs)
         messages = self._history(await self._with_uploads(messages, model))
         endpoint, other = self._endpoints(model, messages)
         streamed = stream or request_thinks(model, opts)
         body = build_request(messages, opts, model=model, endpoint=endpoint, stream=streamed)
+        if needs_oss_resolve(body):  # oss:// files in the body (Model Studio "Upload a local file")
+            headers = {**headers, "X-DashScope-OssResourceResolve": "enable"}
         return QwenRequest(model, opts, body, streamed, messages, endpoint, headers, other)
 
     def _fallback(self, request: QwenRequest, failure: Failure) -> QwenRequest | None:
@@ -336,8 +310,9 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         if request.other is None or not is_url_error(error.code, error.message):
             return None
         self._learned_endpoints[request.model] = endpoint = request.other
-        messages, options, model = request.messages, request.options, request.model
-        body = build_request(messages, options, model=model, endpoint=endpoint, stream=request.stream)
+        body = build_request(
+            request.messages, request.options, model=request.model, endpoint=endpoint, stream=request.stream
+        )
         return replace(request, body=body, endpoint=endpoint, other=None)
 
     def _convert_messages(
@@ -347,11 +322,9 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
         Pure: no network. See ``qwen3.convert.convert_messages`` for the rules.
         """
-        options = options or {}
+        options, messages = options or {}, self._history(messages)
         model = options.get("model") or self.model
-        messages = self._history(messages)
-        endpoint, _ = self._endpoints(model, messages)
-        body = build_request(messages, options, model=model, endpoint=endpoint, stream=False)
+        body = build_request(messages, options, model=model, endpoint=self._endpoints(model, messages)[0], stream=False)
         return body["input"]["messages"]  # type: ignore[no-any-return]
 
     def _parse_response(self, body: Mapping[str, Any], request: QwenRequest) -> ChatResponse[Any]:
@@ -392,18 +365,18 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         await sdk.aclose()
 
     async def _send(self, request: QwenRequest) -> dict[str, Any]:
-        """One non-streamed attempt; ``connect_timeout`` seconds to connect. A body with inline media is sent piece by
-        piece (``clients.core.body``), never built whole."""
+        """One non-streamed attempt; ``connect_timeout`` seconds to connect. A body with big inline media is sent piece
+        by piece (``clients.core.body``), never built whole."""
         body, endpoint, headers = request.body, request.endpoint, request.headers
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         transport = self._client().transport
-        streamed = streamed_json(body) if _has_large_media(body) else None
+        streamed = streamed_json(body)  # None: no inline media big enough to send in pieces
         # httpx takes an async iterable as content=; the SDK passes it through
         payload: dict[str, Any] = {"json": body} if streamed is None else {"content": streamed}
         response = await transport.request(
             "POST",
             ENDPOINT_PATHS[endpoint],
-            headers={**headers, **_oss_headers(body), **(streamed.headers if streamed is not None else {})},
+            headers={**headers, **(streamed.headers if streamed is not None else {})},
             timeout=timeout,
             **payload,
         )
@@ -418,10 +391,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         """One attempt to open a stream and read its first event; each event may take ``stream_idle_timeout``
         seconds."""
         body, endpoint = request.body, request.endpoint
-        headers = {**request.headers, "X-DashScope-SSE": "enable", "Accept": "text/event-stream", **_oss_headers(body)}
+        headers = {**request.headers, "X-DashScope-SSE": "enable", "Accept": "text/event-stream"}
         timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
         transport = self._client().transport
-        streamed = streamed_json(body) if _has_large_media(body) else None
+        streamed = streamed_json(body)  # None: no inline media big enough to send in pieces
         try:
             if streamed is None:
                 response = await transport.open_stream(
@@ -494,21 +467,10 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         )
 
     def _exception(self, failure: Failure, request: QwenRequest) -> ChatClientException:
-        """DashScope's error answer as MAF's exception, with a hint where the cause is known: media for a model the
-        multimodal endpoint does not serve, a workspace the key does not belong to."""
-        error, model, headers = failure.error, request.model, request.headers
-        url_error = is_url_error(error.code, error.message)
-        if url_error and request.endpoint == "multimodal" and conversation_has_media(request.messages):
-            # media forced the multimodal endpoint and the model is not served there: say what to do
-            hint = (
-                f" The model {model!r} takes no image, video or audio input on DashScope: use a vision model "
-                "(e.g. QwenVLChatClient with qwen3-vl-plus, or qwen3.6-plus) or remove the media."
-            )
-            error = replace(error, message=error.message + hint)
-        elif error.code in WORKSPACE_CODES:
-            sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
-            hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"
-            error = replace(error, message=error.message + hint)
+        """DashScope's error answer as MAF's exception, with a hint where the cause is known
+        (`qwen3.errors.explained`)."""
+        media = request.endpoint == "multimodal" and conversation_has_media(request.messages)
+        error = explained(failure.error, model=request.model, media=media, headers=request.headers)
         return to_chat_client_exception(error)
 
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 
 from clients.core.errors import ProviderError, as_text
+from qwen3.headers import WORKSPACE_HEADER
+from qwen3.routing import is_url_error
 
 AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})
 WORKSPACE_CODES = frozenset({"WorkSpaceNotFound", "Workspace.AccessDenied"})
@@ -72,3 +75,19 @@ def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> Pro
         code = error.get("code") or (error.get("type") if error is nested else None)
         return parse_error(status, code, as_text(error.get("message")), data.get("request_id") or request_id)
     return parse_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)
+
+
+def explained(error: ProviderError, *, model: str, media: bool, headers: Mapping[str, str]) -> ProviderError:
+    """``error`` with a hint where its cause is known: a "url error" for a conversation with ``media`` (sent to the
+    multimodal endpoint) means the model takes no media; a workspace error names the workspace ``headers`` sent."""
+    if media and is_url_error(error.code, error.message):
+        hint = (
+            f" The model {model!r} takes no image, video or audio input on DashScope: use a vision model "
+            "(e.g. QwenVLChatClient with qwen3-vl-plus, or qwen3.6-plus) or remove the media."
+        )
+    elif error.code in WORKSPACE_CODES:
+        sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
+        hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"
+    else:
+        return error
+    return replace(error, message=error.message + hint)

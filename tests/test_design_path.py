@@ -81,14 +81,14 @@ async def test_the_documented_path_is_the_path_a_streamed_request_takes() -> Non
     assert final.text == "one two three"
     expected, actual = documented(), passed(calls)
     assert list(expected)[:4] == ["clients/core/client.py", "qwen3/convert.py", "qwen3/client.py", "qwen3/parse.py"]
-    differences = {
-        path: {
-            "documented, not passed": sorted(set(names) - set(actual.get(path, []))),
-            "passed, not documented": sorted(set(actual.get(path, [])) - set(names)),
-        }
-        for path, names in {**actual, **expected}.items()
-        if set(expected.get(path, [])) != set(actual.get(path, []))
-    }
+    differences = {}
+    for path in sorted({*expected, *actual}):
+        listed, called = set(expected.get(path, ())), set(actual.get(path, ()))
+        if listed != called:
+            differences[path] = {
+                "listed, not passed": sorted(listed - called),
+                "passed, not listed": sorted(called - listed),
+            }
     assert not differences, f"docs/design.md 'One request, one path' is out of date: {differences}"
     for path, names in expected.items():
         assert names == actual[path], f"{path}: listed in another order than first called: {actual[path]}"
