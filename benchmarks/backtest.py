@@ -5,10 +5,12 @@
 
 Each size is a fresh demo folder (matplotlib's GOOG, generated series of 300 sessions in every CSV layout, and the
 real A-share CSVs of ``../shared/data`` in place of two of them when present) walked with the example's defaults
-(every 20th session over the last 250: 12 as-of dates per file), charts 640x360, rate limits lifted, offline (the
-emulator answers in the run's own process). The run happens in a child process whose rendering pool is spawned from
-it, so ``RUSAGE_CHILDREN`` counts the rendering processes: peak memory is the largest resident set of the run's main
-process and of any one rendering process (``ru_maxrss``), which must not grow with the work (50 tickers vs 10).
+(every 20th session over the last 250: 12 as-of dates per file), charts 640x360, rate limits lifted, against the
+DashScope emulator in a process of its own (``DASHSCOPE_API_KEY`` and ``DASHSCOPE_BASE_URL`` point the run at it, as
+at DashScope; it answers with the example's rule-based verdicts). The run happens in a child process whose rendering
+pool is spawned from it, so ``RUSAGE_CHILDREN`` counts the rendering processes: peak memory is the largest resident
+set of the run's main process and of any one rendering process (``ru_maxrss``), which must not grow with the work
+(50 tickers vs 10).
 Results go to stdout as a table (copied into docs/backtest.md).
 """
 
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,17 @@ def _child() -> None:
     print("STATS " + json.dumps(stats))
 
 
+def serve(pipe: Connection) -> None:
+    """The emulator's process: send its base URL, answer until told to stop."""
+    from kline.agent import emulated_reply
+
+    from qwen3.testing import DashScopeEmulator
+
+    with DashScopeEmulator(api_key="sk-bench", default_reply=emulated_reply) as emulator:
+        pipe.send(emulator.base_url)
+        pipe.recv()
+
+
 def measure(size: int, work: Path) -> dict[str, Any]:
     from kline.data import write_demo
 
@@ -73,9 +87,17 @@ def measure(size: int, work: Path) -> dict[str, Any]:
     write_demo(data, size - len(real), sessions=300)
     for path in real:
         shutil.copy(path, data / path.name)  # a scratch copy, outside the repository
+    parent, child = multiprocessing.Pipe()
+    server = multiprocessing.get_context("spawn").Process(target=serve, args=(child,), daemon=True)
+    server.start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
+    env.update(DASHSCOPE_API_KEY="sk-bench", DASHSCOPE_BASE_URL=parent.recv())
     argv = [sys.executable, __file__, "--child", "--data", str(data), "--out", str(out), *ARGS]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=7200)
+    try:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=7200)
+    finally:
+        parent.send("stop")
+        server.join(timeout=10)
     line = next((x for x in done.stdout.splitlines() if x.startswith("STATS ")), None)
     if done.returncode != 0 or line is None:
         raise SystemExit(f"the run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
