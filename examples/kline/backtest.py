@@ -32,6 +32,10 @@ from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, service
 from qwen3.testing import DashScopeEmulator
 
+DEFAULT_LIMITS = (60, 100_000)
+"""Requests and tokens per minute when ``--rpm`` / ``--tpm`` are not given and DashScope answers."""
+UNLIMITED = 10**9
+
 
 @dataclass
 class Pair(Ticker):
@@ -113,6 +117,9 @@ async def run(
                 f"{len(files)} CSVs in {args.data}: {len(pairs)} (ticker, as-of) pairs, {len(finished)} finished "
                 f"before (resumed), {len(todo)} to analyse; {len(skipped)} as-of dates skipped (bad input)"
             )
+            if args.rpm is None or args.tpm is None:  # the account's limits; the emulator has none to keep
+                limits = (UNLIMITED, UNLIMITED) if emulated else DEFAULT_LIMITS
+                args.rpm, args.tpm = args.rpm or limits[0], args.tpm or limits[1]
             current = BacktestRun(args, args.out, store, workers, emulated, api_key, base_url, charts="charts")
             current.totals.tickers, current.totals.resumed = len(pairs), len(finished)
             console = Console(stderr=True)
