@@ -31,7 +31,7 @@ table{border-collapse:collapse;margin:4px 0 8px} th,td{border-bottom:1px solid #
 text-align:left;vertical-align:top} th{background:#f9fafb} td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.model td{background:#fff5f5;font-weight:600} .note{color:#555;font-size:13px;max-width:900px}
 .plots{display:flex;flex-wrap:wrap;gap:16px} .plots img{border:1px solid #ddd;max-width:100%}
-.up{color:#1a9c4a} .down{color:#e03a3e} .sideways{color:#777}
+.up{color:#1a9c4a} .down{color:#e03a3e} .sideways{color:#777} .date{white-space:nowrap}
 """
 
 
@@ -201,7 +201,7 @@ def _reading_row(reading: Reading, horizons: Sequence[int]) -> str:
     link = f'<a href="{_esc(reading.chart)}">{ticker}</a>' if reading.chart else ticker
     cells = [
         f"<td>{link}</td>",
-        f"<td>{_esc(reading.as_of)}</td>",
+        f'<td class="date">{_esc(reading.as_of)}</td>',
         f'<td class="{_esc(trend)}">{_esc(trend)}</td>',
         f'<td class="num">{float(verdict.get("confidence") or 0):.2f}</td>',
         *(f'<td class="num">{pct(reading.returns.get(h, math.nan), 1, signed=True)}</td>' for h in horizons),
@@ -257,7 +257,8 @@ direction's.</p>
         out.write(f"<h2>Skipped ({len(page.skipped)})</h2>")
         out.write('<table id="skipped"><thead><tr><th>Ticker</th><th>As of</th><th>Why</th></tr></thead><tbody>\n')
         for ticker, as_of in page.skipped:
-            out.write(f"<tr><td>{_esc(ticker)}</td><td>{_esc(as_of.date)}</td><td>{_esc(as_of.problem)}</td></tr>\n")
+            cells = f'<td>{_esc(ticker)}</td><td class="date">{_esc(as_of.date)}</td><td>{_esc(as_of.problem)}</td>'
+            out.write(f"<tr>{cells}</tr>\n")
         out.write("</tbody></table>\n</body></html>\n")
     tmp.replace(path)
     return path
