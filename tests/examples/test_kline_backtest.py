@@ -413,7 +413,11 @@ def _stored(db: Path) -> int:
         return 0
 
 
-def test_a_killed_backtest_resumes_without_asking_again(tmp_path: Path) -> None:
+def test_a_killed_backtest_resumes_without_asking_again(
+    entry: ModuleType, pool: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example as users run it, killed with SIGKILL after two stored verdicts; the rerun (here, in this process)
+    says how many it resumed and asks only for the rest."""
     folder, out = tmp_path / "data", tmp_path / "out"
     write_demo(folder, 3, sessions=100)
     (folder / "GOOG.csv").unlink()  # two short series: four (ticker, date) pairs
@@ -424,12 +428,20 @@ def test_a_killed_backtest_resumes_without_asking_again(tmp_path: Path) -> None:
         reply.delay = 0.1
         return reply
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
-    argv = [sys.executable, str(EXAMPLES / "kline_backtest.py"), "--data", str(folder), "--out", str(out), *WALK]
-    argv += [*FAST, "--concurrency", "1", "--rpm", "100000", "--tpm", "1000000000"]  # a key: the limits apply
+    argv = ["--data", str(folder), "--out", str(out), *WALK, *FAST, "--concurrency", "1"]
+    argv += ["--rpm", "100000", "--tpm", "1000000000"]  # with a key the account's limits apply
     with DashScopeEmulator(api_key="sk-resume-test", default_reply=slow) as emu:
-        env.update(DASHSCOPE_API_KEY="sk-resume-test", DASHSCOPE_BASE_URL=emu.base_url)
-        first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for name in [n for n in os.environ if n.startswith("DASHSCOPE_")]:
+            monkeypatch.delenv(name)
+        env = {**os.environ, "DASHSCOPE_API_KEY": "sk-resume-test", "DASHSCOPE_BASE_URL": emu.base_url}
+        first = subprocess.Popen(
+            [sys.executable, str(EXAMPLES / "kline_backtest.py"), *argv],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while _stored(db) < 2:
@@ -439,17 +451,22 @@ def test_a_killed_backtest_resumes_without_asking_again(tmp_path: Path) -> None:
             first.send_signal(signal.SIGKILL)  # no chance to clean up
         finally:
             first.wait(timeout=30)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(first.pid, signal.SIGKILL)  # whatever of its process group outlived it
         kept = _stored(db)
         asked = len(emu.requests)
-        second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-        assert second.returncode == 0, second.stdout + second.stderr
+        monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-resume-test")
+        monkeypatch.setenv("DASHSCOPE_BASE_URL", emu.base_url)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            record = asyncio.run(kline_backtest.run(entry.parse_args(argv), pool=pool))
         asked_again = len(emu.requests) - asked
-    pairs = int(re.search(r"(\d+) \(ticker, as-of\) pairs", second.stdout).group(1))  # type: ignore[union-attr]
-    assert pairs == 4
-    assert 2 <= kept < pairs
-    assert f"{kept} finished before (resumed)" in second.stdout
-    assert asked_again == 2 * (pairs - kept)  # two calls (tool, verdict) per pair not stored, none for the rest
-    assert _stored(db) == pairs
+    assert record.pairs == 4
+    assert 2 <= kept < record.pairs
+    assert f"{kept} finished before (resumed)" in printed.getvalue()
+    assert record.totals.resumed == kept
+    assert asked_again == 2 * (record.pairs - kept)  # two calls (tool, verdict) per pair not stored, none for the rest
+    assert _stored(db) == record.pairs
     assert (out / "backtest.html").is_file()
 
 
