@@ -74,26 +74,29 @@ class SSEDecoder:
         """
         out: list[ServerSentEvent] = []
         for line in lines:
-            if not line:
+            if not line:  # a blank line ends the event
                 event = self.flush()
                 if event is not None:
                     out.append(event)
                 continue
-            first = line[0]  # dispatch on the first byte: no slice per line
-            if first == 100 and (line.startswith(b"data:") or line == b"data"):  # "d": the line that matters
-                value = line[6:] if line[5:6] == b" " else line[5:]
+            name, _, value = line.partition(b":")
+            if not name:  # a comment; DashScope's carries the event's HTTP status
+                if value.startswith(b"HTTP_STATUS/"):
+                    status = value[len(b"HTTP_STATUS/") :].strip()
+                    self._status = int(status) if status.isdigit() else None
+                continue
+            if value.startswith(b" "):  # one space after the colon is not part of the value
+                value = value[1:]
+            if name == b"data":
                 self._size += len(value)
                 if self._size > self.max_bytes:
                     raise event_too_long(self.max_bytes)
                 self._data.append(value)
                 if self.complete_on_data:
                     out.append(self._complete())
-            elif first == 58:  # ":", a comment
-                if line.startswith(b":HTTP_STATUS/"):
-                    status = line[13:].strip()
-                    self._status = int(status) if status.isdigit() else None
-            elif first == 101 and line.startswith(b"event:"):
-                self._event = line[6:].strip().decode("utf-8", "replace")
+            elif name == b"event":
+                self._event = value.strip().decode("utf-8", "replace")
+            # `id`, `retry` and unknown fields: nothing a client here uses
         return out
 
     def flush(self) -> ServerSentEvent | None:

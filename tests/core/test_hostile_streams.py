@@ -151,8 +151,9 @@ async def test_max_event_bytes_is_the_longest_line_allowed_exactly() -> None:
     assert await _events(b"data: 1\n\n" + ten, b"\n\n") == [ServerSentEvent(None, "1"), ServerSentEvent(None, "x" * 10)]
     assert await _events(b"data: 1\n\n" + ten) == [ServerSentEvent(None, "1"), ServerSentEvent(None, "x" * 10)]
     for parts in ((ten + b"x\n\n",), (ten + b"x", b"\n\n"), (b"data: 1\n\n" + ten + b"x", b"\n\n")):
-        with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=16"):
+        with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=16") as info:
             await _events(*parts)
+        assert "raise the client's max_event_bytes if such events are expected" in str(info.value)  # what to do
 
 
 async def test_a_stream_cut_mid_line_keeps_its_last_line() -> None:
