@@ -2,8 +2,8 @@
 
 ``client`` holds the chat client, ``convert`` the pure MAF ⇄ Chat Completions translation, ``testing`` the loopback
 emulator. Needs the ``openai`` extra: ``pip install "agent-framework-qwen3[openai]"``. The client names are imported
-on first use (PEP 562), so the emulator (``clients.openai.testing``, standard library only, which DashScope's
-compatible-mode emulator builds on) loads without the ``openai`` SDK.
+on first use (PEP 562), so the emulator (``clients.openai.testing``, standard library only) loads without the
+``openai`` SDK.
 """
 
 from __future__ import annotations

@@ -34,14 +34,32 @@ client, at ``emu.base_url``. Each emulator lives beside its client: ``qwen3.test
   by the emulator or Google's documented dummies, required on Gemini 3 calls of the current turn), inline data
   base64, ``functionResponse.parts`` only on Gemini 3.
 
-Shared here: `LoopbackServer` (the HTTP machinery, the script queue and the chat-request flow every emulator
-follows), `Reply` / `ToolCall` (the script), the neutral view types, and ``server.failing(kind)`` for the
-provider's own error for a neutral fault kind.
+The toolkit, in layers (each emulator above builds on it, and on nothing of another provider's):
+
+* the script and the neutral view (``_script``): `Reply`, `ToolCall`, `SearchResult`, `RecordedRequest`, `Turn`,
+  `Media`, `ToolResult`, `Reasoning`;
+* the server (``_server``): `LoopbackServer` (the HTTP machinery, the script queue, the chat-request flow every
+  emulator follows, whose provider steps are a `Wire`, and ``server.failing(kind)`` for the provider's own error for
+  a neutral fault kind), the `Answer` it writes, and the answer builders (`json_answer`, `sse_answer`, `with_faults`,
+  `nonstream_faults`, `parse_json`);
+* wire helpers (``_wire``): reading media, text, OpenAI-style messages and tools into the neutral view, compact JSON,
+  the stream pieces of a reply and rough token counts;
+* the OpenAI Chat Completions wire (``_chat_completions``) that OpenAI's emulator and DashScope's compatible mode
+  share: `ChatCompletionRecordedRequest`, `ChatCompletionRenderer` (a dialect overrides the shapes it writes
+  differently), `chat_completion_error`, `data_event`, `malformed_chunk`.
 """
 
+from ._chat_completions import (
+    ChatCompletionRecordedRequest,
+    ChatCompletionRenderer,
+    chat_completion_error,
+    data_event,
+    malformed_chunk,
+)
 from ._script import (
     FaultKind,
     Media,
+    MediaKind,
     Reasoning,
     RecordedRequest,
     Reply,
@@ -52,13 +70,46 @@ from ._script import (
     ToolResult,
     Turn,
 )
-from ._server import Answer, LoopbackServer, ScriptError
+from ._server import (
+    Answer,
+    Disconnect,
+    LoopbackServer,
+    ScriptError,
+    Stall,
+    Wire,
+    json_answer,
+    nonstream_faults,
+    parse_json,
+    sse_answer,
+    with_faults,
+)
+from ._wire import (
+    call_fragments,
+    calls_weight,
+    chat_turn,
+    decode_base64,
+    dumps,
+    function_names,
+    json_schema_of,
+    objects,
+    pieces,
+    prompt_tokens,
+    reasoning_tokens,
+    split_text,
+    text_of,
+    token_weight,
+    uri_media,
+)
 
 __all__ = [
     "Answer",
+    "ChatCompletionRecordedRequest",
+    "ChatCompletionRenderer",
+    "Disconnect",
     "FaultKind",
     "LoopbackServer",
     "Media",
+    "MediaKind",
     "Reasoning",
     "RecordedRequest",
     "Reply",
@@ -66,7 +117,32 @@ __all__ = [
     "ScriptError",
     "ScriptItem",
     "SearchResult",
+    "Stall",
     "ToolCall",
     "ToolResult",
     "Turn",
+    "Wire",
+    "call_fragments",
+    "calls_weight",
+    "chat_completion_error",
+    "chat_turn",
+    "data_event",
+    "decode_base64",
+    "dumps",
+    "function_names",
+    "json_answer",
+    "json_schema_of",
+    "malformed_chunk",
+    "nonstream_faults",
+    "objects",
+    "parse_json",
+    "pieces",
+    "prompt_tokens",
+    "reasoning_tokens",
+    "split_text",
+    "sse_answer",
+    "text_of",
+    "token_weight",
+    "uri_media",
+    "with_faults",
 ]

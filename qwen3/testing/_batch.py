@@ -35,8 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from clients.testing import Reply
-from clients.testing._server import Answer, ScriptError, json_answer, parse_json
+from clients.testing import Answer, Reply, ScriptError, dumps, json_answer, parse_json
 
 from ._compatible import CompatibleRecordedRequest, CompatibleRenderer
 from ._files import BAD_KEY
@@ -317,8 +316,6 @@ class BatchService:
         job.times[f"{status}_at"] = now
 
     def _result_file(self, lines: list[dict[str, Any]]) -> str:
-        from clients.testing._wire import dumps
-
         data = "".join(dumps(line) + "\n" for line in lines).encode()
         stored = StoredFile(
             "file-batch_output-" + uuid.uuid4().hex[:24], "result.jsonl", "batch_output", data, int(time.time())

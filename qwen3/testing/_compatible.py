@@ -3,8 +3,9 @@
 The same `DashScopeEmulator`, the same script and the same model table answer a second wire: OpenAI Chat Completions
 as DashScope speaks it (Model Studio "OpenAI compatible - Chat", https://www.alibabacloud.com/help/en/model-studio/
 compatibility-of-openai-with-dashscope). Point the ``openai`` SDK, or MAF's ``OpenAIChatCompletionClient``, at
-``emu.compatible_base_url``. The rendering is the OpenAI emulator's (``clients.openai.testing.ChatCompletionRenderer``)
-with DashScope's differences:
+``emu.compatible_base_url``. This module is that wire; the route that serves it (``CompatibleMode``) is in
+``_emulator.py``. The rendering is the Chat Completions renderer OpenAI's emulator uses too
+(``clients.testing.ChatCompletionRenderer``), with DashScope's differences:
 
 * Non-OpenAI parameters (``enable_thinking``, ``thinking_budget``, ``preserve_thinking``, ``enable_search``,
   ``search_options``, ``enable_code_interpreter``…) sit at the top level of the body ("通过 HTTP 直接调用时…直接将
@@ -41,28 +42,40 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from clients.openai.testing import ChatCompletionRenderer, OpenAIRecordedRequest, malformed_chunk
-from clients.testing import Reply, Turn
-from clients.testing._server import Answer, ScriptError, json_answer, nonstream_faults, parse_json, sse_answer
-from clients.testing._wire import call_fragments, calls_weight, pieces, prompt_tokens, reasoning_tokens, token_weight
+from clients.testing import (
+    Answer,
+    ChatCompletionRecordedRequest,
+    ChatCompletionRenderer,
+    Reply,
+    Turn,
+    call_fragments,
+    calls_weight,
+    json_answer,
+    pieces,
+    prompt_tokens,
+    reasoning_tokens,
+    token_weight,
+)
 from qwen3.routing import thinking_mode, thinks_by_default
 
 from ._cache import CacheUse
-from ._files import BAD_KEY
 from ._types import Endpoint, RecordedRequest
-from ._validation import _PART_SIBLINGS, endpoint_for, validate
+from ._validation import PART_SIBLINGS
 from ._wire import request_weight
 
-if TYPE_CHECKING:
-    from ._emulator import DashScopeEmulator
-
-__all__ = ["COMPATIBLE_CODES", "COMPATIBLE_PATH", "CompatibleMode", "CompatibleRecordedRequest", "native_body"]
+__all__ = [
+    "COMPATIBLE_CODES",
+    "COMPATIBLE_PATH",
+    "CompatibleRecordedRequest",
+    "CompatibleRenderer",
+    "error_answer",
+    "native_body",
+]
 
 COMPATIBLE_BASE = "/compatible-mode/v1"
 COMPATIBLE_PATH = f"{COMPATIBLE_BASE}/chat/completions"
-SSE_CONTENT_TYPE = "text/event-stream;charset=UTF-8"  # ASSUMPTION: the native streams' gateway answers these too
 NO_MODEL = "you must provide a model parameter."  # Model Studio "Error codes" (compatible mode)
 COMPATIBLE_CODES: dict[str, str] = {
     # Model Studio "Error codes": each entry reads "<status>-<native code>/<compatible-mode code>"
@@ -108,7 +121,7 @@ def _native_part(part: Any, multimodal: bool) -> Any:
     if not isinstance(part, dict):
         return part
     kind = part.get("type")
-    siblings = {key: value for key, value in part.items() if key in _PART_SIBLINGS}
+    siblings = {key: value for key, value in part.items() if key in PART_SIBLINGS}
     if kind == "text":
         text = {"text": part.get("text")} if multimodal else {"type": "text", "text": part.get("text")}
         return {**text, **siblings}
@@ -145,7 +158,7 @@ def native_body(body: Mapping[str, Any], endpoint: Endpoint) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class CompatibleRecordedRequest(OpenAIRecordedRequest, RecordedRequest):
+class CompatibleRecordedRequest(ChatCompletionRecordedRequest, RecordedRequest):
     """One request to ``/compatible-mode/v1/chat/completions`` as the emulator received it (rejected ones included),
     in ``emu.requests`` beside the native ones.
 
@@ -302,67 +315,10 @@ class CompatibleRenderer(ChatCompletionRenderer):
         return error_body(status, code, message, self.request_id)
 
 
-# ---------------------------------------------------------------------------------------------- the route
-
-
-class CompatibleMode:
-    """The compatible-mode route of one `DashScopeEmulator`: its own steps of the shared chat flow (``Wire``), the
-    emulator's key, script, models, validation switch, recorded requests and context cache."""
-
-    def __init__(self, emulator: DashScopeEmulator) -> None:
-        self.emulator = emulator
-
-    def chat(self, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes, rid: str) -> Answer:
-        """Answer one ``POST /compatible-mode/v1/chat/completions``."""
-        body = parse_json(raw)
-        payload = body if isinstance(body, dict) else {}
-        model = payload.get("model")
-        endpoint = endpoint_for(model, self.emulator.models) if isinstance(model, str) and model else None
-        request = CompatibleRecordedRequest(
-            path=path,
-            headers=headers,
-            body=payload,
-            stream=payload.get("stream") is True,
-            query=query,
-            endpoint=endpoint or "text",
-        )
-        return self.emulator._chat(request, raw, body, rid, wire=self)
-
-    # -- the steps of the chat flow (clients.testing._server.Wire) ----------------------------------------
-    def _key_refused(self, request: CompatibleRecordedRequest, key: str | None, request_id: str) -> Answer:
-        """The body the compatible endpoint answers a wrong key with (recorded, Singapore)."""
-        return _error(401, "invalid_api_key", BAD_KEY, request_id)
-
-    def _refuse(self, request: CompatibleRecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
-        if not isinstance(body, dict):  # ASSUMPTION: the native emulator's wording
-            return _error(400, "invalid_parameter_error", "Request body is not a JSON object.", request_id)
-        if not self.emulator.validate:
-            return None
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            return _error(400, "invalid_request_error", NO_MODEL, request_id)
-        if endpoint_for(model, self.emulator.models) is None:
-            return _error(404, "model_not_found", model_not_found(model), request_id)
-        native = request.native
-        failed = validate(native.body, request.endpoint, request.stream, self.emulator.models)
-        failed = failed or self.emulator._document_error(native.body)
-        return None if failed is None else _error(failed.status, failed.code, failed.message, request_id)
-
-    def _script_failed(self, request: CompatibleRecordedRequest, error: ScriptError, request_id: str) -> Answer:
-        return _error(500, "InternalError", str(error), request_id, {"x-should-retry": "false"})
-
-    def _render(self, reply: Reply, request: CompatibleRecordedRequest, request_id: str) -> Answer:
-        headers = {"x-request-id": request_id, **reply.headers}
-        if reply.error is not None and (not request.stream or not reply.error_after_events):
-            return nonstream_faults(_error(*reply.error, request_id, headers), reply)
-        cache = self.emulator._cache_use(reply, request.native)
-        renderer = CompatibleRenderer(reply, request, request_id, cache)
-        if request.stream:
-            return sse_answer(renderer.events(), reply, malformed_chunk, headers, content_type=SSE_CONTENT_TYPE)
-        return nonstream_faults(json_answer(200, renderer.body(), headers), reply)
-
-
-def _error(status: int, code: str, message: str, request_id: str, headers: Mapping[str, str] | None = None) -> Answer:
+def error_answer(
+    status: int, code: str, message: str, request_id: str, headers: Mapping[str, str] | None = None
+) -> Answer:
+    """An error answer of compatible mode: `error_body` with ``x-request-id`` and ``headers``."""
     return json_answer(
         status, error_body(status, code, message, request_id), {"x-request-id": request_id, **(headers or {})}
     )

@@ -1,4 +1,6 @@
-"""The loopback HTTP server: `DashScopeEmulator` (on ``clients.testing.LoopbackServer``).
+"""The loopback HTTP server: `DashScopeEmulator` (on ``clients.testing.LoopbackServer``), its routes (the native
+chat paths, uploads, Qwen-Long documents, the Batch API) and `CompatibleMode`, the route of the OpenAI-compatible
+chat path (its wire: ``_compatible.py``).
 
 JSON answers carry ``Content-Length``; SSE answers use chunked transfer encoding like the real server
 (``transfer-encoding: chunked`` in every stream capture), so connections stay reusable.
@@ -10,26 +12,36 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from clients.testing import Reply, ReplyFactory
-from clients.testing._server import (
+from clients.testing import (
     Answer,
     LoopbackServer,
+    Reply,
+    ReplyFactory,
     ScriptError,
     json_answer,
+    malformed_chunk,
     nonstream_faults,
     parse_json,
     sse_answer,
+    text_of,
 )
-from clients.testing._wire import text_of
 
 from ._batch import BatchService
 from ._cache import CacheUse, ContextCache, has_markers
-from ._compatible import COMPATIBLE_BASE, COMPATIBLE_PATH, CompatibleMode
+from ._compatible import (
+    COMPATIBLE_BASE,
+    COMPATIBLE_PATH,
+    NO_MODEL,
+    CompatibleRecordedRequest,
+    CompatibleRenderer,
+    error_answer,
+    model_not_found,
+)
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
 from ._uploads import Answer as UploadAnswer
-from ._validation import WORKSPACE_NOT_FOUND, ApiError, validate
+from ._validation import WORKSPACE_NOT_FOUND, ApiError, endpoint_for, validate
 from ._wire import Renderer, error_body, malformed_event, request_blocks, sse_event
 
 PATHS: dict[str, Endpoint] = {
@@ -304,3 +316,63 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             cache = self.context_cache.use(account, request.model, request_blocks(request))
         self.cache_uses.append(cache)
         return cache
+
+
+# ---------------------------------------------------------------------------------------------- the route
+
+
+class CompatibleMode:
+    """The compatible-mode route of one `DashScopeEmulator`: its own steps of the shared chat flow (``Wire``), the
+    emulator's key, script, models, validation switch, recorded requests and context cache."""
+
+    def __init__(self, emulator: DashScopeEmulator) -> None:
+        self.emulator = emulator
+
+    def chat(self, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes, rid: str) -> Answer:
+        """Answer one ``POST /compatible-mode/v1/chat/completions``."""
+        body = parse_json(raw)
+        payload = body if isinstance(body, dict) else {}
+        model = payload.get("model")
+        endpoint = endpoint_for(model, self.emulator.models) if isinstance(model, str) and model else None
+        request = CompatibleRecordedRequest(
+            path=path,
+            headers=headers,
+            body=payload,
+            stream=payload.get("stream") is True,
+            query=query,
+            endpoint=endpoint or "text",
+        )
+        return self.emulator._chat(request, raw, body, rid, wire=self)
+
+    # -- the steps of the chat flow (clients.testing.Wire) -----------------------------------------------
+    def _key_refused(self, request: CompatibleRecordedRequest, key: str | None, request_id: str) -> Answer:
+        """The body the compatible endpoint answers a wrong key with (recorded, Singapore)."""
+        return error_answer(401, "invalid_api_key", BAD_KEY, request_id)
+
+    def _refuse(self, request: CompatibleRecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
+        if not isinstance(body, dict):  # ASSUMPTION: the native emulator's wording
+            return error_answer(400, "invalid_parameter_error", "Request body is not a JSON object.", request_id)
+        if not self.emulator.validate:
+            return None
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            return error_answer(400, "invalid_request_error", NO_MODEL, request_id)
+        if endpoint_for(model, self.emulator.models) is None:
+            return error_answer(404, "model_not_found", model_not_found(model), request_id)
+        native = request.native
+        failed = validate(native.body, request.endpoint, request.stream, self.emulator.models)
+        failed = failed or self.emulator._document_error(native.body)
+        return None if failed is None else error_answer(failed.status, failed.code, failed.message, request_id)
+
+    def _script_failed(self, request: CompatibleRecordedRequest, error: ScriptError, request_id: str) -> Answer:
+        return error_answer(500, "InternalError", str(error), request_id, {"x-should-retry": "false"})
+
+    def _render(self, reply: Reply, request: CompatibleRecordedRequest, request_id: str) -> Answer:
+        headers = {"x-request-id": request_id, **reply.headers}
+        if reply.error is not None and (not request.stream or not reply.error_after_events):
+            return nonstream_faults(error_answer(*reply.error, request_id, headers), reply)
+        cache = self.emulator._cache_use(reply, request.native)
+        renderer = CompatibleRenderer(reply, request, request_id, cache)
+        if request.stream:  # ASSUMPTION: the native streams' content type (the same gateway answers both)
+            return sse_answer(renderer.events(), reply, malformed_chunk, headers, content_type=SSE_CONTENT_TYPE)
+        return nonstream_faults(json_answer(200, renderer.body(), headers), reply)

@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from clients.testing._script import Media, Turn
-from clients.testing._script import RecordedRequest as _RecordedRequest
-from clients.testing._wire import chat_turn, function_names, json_schema_of, text_of, uri_media
+from clients.testing import Media, Turn, chat_turn, function_names, json_schema_of, text_of, uri_media
+from clients.testing import RecordedRequest as _RecordedRequest
 
 Endpoint: TypeAlias = Literal["text", "multimodal"]
 """Native endpoint: ``text`` = ``/services/aigc/text-generation/generation``, ``multimodal`` =

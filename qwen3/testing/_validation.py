@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from clients.testing._wire import text_of
+from clients.testing import text_of
 
 from ._types import Endpoint
 
@@ -103,7 +103,7 @@ BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
 _MODALS = frozenset({"text", "image", "video", "audio"})
 # Model Studio "Image and video understanding"; enable_rotate: OCR hint accepted by the real server (capture
 # multimodal-generation-vl-ocr-sse)
-_PART_SIBLINGS = frozenset({"min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate"})
+PART_SIBLINGS = frozenset({"min_pixels", "max_pixels", "fps", "total_pixels", "cache_control", "enable_rotate"})
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 _DATA_URI = re.compile(r"data:[^,;]*(;[^,;]*)*;base64,", re.IGNORECASE)
 
@@ -151,7 +151,7 @@ def _check_parts(content: Any, role: str) -> str | None:
         if not isinstance(part, dict):
             return NOT_A_MODAL
         modal = _MODALS & part.keys()
-        if len(modal) != 1 or not part.keys() - modal <= _PART_SIBLINGS:
+        if len(modal) != 1 or not part.keys() - modal <= PART_SIBLINGS:
             return NOT_A_MODAL
         if "cache_control" in part and not _good_marker(part["cache_control"]):
             return BAD_CACHE_CONTROL

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from clients.testing import Reply
-from clients.testing._wire import (
+from clients.testing import (
+    Reply,
     call_fragments,
     calls_weight,
     decode_base64,

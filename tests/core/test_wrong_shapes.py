@@ -30,8 +30,7 @@ from clients.gemini.testing import GeminiEmulator
 from clients.openai.errors import parse_error as openai_error
 from clients.openai.parse import decode_event
 from clients.openai.testing import OpenAIEmulator
-from clients.testing import Answer
-from clients.testing._server import json_answer
+from clients.testing import Answer, json_answer
 from qwen3 import QwenChatClient, QwenVLChatClient
 from qwen3.errors import error_from_body
 from qwen3.errors import parse_error as qwen_error
