@@ -4,7 +4,7 @@ The example
 
 1. loads real daily OHLCV data -- by default the GOOG sample that ships inside matplotlib, or any CSV in the
    usual Yahoo / akshare / tushare / czsc layouts (``--csv``),
-2. renders a candlestick chart with a volume panel and MA5/MA10/MA20 (mplfinance, Agg backend),
+2. renders a candlestick chart with a volume panel and MA5/MA10/MA20 (matplotlib's collections, Agg),
 3. runs an MAF ``Agent`` on ``QwenVLChatClient`` with the chart image plus an indicator tool (last close, MAs,
    RSI(14), MACD(12,26,9), 20-day range, volume vs average, 5/20-day change) computed with pandas from the same
    data, and streams the model's analysis to the terminal.

@@ -66,7 +66,7 @@ def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
     """Load an OHLCV CSV in any accepted layout; return (frame, symbol).
 
     The frame has a ``DatetimeIndex`` named ``Date`` (ascending, unique) and float columns
-    Open, High, Low, Close, Volume -- the shape mplfinance expects. The symbol comes from a symbol column
+    Open, High, Low, Close, Volume -- the shape the chart and the indicators take. The symbol comes from a symbol column
     (tushare ``ts_code``, czsc ``symbol``, akshare ``股票代码``) when there is one, else from the file name.
     """
     file = Path(path)
@@ -98,7 +98,7 @@ def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
 
 
 def load_goog_sample() -> tuple[pd.DataFrame, str]:
-    """The real GOOG daily OHLCV (2004-08-19..2008-10-14) bundled with matplotlib, as an mplfinance frame."""
+    """The real GOOG daily OHLCV (2004-08-19..2008-10-14) bundled with matplotlib, as a frame like `load_csv`'s."""
     from matplotlib import cbook
 
     sample: Any = cbook.get_sample_data("goog.npz")

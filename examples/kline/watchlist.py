@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -104,17 +105,17 @@ class Run:
         """Render the chart the model reads (in the pool); False (and reported) for input that cannot be used."""
         loop = asyncio.get_running_loop()
         work = self.out / self.charts
-        result = await loop.run_in_executor(
-            self.pool,
-            _render_job,
+        job = functools.partial(  # a function of kline.chart: a worker imports the renderer, not the client
+            render_ticker,
             str(ticker.file),
             str(work / f"{ticker.key.split(':')[0]}.png"),
-            self.args.days,
-            self.args.min_sessions,
-            self.args.chart_size,
-            self.args.dpi,
-            ticker.until,
+            days=self.args.days,
+            min_sessions=self.args.min_sessions,
+            figsize=self.args.chart_size,
+            dpi=self.args.dpi,
+            until=ticker.until,
         )
+        result = await loop.run_in_executor(self.pool, job)
         self.totals.render_seconds += result.pop("seconds", 0.0)
         if "error" in result:
             self.skipped.append((ticker, result["error"]))
@@ -134,14 +135,16 @@ class Run:
         self.annotations.append(
             loop.run_in_executor(
                 self.pool,
-                _annotate_job,
-                str(ticker.file),
-                str(self.out / f"{ticker.name}.png"),
-                verdict,
-                self.args.days,
-                self.args.chart_size,
-                self.args.dpi,
-                self.emulated,
+                functools.partial(
+                    annotate_ticker,
+                    str(ticker.file),
+                    str(self.out / f"{ticker.name}.png"),
+                    verdict,
+                    days=self.args.days,
+                    figsize=self.args.chart_size,
+                    dpi=self.args.dpi,
+                    emulated=self.emulated,
+                ),
             )
         )
 
@@ -155,18 +158,6 @@ class Run:
         else:
             self.totals.failed += 1
         self.advance(ticker, status)
-
-
-def _render_job(
-    csv: str, chart: str, days: int, min_sessions: int, figsize: tuple[float, float], dpi: int, until: int | None
-) -> dict[str, Any]:
-    return render_ticker(csv, chart, days=days, min_sessions=min_sessions, figsize=figsize, dpi=dpi, until=until)
-
-
-def _annotate_job(
-    csv: str, out: str, verdict: dict[str, Any], days: int, figsize: tuple[float, float], dpi: int, emulated: bool
-) -> str:
-    return annotate_ticker(csv, out, verdict, days=days, figsize=figsize, dpi=dpi, emulated=emulated)
 
 
 class RunAborted(RuntimeError):
