@@ -6,7 +6,9 @@ import base64
 import gzip
 import importlib.util
 import json
+import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -195,3 +197,46 @@ def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     test)."""
     for name in _PROVIDER_ENV:
         monkeypatch.delenv(name, raising=False)
+
+
+SESSION_MARK = "AGENT_FRAMEWORK_QWEN3_TEST_SESSION"
+"""Set in the environment of the test session, so every process it starts (and theirs) carries it."""
+os.environ[SESSION_MARK] = f"{os.getpid()}-{time.time_ns()}"
+
+
+BOUND_TO_US = ("from multiprocessing.forkserver import main", "from multiprocessing.resource_tracker import main")
+"""multiprocessing's fork server and resource tracker started by this process (a test ran a pool in-process): they
+read pipes this process holds, so they exit with it, and are not counted."""
+
+
+def _marked_processes() -> dict[int, str]:
+    """The running processes (not zombies, not this one) whose environment carries this session's mark."""
+    mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}".encode()
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        if state != "Z" and not (int(parent) == os.getpid() and any(s in command for s in BOUND_TO_US)):
+            found[int(entry.name)] = command
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite leaves no process behind: any process started by it (a pool worker, a fork server, a server) still
+    running a few seconds after the last test fails the session, named."""
+    if not Path("/proc").is_dir():
+        return
+    deadline = time.monotonic() + 10
+    while (stray := _marked_processes()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if stray:
+        listing = "\n".join(f"  {pid}: {command[:160]}" for pid, command in sorted(stray.items()))
+        sys.stderr.write(f"\nThe test session left {len(stray)} process(es) running:\n{listing}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

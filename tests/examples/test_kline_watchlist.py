@@ -235,8 +235,9 @@ def test_batch_charts_and_report_are_written_like_real_time_ones(batch: dict[str
 # ---------------------------------------------------------------------------------------------- stop and resume
 
 
-def _subprocess(argv: list[str], emu: DashScopeEmulator) -> subprocess.Popen[str]:
-    """The example as users run it, pointed at the test's emulator as at DashScope (a key and a base URL)."""
+def _subprocess(argv: list[str], emu: DashScopeEmulator, *, session: bool = False) -> subprocess.Popen[str]:
+    """The example as users run it, pointed at the test's emulator as at DashScope (a key and a base URL);
+    ``session``: in a process group of its own, as a terminal starts it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASHSCOPE_")}
     env.update(DASHSCOPE_API_KEY="sk-resume-test", DASHSCOPE_BASE_URL=emu.base_url)
     return subprocess.Popen(
@@ -245,6 +246,7 @@ def _subprocess(argv: list[str], emu: DashScopeEmulator) -> subprocess.Popen[str
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=session,
     )
 
 
@@ -256,6 +258,47 @@ def _wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], wha
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {limit} s")
         time.sleep(0.05)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` now (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pids: set[int]) -> dict[int, str]:
+    """Those of ``pids`` still running (not zombies), with their command lines."""
+    alive: dict[int, str] = {}
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            alive[pid] = command[:120]
+    return alive
+
+
+def _none_survive(pids: set[int], limit: float = 20.0) -> None:
+    deadline = time.monotonic() + limit
+    while (left := _alive(pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"processes of the run outlived it: {left}"
 
 
 def _stored(db: Path, query: str) -> list[tuple[Any, ...]]:
@@ -284,9 +327,12 @@ def test_a_killed_run_loses_no_finished_verdict_and_a_rerun_never_asks_for_one_a
         first = _subprocess(["--data", str(data), "--out", str(out), "--concurrency", "2"], emu)
         try:
             _wait_for(lambda: len(_stored(db, "SELECT key FROM results")) >= 4, first, "four stored verdicts")
+            family = _descendants(first.pid)  # the rendering pool: its workers, fork server, resource tracker
             first.send_signal(signal.SIGKILL)  # no chance to clean up
         finally:
             first.wait(timeout=30)
+        assert len(family) >= 3, family  # the two workers at least, and what starts them
+        _none_survive(family)  # the workers go with the run, and the fork server and tracker with them
         kept = {symbol for (symbol,) in _stored(db, "SELECT symbol FROM results WHERE status='done'")}
         assert 4 <= len(kept) < 16
         asked_first = len(emu.requests)
@@ -310,16 +356,21 @@ def test_ctrl_c_during_a_batch_stops_cleanly_and_the_rerun_collects_the_same_bat
     with DashScopeEmulator(api_key="sk-resume-test", default_reply=emulated_reply) as emu:
         emu.batches.seconds = 4.0
         argv = ["--data", str(data), "--out", str(out), "--batch", "--poll-interval", "0.1"]
-        first = _subprocess(argv, emu)
+        first = _subprocess(argv, emu, session=True)
         try:
             _wait_for(lambda: bool(_stored(db, "SELECT id FROM batches")), first, "a submitted batch")
-            first.send_signal(signal.SIGINT)
+            family = _descendants(first.pid)
+            os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group gets it
             output, _ = first.communicate(timeout=30)
         finally:
             if first.poll() is None:
                 first.kill()
         assert first.returncode == 130, output
         assert "interrupted" in output
+        assert "Traceback" not in output, output  # none from the pool either
+        assert "KeyboardInterrupt" not in output, output
+        assert len(family) >= 3, family
+        _none_survive(family)
         assert _stored(db, "SELECT status FROM batches") == [("submitted",)]
         second = _subprocess(argv, emu)
         output, _ = second.communicate(timeout=120)
