@@ -9,15 +9,14 @@ analysed from scratch by the example as users run it (a subprocess with ``DASHSC
 ``DASHSCOPE_BASE_URL`` pointing at the emulator), in real time with ``--concurrency 8``. The emulator runs in a
 process of its own, answering with the example's rule-based verdicts, so each part's CPU time is its own:
 
-* rendering: the CPU time of the example's rendering processes (``RUSAGE_CHILDREN`` of the run: both charts of each
-  ticker, the model's and the annotated one, and the thumbnails; the pool is spawned from the run here, instead of
-  the example's fork server, so that its processes are the run's children and counted),
+* rendering: the CPU time of the example's rendering processes, its own pool (fork server and workers, read from
+  /proc while the run goes: both charts of each ticker, the model's and the annotated one, and the thumbnails),
 * client: the CPU time of the run's main process (MAF agents, the Qwen client, conversion, parsing, SQLite, the
   report),
 * emulator: the CPU time of the emulator's process.
 
-Peak memory is the largest resident set of the run's main process and of any one rendering process
-(``ru_maxrss``): it must not grow with the watchlist (1,000 tickers vs 200). Results go to stdout as a table (copied
+Peak memory is the largest resident set of the run's main process (``ru_maxrss``) and of any one rendering process
+(``VmHWM``): it must not grow with the watchlist (1,000 tickers vs 200). Results go to stdout as a table (copied
 into docs/performance.md and the README).
 """
 
@@ -31,6 +30,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -57,33 +57,79 @@ def _emulator(pipe: Connection, batch_seconds: float) -> None:
         pipe.send(usage.ru_utime + usage.ru_stime)
 
 
+class PoolMeter:
+    """The CPU time and peak memory of this process's descendants (the example's rendering pool: its fork server,
+    resource tracker and workers), read from /proc every 0.1 s while the run goes: the pool's processes are not this
+    process's children once a fork server starts them, so ``RUSAGE_CHILDREN`` does not see them."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[int, float] = {}
+        self.peak_mb: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def _watch(self) -> None:
+        while not self.stop.wait(0.1):
+            for pid in _descendants(os.getpid()):
+                try:
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                self.cpu[pid] = (int(fields[11]) + int(fields[12])) / self.tick
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak_mb[pid] = int(line.split()[1]) / 1024
+
+    def __enter__(self) -> PoolMeter:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
 def _child_stats() -> None:
     """Run the example in this process (``--child``), then print its resource usage as JSON on the last line."""
     import asyncio
 
-    import kline.watchlist
     import kline_watchlist as wl
 
     args = wl.parse_args(sys.argv[2:])
-
-    def spawned_pool(workers: int | None) -> Any:  # the example's renderer, in children of this process (measured)
-        from concurrent.futures import ProcessPoolExecutor
-
-        return ProcessPoolExecutor(workers or os.cpu_count() or 2, mp_context=multiprocessing.get_context("spawn"))
-
-    kline.watchlist.make_pool = spawned_pool
     started = time.perf_counter()
-    totals = asyncio.run(wl.run(args))
+    with PoolMeter() as pool:
+        totals = asyncio.run(wl.run(args))
     wall = time.perf_counter() - started
-    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me = resource.getrusage(resource.RUSAGE_SELF)
     stats = {
         "wall": wall,
         "done": totals.done,
         "failed": totals.failed,
         "client_cpu": me.ru_utime + me.ru_stime,
-        "render_cpu": children.ru_utime + children.ru_stime,
+        "render_cpu": sum(pool.cpu.values()),
         "main_rss_mb": me.ru_maxrss / 1024,
-        "worker_rss_mb": children.ru_maxrss / 1024,
+        "worker_rss_mb": max(pool.peak_mb.values(), default=0.0),
         "tokens": totals.total_tokens,
     }
     print("STATS " + json.dumps(stats))

@@ -97,8 +97,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 if __name__ == "__main__":
     CLI_ARGS = parse_args()  # --help and usage errors answer before the heavy imports below
 
-from kline.cli import discard, run_cli
-from kline.watchlist import USER_ERRORS, run
+if __name__ != "__mp_main__":  # a rendering process loads this file too (as __mp_main__): it needs none of the run
+    from kline.cli import discard, run_cli
+    from kline.watchlist import USER_ERRORS, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,6 +3,7 @@ and what the emulator answers without an API key (a call of the tool, then a rul
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -225,6 +226,13 @@ class Verdict(BaseModel):
         default_factory=list, description="candlestick patterns completed in the last 5 sessions, most recent first"
     )
     wyckoff: Wyckoff = Field(default_factory=Wyckoff, description="the Wyckoff phase and events, with their dates")
+
+
+@functools.cache
+def verdict_schema() -> dict[str, Any]:
+    """`Verdict`'s JSON schema, made once: the ``response_format`` of every request (a Pydantic class there would
+    have its schema generated again for each request, a few milliseconds each)."""
+    return Verdict.model_json_schema()
 
 
 VERDICT_INSTRUCTIONS = (

@@ -14,7 +14,15 @@ from agent_framework import Content, Message
 from pydantic import ValidationError
 
 from clients import image_content
-from kline.agent import TOOL_NAME, VERDICT_INSTRUCTIONS, Verdict, first_error, indicator_tool, question, verdict_of
+from kline.agent import (
+    TOOL_NAME,
+    VERDICT_INSTRUCTIONS,
+    first_error,
+    indicator_tool,
+    question,
+    verdict_of,
+    verdict_schema,
+)
 from kline.store import Ticker
 from kline.watchlist import Run, rendered
 from qwen3.batch import BatchJob, BatchRequest, QwenBatchClient
@@ -42,7 +50,7 @@ def batch_request(ticker: Ticker) -> BatchRequest:
         "instructions": VERDICT_INSTRUCTIONS,
         "tools": [indicator_tool(lambda: ticker.indicators)],
         "tool_choice": "none",
-        "response_format": Verdict,
+        "response_format": verdict_schema(),
     }
     return BatchRequest(ticker.key, messages, options)
 

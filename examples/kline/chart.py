@@ -528,6 +528,6 @@ def annotate_ticker(
     write_png(pixels, out)
     thumb = Path(out).with_suffix(".thumb.jpg")
     image = Image.fromarray(pixels[..., :3])
-    image.thumbnail((THUMB_WIDTH, THUMB_WIDTH))
+    image.thumbnail((THUMB_WIDTH, THUMB_WIDTH), Image.Resampling.BILINEAR)
     image.save(thumb, "JPEG", quality=70, optimize=True)
     return str(thumb)

@@ -14,7 +14,7 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidAut
 from pydantic import ValidationError
 
 from clients import image_content
-from kline.agent import VERDICT_INSTRUCTIONS, Verdict, first_error, indicator_tool, question, verdict_of
+from kline.agent import VERDICT_INSTRUCTIONS, first_error, indicator_tool, question, verdict_of, verdict_schema
 from kline.limiter import PERMANENT_429, RATE_LIMITED, TRANSIENT, AccountLimiter, estimated_tokens, limiter_middleware
 from kline.store import Ticker
 from kline.watchlist import Run, RunAborted, rendered
@@ -50,7 +50,7 @@ async def analyse_realtime(run: Run, client: QwenVLChatClient, limiter: AccountL
     while True:
         attempts += 1
         try:
-            response = await agent.run(message, options={"response_format": Verdict})
+            response = await agent.run(message, options={"response_format": verdict_schema()})
         except ChatClientInvalidAuthException as exc:
             raise RunAborted(str(exc)) from exc
         except ChatClientException as exc:
