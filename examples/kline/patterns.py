@@ -107,6 +107,17 @@ def wyckoff_text(verdict: Mapping[str, Any]) -> str:
     return f"{phase}: {events}" if events else str(phase)
 
 
+def wyckoff_marks(verdict: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A verdict's Wyckoff events as ``(date, short label)`` for the annotated chart (``("2024-05-02", "SOS")``);
+    events without a date are left out."""
+    events = (verdict.get("wyckoff") or {}).get("events") or ()
+    return [
+        (str(e["date"]), EVENT_LABELS.get(str(e.get("name")), str(e.get("name"))))
+        for e in events
+        if isinstance(e, Mapping) and e.get("date")
+    ]
+
+
 def patterns_text(verdict: Mapping[str, Any]) -> str:
     """A verdict's candlestick patterns in one line: ``doji 2024-05-02; hammer 2024-05-03`` (``–`` without any)."""
     named = (f"{p.get('name')} {p.get('date') or ''}".strip() for p in verdict.get("patterns") or ())

@@ -467,7 +467,9 @@ def test_a_killed_backtest_resumes_without_asking_again(
     assert record.totals.resumed == kept
     assert asked_again == 2 * (record.pairs - kept)  # two calls (tool, verdict) per pair not stored, none for the rest
     assert _stored(db) == record.pairs
-    assert (out / "backtest.html").is_file()
+    page = (out / "backtest.html").read_text(encoding="utf-8")
+    assert "EMULATED" not in page  # a key: the model's record, as the service answered
+    assert "EMULATED" not in printed.getvalue()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: .ci/browser installs it (Debian chromium)")
