@@ -12,6 +12,7 @@ draws.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -38,6 +39,7 @@ from PIL import Image, ImageDraw, ImageFont  # matplotlib's own dependency
 from kline.data import load_csv
 from kline.indicators import MA_WINDOWS, compute_indicators, moving_average
 from kline.layouts import DataError
+from kline.patterns import wyckoff_marks
 
 DEFAULT_DAYS = 120
 CN_LAYOUTS = frozenset({"akshare-cn", "tushare", "czsc"})  # Chinese A-share sources: red up, green down
@@ -53,6 +55,7 @@ THUMB_WIDTH = 360
 TREND_COLORS = {"up": "#1a9c4a", "down": "#e03a3e", "sideways": "#8a8a8a"}
 SUPPORT_COLOR, RESISTANCE_COLOR = "#1f77b4", "#d62728"
 SIGNAL_STYLE = {"bullish": ("^", "#1a9c4a"), "bearish": ("v", "#e03a3e"), "neutral": ("o", "#8a8a8a")}
+WYCKOFF_COLOR = "#7b3fb5"
 
 
 CJK_FONT_KEYS = ("CJK", "Hei", "Song", "WenQuanYi", "Noto Sans SC")
@@ -501,8 +504,9 @@ def annotate_ticker(
     emulated: bool,
 ) -> str:
     """Redraw the chart with the verdict: support (blue) and resistance (red) as dashed lines, each signal as a
-    marker (▲ bullish, ▼ bearish, ● neutral) on its session, the trend, risk and confidence in the title. Writes
-    ``out`` and a JPEG thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's path."""
+    marker (▲ bullish, ▼ bearish, ● neutral) on its session, each Wyckoff event as a labelled ◆ above its session
+    (SC, ST, Spring, SOS, UT…), the trend, risk, confidence and Wyckoff phase in the title. Writes ``out`` and a JPEG
+    thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's path."""
     data, symbol = load_csv(csv)
     window = data.iloc[-days:]
     levels = [(float(p), SUPPORT_COLOR) for p in verdict.get("support") or ()]
@@ -518,9 +522,14 @@ def annotate_ticker(
             day = window.index.asof(pd.Timestamp(date)) if date else window.index[-1]
             price = float(window["Low"].get(day, window["Low"].iloc[-1])) * 0.985
         markers.append(Marker(date, float(price), marker, color))
+    for date, label in wyckoff_marks(verdict):
+        with contextlib.suppress(ValueError, TypeError, KeyError):  # a date that is no session of the chart
+            markers.append(Marker(date, float(window["High"][pd.Timestamp(date)]) * 1.02, "D", WYCKOFF_COLOR, label))
+    phase = (verdict.get("wyckoff") or {}).get("phase") or "none"
     title = (
         f"{symbol}  trend {verdict.get('trend')}  risk {verdict.get('risk')}  "
-        f"confidence {float(verdict.get('confidence', 0)):.2f}{'  EMULATED' if emulated else ''}"
+        f"confidence {float(verdict.get('confidence', 0)):.2f}{'' if phase == 'none' else f'  Wyckoff {phase}'}"
+        f"{'  EMULATED' if emulated else ''}"
     )
     pixels = draw_chart(
         data, days=days, symbol=symbol, title=title, figsize=figsize, dpi=dpi, levels=levels, markers=markers

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
 from tests.conftest import EXAMPLES, example_module
@@ -34,6 +35,7 @@ sys.path.insert(0, str(EXAMPLES))
 from kline import backtest as kline_backtest
 from kline import baselines, indicators, patterns, scoring, walkforward
 from kline.agent import emulated_reply
+from kline.chart import WYCKOFF_COLOR, annotate_ticker
 from kline.data import generated_series, load_csv, write_csv, write_demo
 from kline.pool import make_pool
 from kline.scoring import Call, Outcome
@@ -508,3 +510,23 @@ def test_bad_options_are_refused_before_anything_runs(
         entry.parse_args(["--data", "d", "--out", "o", *argv])
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_annotated_chart_marks_the_wyckoff_events_and_names_the_phase(tmp_path: Path) -> None:
+    csv = write_csv(generated_series(5, sessions=80), tmp_path / "T.csv", "yahoo", "T")
+    base = {"trend": "up", "risk": "low", "confidence": 0.6, "support": [], "resistance": [], "signals": []}
+    reading = {"phase": "accumulation", "events": [{"name": "spring", "date": "2024-03-01"}]}
+    kwargs: dict[str, Any] = {"days": 60, "figsize": (6.0, 4.0), "dpi": 60, "emulated": False}
+    annotate_ticker(str(csv), str(tmp_path / "with.png"), {**base, "wyckoff": reading}, **kwargs)
+    annotate_ticker(str(csv), str(tmp_path / "without.png"), base, **kwargs)
+    elsewhere = {"phase": "accumulation", "events": [{"name": "spring", "date": "2023-01-02"}, {"name": "x"}]}
+    annotate_ticker(str(csv), str(tmp_path / "off.png"), {**base, "wyckoff": elsewhere}, **kwargs)  # not drawn
+
+    def purple(name: str) -> int:
+        pixels = np.asarray(Image.open(tmp_path / name).convert("RGB")).reshape(-1, 3).astype(int)
+        target = np.array([int(WYCKOFF_COLOR[i : i + 2], 16) for i in (1, 3, 5)])
+        return int((np.abs(pixels - target).sum(axis=1) < 30).sum())
+
+    assert purple("with.png") > 20  # the ◆ and its "Spring" label
+    assert purple("without.png") == 0
+    assert purple("off.png") == 0  # an event dated off the chart, or without a date, is left out
