@@ -102,7 +102,7 @@ async def _openai(base_url: str, repeats: int) -> None:
     bare = RawOpenAIChatCompletionClient(model=model, api_key=KEY, base_url=base_url, max_retries=0)
     raw = openai.AsyncOpenAI(api_key=KEY, base_url=base_url, max_retries=0)
     conversation = reference_conversation()
-    native = ours._convert_messages(conversation)  # what a raw-SDK user would hold
+    native = ours._convert_messages(conversation, {})  # what a raw-SDK user would hold
     tools = [TOOL]
 
     async def raw_conversation() -> None:
@@ -141,7 +141,7 @@ async def _anthropic(base_url: str, repeats: int) -> None:
     bare = RawAnthropicChatClient(model=model, api_key=KEY, base_url=base_url, max_retries=0)
     raw = anthropic.AsyncAnthropic(api_key=KEY, base_url=base_url, max_retries=0)
     conversation = reference_conversation()
-    native = ours._convert_messages(conversation)
+    _, native = ours._convert_messages(conversation, {})  # the reference conversation has no system text
     tools = [{"name": "indicators", "input_schema": {"type": "object"}}]
 
     async def raw_conversation() -> None:
@@ -204,7 +204,7 @@ async def _gemini(base_url: str, repeats: int) -> None:
         api_key=KEY, vertexai=False, http_options=types.HttpOptions(base_url=base_url, retry_options=no_retry)
     )
     conversation = reference_conversation()
-    native = _genai_native(ours._convert_messages(conversation))
+    native = _genai_native(ours._convert_messages(conversation, {})[1])
     config = types.GenerateContentConfig(
         tools=[
             types.Tool(

@@ -47,7 +47,7 @@ from clients.core.keywords import ClientSettings, refuse_unexpected
 from clients.core.retry import Failure, RetryPolicy
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import WRONG_SHAPE, json_object
-from qwen3.convert import build_request, conversation_has_media
+from qwen3.convert import conversation_has_media, request_body, request_messages
 from qwen3.errors import error_from_body, explained, parse_error
 from qwen3.headers import DataInspection, Headers, merge_headers, needs_oss_resolve, request_headers
 from qwen3.options import (
@@ -290,42 +290,42 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         client_kwargs: Mapping[str, Any],
     ) -> QwenRequest:
         """Hosted tools resolved, the call's headers, local files uploaded, other agents' turns rewritten, the
-        endpoint routed, then the body (``qwen3.convert.build_request``). A request that thinks is streamed even when
-        the call is not: many models refuse thinking in non-streamed calls ("enable_thinking must be set to false
-        for non-streaming calls", Model Studio "Deep thinking"), and a stream gives the same answer for all."""
+        endpoint routed, the messages converted for it (`_convert_messages`), then the body from them and the options
+        (``qwen3.convert.request_body``). A request that thinks is streamed even when the call is not: many models
+        refuse thinking in non-streamed calls ("enable_thinking must be set to false for non-streaming calls", Model
+        Studio "Deep thinking"), and a stream gives the same answer for all."""
         opts = resolve_hosted_tools(options, model)
         headers = self._call_headers(client_kwargs)
         messages = self._history(await self._with_uploads(messages, model))
         endpoint, other = self._endpoints(model, messages)
         streamed = stream or request_thinks(model, opts)
-        body = build_request(messages, opts, model=model, endpoint=endpoint, stream=streamed)
+        wire = self._convert_messages(messages, opts, endpoint=endpoint)
+        body = request_body(wire, opts, model=model, stream=streamed)
         if needs_oss_resolve(body):  # oss:// files in the body (Model Studio "Upload a local file")
             headers = {**headers, "X-DashScope-OssResourceResolve": "enable"}
         return QwenRequest(model, opts, body, streamed, messages, endpoint, headers, other)
 
     def _fallback(self, request: QwenRequest, failure: Failure) -> QwenRequest | None:
-        """After DashScope's "url error" (the model is not served on the routed endpoint), the request rebuilt for
-        the other endpoint, which is then remembered for the model; else None."""
+        """After DashScope's "url error" (the model is not served on the routed endpoint), the request converted
+        again for the other endpoint (its content shapes differ), which is then remembered for the model; else None."""
         error = failure.error
         if request.other is None or not is_url_error(error.code, error.message):
             return None
         self._learned_endpoints[request.model] = endpoint = request.other
-        body = build_request(
-            request.messages, request.options, model=request.model, endpoint=endpoint, stream=request.stream
-        )
+        wire = self._convert_messages(request.messages, request.options, endpoint=endpoint)
+        body = request_body(wire, request.options, model=request.model, stream=request.stream)
         return replace(request, body=body, endpoint=endpoint, other=None)
 
     def _convert_messages(
-        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, endpoint: Endpoint | None = None
     ) -> list[dict[str, Any]]:
-        """MAF messages (+ ``options["instructions"]``) → DashScope native messages for the routed endpoint.
-
-        Pure: no network. See ``qwen3.convert.convert_messages`` for the rules.
-        """
-        options, messages = options or {}, self._history(messages)
+        """MAF messages (other agents' turns rewritten) → DashScope's ``input.messages`` for ``endpoint`` (None: the
+        routed one): strings on the text endpoint, parts on the multimodal one; ``options["instructions"]`` a leading
+        system message. Pure: no network. Rules: ``qwen3.convert.request_messages`` and ``convert_messages``."""
         model = options.get("model") or self.model
-        body = build_request(messages, options, model=model, endpoint=self._endpoints(model, messages)[0], stream=False)
-        return body["input"]["messages"]  # type: ignore[no-any-return]
+        if endpoint is None:
+            endpoint = self._endpoints(model, messages)[0]
+        return request_messages(messages, options, model=model, endpoint=endpoint)
 
     def _parse_response(self, body: Mapping[str, Any], request: QwenRequest) -> ChatResponse[Any]:
         """A DashScope JSON response body → ``ChatResponse`` (``qwen3.parse.parse_response``)."""

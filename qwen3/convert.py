@@ -1,6 +1,7 @@
 """MAF ⇄ DashScope native protocol, request side: ``convert_messages`` (MAF ``Message`` list → ``input.messages``
-for the text or the multimodal endpoint) and ``build_request`` (the whole body
-``{"model", "input": {"messages"}, "parameters"}``). Pure: no I/O except reading local media files. The wire
+for the text or the multimodal endpoint; ``request_messages`` adds what the options say about them) and
+``request_body`` (the whole body ``{"model", "input": {"messages"}, "parameters"}`` from those messages and the
+options; ``build_request`` runs both). Pure: no I/O except reading local media files. The wire
 shapes are those of Alibaba's Qwen API reference
 (https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference) and of the recorded exchanges with the live
 API that the test suite replays; each rule names its source.
@@ -311,26 +312,20 @@ def check_file_ids(messages: Sequence[Message], model: str) -> None:
         raise invalid(f"{count} documents in one request: DashScope reads at most {MAX_FILE_IDS} (Qwen-Long limits).")
 
 
-def build_request(
-    messages: Sequence[Message],
-    options: Mapping[str, Any],
-    *,
-    model: str,
-    endpoint: Endpoint,
-    stream: bool,
-) -> dict[str, Any]:
-    """The whole request body: ``{"model", "input": {"messages"}, "parameters"}`` (Model Studio "Qwen API reference").
-
-    With structured output on a model without JSON Schema mode, the schema joins the system text.
+def request_messages(
+    messages: Sequence[Message], options: Mapping[str, Any], *, model: str, endpoint: Endpoint
+) -> list[dict[str, Any]]:
+    """The request's ``input.messages`` for ``endpoint``: `convert_messages` with what the options say about the
+    messages: ``instructions`` (with the JSON schema of structured output on a model without JSON Schema mode),
+    which turns carry their reasoning back (``replay_reasoning``, `replay_policy`), ``partial`` on the last turn.
 
     Raises:
-        ChatClientInvalidRequestException: what ``convert_messages`` and ``convert_options`` refuse, and a body that
-            cannot be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
+        ChatClientInvalidRequestException: no messages, documents the model cannot read (`check_file_ids`), what
+            ``convert_messages`` refuses, a bad ``replay_reasoning`` or ``partial``.
     """
     if not messages:
         raise invalid("No messages to send: DashScope needs at least one user message.")
     check_file_ids(messages, model)
-    parameters = convert_options(options, stream=stream, model=model)
     instructions = options.get("instructions")
     schema_text = structured_output_instruction(options.get("response_format"), model)
     if schema_text:
@@ -341,11 +336,44 @@ def build_request(
         instructions=instructions,
         replay=replay_policy(options.get("replay_reasoning"), model),
     )
+    _partial(wire, options)
+    return wire
+
+
+def request_body(wire: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool) -> dict[str, Any]:
+    """The whole request body from the request's messages (``wire``, `request_messages`) and the options:
+    ``{"model", "input": {"messages"}, "parameters"}`` (Model Studio "Qwen API reference"), cache markers placed
+    (`qwen3.cache.apply_cache`).
+
+    Raises:
+        ChatClientInvalidRequestException: what ``convert_options`` and ``apply_cache`` refuse, a bad
+            ``preserve_thinking``, and a body that cannot be sent as JSON (NaN, a lone surrogate…;
+            ``clients.core.conversion.sendable``).
+    """
+    parameters = convert_options(options, stream=stream, model=model)
     _preserve_thinking(parameters, wire, options, model)
     body = {"model": model, "input": {"messages": wire}, "parameters": parameters}
     apply_cache(body, options, model)
-    _partial(wire, options)
     return sendable(body, "DashScope")
+
+
+def build_request(
+    messages: Sequence[Message],
+    options: Mapping[str, Any],
+    *,
+    model: str,
+    endpoint: Endpoint,
+    stream: bool,
+) -> dict[str, Any]:
+    """The whole request body from MAF messages: `request_messages`, then `request_body` (what a batch line is
+    made from; the client runs the two as steps of its request path, ``RawQwenChatClient._convert_messages`` and
+    ``_build_request``).
+
+    Raises:
+        ChatClientInvalidRequestException: what either refuses.
+    """
+    wire = request_messages(messages, options, model=model, endpoint=endpoint)
+    return request_body(wire, options, model=model, stream=stream)
 
 
 def _partial(wire: list[dict[str, Any]], options: Mapping[str, Any]) -> None:

@@ -1,11 +1,12 @@
 """What the client tests of every provider share: a fast retry policy, a client pointed at an emulator, one
-question asked streamed or not, a stream read until it ends or fails, and a tool.
+question asked streamed or not, the body a request path builds, a stream read until it ends or fails, and a tool.
 
 Each provider's ``tests/<provider>/test_client.py`` uses these instead of its own copies, so that the same step has
 the same name everywhere (``client_for``, ``ask``, ``read_stream``, ``get_weather``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_framework import ChatResponse, Message, tool
@@ -20,6 +21,15 @@ def client_for(cls: Any, emu: Any, *, model: str, key: str, **kwargs: Any) -> An
     """``cls(model=…, api_key=…, base_url=emu.base_url, retry_policy=FAST, **kwargs)``."""
     kwargs.setdefault("retry_policy", FAST)
     return cls(model=model, api_key=key, base_url=emu.base_url, **kwargs)
+
+
+def request_body(
+    cls: Any, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
+) -> dict[str, Any]:
+    """The body ``cls``'s request path builds from MAF input, without sending it: the messages converted
+    (``_convert_messages``), then the body from them and the options (``_request_body``)."""
+    client = cls(model=model, api_key="k")
+    return client._request_body(client._convert_messages(messages, options), options, model=model, stream=stream)  # type: ignore[no-any-return]
 
 
 def hi(text: str = "hi") -> list[Message]:

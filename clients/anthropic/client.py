@@ -31,7 +31,7 @@ from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic
 from anthropic.resources.messages.messages import AsyncMessages
 from typing_extensions import TypeVar
 
-from clients.anthropic.convert import build_request
+from clients.anthropic.convert import convert_messages, request_body
 from clients.anthropic.errors import StreamError, parse_error
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
@@ -150,24 +150,21 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
 
     # ------------------------------------------------------------------------------------- conversion
 
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        return build_request(messages, options, model=model, stream=stream)
-
     def _convert_messages(
-        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """MAF messages → Anthropic ``messages`` (pure, no network; ``clients.anthropic.convert.convert_messages``).
-
-        The system text (instructions and system messages) goes to the request's top-level ``system``, not here:
-        see ``build_request``.
-        """
-        options = options or {}
-        body = self._request_body(
-            self._history(messages), options, model=options.get("model") or self.model, stream=False
+        self, messages: Sequence[Message], options: Mapping[str, Any]
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """MAF messages → (``system`` text, Anthropic ``messages``): the Messages API takes the system text
+        (``options["instructions"]`` and every system message) apart, in the body's top-level ``system`` (empty:
+        none); a history ending on an assistant turn is continued unless ``options["prefill"]``. Rules:
+        ``clients.anthropic.convert.convert_messages``. Pure: no network."""
+        return convert_messages(
+            messages, instructions=options.get("instructions"), prefill=bool(options.get("prefill"))
         )
-        return body["messages"]  # type: ignore[no-any-return]
+
+    def _request_body(
+        self, converted: tuple[str, list[dict[str, Any]]], options: Mapping[str, Any], *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return request_body(converted, options, model=model, stream=stream)
 
     def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
         """A ``message`` JSON body → ``ChatResponse`` (``clients.anthropic.parse.parse_response``)."""

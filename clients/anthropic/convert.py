@@ -1,7 +1,7 @@
 """MAF ⇄ Anthropic Messages, request side: ``convert_messages`` (MAF ``Message`` list → top-level ``system`` text +
-``messages``) and ``build_request`` (the whole ``POST /v1/messages`` body). Pure: plain wire dicts, no I/O except
-reading local media files. Sources: https://docs.claude.com/en/api/messages and the pages each rule names;
-docs/anthropic.md explains the decisions.
+``messages``) and ``request_body`` (the whole ``POST /v1/messages`` body from them and the options). Pure: plain
+wire dicts, no I/O except reading local media files. Sources: https://docs.claude.com/en/api/messages and the
+pages each rule names; docs/anthropic.md explains the decisions.
 """
 
 from __future__ import annotations
@@ -397,14 +397,15 @@ def convert_messages(
     return "\n\n".join(system_texts), wire
 
 
-def build_request(
-    messages: Sequence[Message],
+def request_body(
+    converted: tuple[str, list[dict[str, Any]]],
     options: Mapping[str, Any],
     *,
     model: str,
     stream: bool,
 ) -> dict[str, Any]:
-    """The whole ``POST /v1/messages`` body (*messages*; the recorded requests' shape).
+    """The whole ``POST /v1/messages`` body (*messages*; the recorded requests' shape) from the converted messages
+    (``converted``: the ``system`` text and the ``messages``, as ``convert_messages`` returns them) and the options.
 
     ``{"model", "max_tokens", "messages", "system"?, "thinking"?, "tools"?, "tool_choice"?, "stop_sequences"?,
     "temperature"?, "top_p"?, "top_k"?, "metadata"?, "output_config"?, "stream"?}`` plus unknown option keys as
@@ -413,9 +414,8 @@ def build_request(
 
     Raises:
         ChatClientInvalidRequestException: what `clients.anthropic.options.convert_options` refuses (an option
-            Anthropic does not have, a thinking rule broken…), a thinking budget not below ``max_tokens``, what
-            `convert_messages` refuses, and a body that cannot be sent as JSON (NaN, a lone surrogate…;
-            ``clients.core.conversion.sendable``).
+            Anthropic does not have, a thinking rule broken…), a thinking budget not below ``max_tokens``, and a body
+            that cannot be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
     """
     params = convert_options(options)
     thinking = params.get("thinking")
@@ -428,9 +428,7 @@ def build_request(
             f"max_tokens ({max_tokens}) must be greater than the thinking budget ({budget}): thinking tokens count "
             "against max_tokens (https://docs.claude.com/en/docs/build-with-claude/extended-thinking)."
         )
-    system, wire = convert_messages(
-        messages, instructions=options.get("instructions"), prefill=bool(options.get("prefill"))
-    )
+    system, wire = converted
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": wire}
     if system:
         body["system"] = system

@@ -216,7 +216,7 @@ def convert_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """The request fields built from options: ``{"thinking"?, "tools"?, "tool_choice"?, "stop_sequences"?,
     "temperature"?, "top_p"?, "top_k"?, "metadata"?, "output_config"?}`` plus unknown option keys as given (new API
     fields work without a release). ``tool_choice`` only with tools (MAF's Agent always says ``"auto"``);
-    ``max_tokens`` is `clients.anthropic.convert.build_request`'s, since its default depends on the thinking budget.
+    ``max_tokens`` is `clients.anthropic.convert.request_body`'s, since its default depends on the thinking budget.
 
     Raises:
         ChatClientInvalidRequestException: an option Anthropic does not have, a thinking rule broken (budget below

@@ -2,7 +2,8 @@
 
 A request goes, top to bottom in this module: MAF's ``_inner_get_response`` → `ProviderChatClient._request` (options
 checked, the model named) → the provider's ``_build_request`` (a `ProviderRequest`: model, options, body, and
-whether it is streamed) → `ProviderChatClient._sent` around ``_post`` / ``_open`` (one attempt per ``_send`` /
+whether it is streamed; the messages converted by ``_convert_messages``, the body built from them and the options by
+``_request_body``) → `ProviderChatClient._sent` around ``_post`` / ``_open`` (one attempt per ``_send`` /
 ``_open_events``, transient failures retried per ``retry_policy``, a stream only before its first event; after the
 final failure, the provider's ``_fallback`` request once, if it has one) → the provider's ``_parse_response``, or
 per event ``_parse_stream_event`` with the state from ``_stream_state`` (`EventStream` counts what was delivered
@@ -102,9 +103,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     ``_SDK_ERRORS`` (the SDK's errors raised ``from`` a transport error), and the words of stream messages:
     ``_STREAM_UNIT`` (what is counted), ``_STREAM_END`` (the event a complete stream ends with), ``_STREAM_IDLE``.
     Methods a provider supplies: ``_settings``, ``_client`` (with `_per_loop`), ``_send`` and ``_open_events`` (one
-    attempt each), ``_request_body`` (or the whole ``_build_request``), ``_stream_state``, ``_parse_response``,
-    ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``. ``RequestT``: the provider's
-    `ProviderRequest` type.
+    attempt each), ``_convert_messages`` and ``_request_body`` (or the whole ``_build_request``), ``_stream_state``,
+    ``_parse_response``, ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``.
+    ``RequestT``: the provider's `ProviderRequest` type.
     """
 
     DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
@@ -198,19 +199,26 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         client_kwargs: Mapping[str, Any],
     ) -> RequestT:
         """The request for MAF messages, checked ``options`` and the call's ``client_kwargs`` (MAF's per-call
-        ``client_kwargs``, unused by default): other agents' turns rewritten (`_history`), then the body from the
-        provider's converter module (`_request_body`). A provider that needs more (Qwen) overrides this.
+        ``client_kwargs``, unused by default): other agents' turns rewritten (`_history`), the messages converted
+        (`_convert_messages`), then the body from them and the options (`_request_body`). A provider that needs
+        more (Qwen) overrides this.
 
         Raises:
             ChatClientInvalidRequestException: what the converter refuses; nothing is sent.
         """
-        body = self._request_body(self._history(messages), options, model=model, stream=stream)
+        converted = self._convert_messages(self._history(messages), options)
+        body = self._request_body(converted, options, model=model, stream=stream)
         return cast("RequestT", ProviderRequest(model, options, body, stream))
 
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        """The request body (the converter module's ``build_request``)."""
+    def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> Any:
+        """MAF messages (other agents' turns already rewritten) → the provider's messages, in the shape its
+        `_request_body` takes (the provider's docstring says which: a list, or the messages with the system text
+        its API takes apart). Pure: no network, only local media files read."""
+        raise NotImplementedError
+
+    def _request_body(self, converted: Any, options: Mapping[str, Any], *, model: str, stream: bool) -> dict[str, Any]:
+        """The request body from the converted messages (`_convert_messages`) and the options (the convert
+        module's ``request_body``)."""
         raise NotImplementedError
 
     def _stream_state(self, request: RequestT) -> Any:

@@ -52,7 +52,7 @@ from clients.core.keywords import ClientSettings, ProviderKeywords
 from clients.core.retry import Failure
 from clients.core.sse import event_too_long
 from clients.core.validation import WRONG_SHAPE, json_object
-from clients.gemini.convert import build_request, convert_messages
+from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions
 from clients.gemini.parse import StreamState, parse_response, parse_stream_event
@@ -295,21 +295,26 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
 
     # ------------------------------------------------------------------------------------------- conversion
 
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        return build_request(messages, options, model=model, stream=stream)
-
     def _convert_messages(
-        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """MAF messages → Gemini ``contents`` (REST JSON; the system text goes to ``systemInstruction``, see
-        ``build_request``). Pure: no network. Rules: ``clients.gemini.convert.convert_messages``."""
-        options = options or {}
-        _, contents = convert_messages(
-            self._history(messages), model=options.get("model") or self.model, instructions=options.get("instructions")
+        self, messages: Sequence[Message], options: Mapping[str, Any]
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """MAF messages → (system text, Gemini ``contents``), REST JSON: Gemini takes the system text
+        (``options["instructions"]`` and every system message) apart, in the body's ``systemInstruction`` (None:
+        none). The model (``options["model"]``, else the client's) decides the Gemini 3 rules (call ids, thought
+        signatures). Rules: ``clients.gemini.convert.convert_messages``. Pure: no network."""
+        return convert_messages(
+            messages, model=options.get("model") or self.model, instructions=options.get("instructions")
         )
-        return contents
+
+    def _request_body(
+        self,
+        converted: tuple[str | None, list[dict[str, Any]]],
+        options: Mapping[str, Any],
+        *,
+        model: str,
+        stream: bool,
+    ) -> dict[str, Any]:
+        return request_body(converted, options, model=model, stream=stream)
 
     def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
         """A ``GenerateContentResponse`` JSON body → ``ChatResponse`` (``clients.gemini.parse.parse_response``)."""

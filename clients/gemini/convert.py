@@ -1,7 +1,8 @@
 """MAF ⇄ Gemini, request side: ``convert_messages`` (MAF ``Message`` list → ``contents`` + ``systemInstruction``)
-and ``build_request`` (the whole ``generateContent`` body), with the wire helpers both sides share (camelCase or
-snake_case fields, base64, thought signatures). Pure: plain wire dicts, no I/O except reading local media files.
-Sources: https://ai.google.dev/api/generate-content and the pages each rule names; docs/gemini.md.
+and ``request_body`` (the whole ``generateContent`` body from them and the options), with the wire helpers both
+sides share (camelCase or snake_case fields, base64, thought signatures). Pure: plain wire dicts, no I/O except
+reading local media files. Sources: https://ai.google.dev/api/generate-content and the pages each rule names;
+docs/gemini.md.
 """
 
 from __future__ import annotations
@@ -461,31 +462,30 @@ def _sign_calls(contents: list[dict[str, Any]]) -> None:
             first["thoughtSignature"] = DUMMY_THOUGHT_SIGNATURE
 
 
-def build_request(
-    messages: Sequence[Message],
+def request_body(
+    converted: tuple[str | None, list[dict[str, Any]]],
     options: Mapping[str, Any],
     *,
     model: str,
     stream: bool = False,
 ) -> dict[str, Any]:
     """The REST request body of ``models/{model}:generateContent`` (``stream`` only changes the URL:
-    ``:streamGenerateContent?alt=sse`` takes the same body).
+    ``:streamGenerateContent?alt=sse`` takes the same body) from the converted messages (``converted``: the system
+    text and the ``contents``, as ``convert_messages`` returns them) and the options.
 
     ``{"contents": […], "systemInstruction"?: {"parts": [{"text"}]}, "tools"?, "toolConfig"?,
     "generationConfig"?, "safetySettings"?, "cachedContent"?}``, camelCase and standard base64 as the REST API
-    documents it (https://ai.google.dev/api/generate-content#request-body); see ``convert_messages`` and
-    ``convert_options``.
+    documents it (https://ai.google.dev/api/generate-content#request-body); see ``convert_options``.
 
     Raises:
-        ChatClientInvalidRequestException: nothing to send, what ``convert_messages`` / ``convert_options``
-            refuse, or a body that cannot be sent as JSON (NaN, a lone surrogate…;
-            ``clients.core.conversion.sendable``).
+        ChatClientInvalidRequestException: nothing to send, what ``convert_options`` refuses, or a body that cannot
+            be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
     """
-    del stream  # same body for both endpoints
-    body = convert_options(options)
-    system, contents = convert_messages(messages, model=model, instructions=options.get("instructions"))
+    del model, stream  # the model is in the URL (and was read by convert_messages); same body for both endpoints
+    system, contents = converted
     if not contents:
         raise invalid("No messages to send: Gemini needs at least one user message (or instructions).")
+    body = convert_options(options)
     request: dict[str, Any] = {"contents": contents}
     if system:
         request["systemInstruction"] = {"parts": [{"text": system}]}

@@ -35,7 +35,7 @@ from clients.core.keywords import ClientSettings, ProviderKeywords
 from clients.core.retry import PERMANENT_CODES, Failure
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import json_object
-from clients.openai.convert import build_request
+from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
 from clients.openai.parse import StreamState, decode_event, parse_response, parse_stream_event
@@ -118,21 +118,21 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
     # ------------------------------------------------------------------------------------------ conversion
 
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        return build_request(messages, options, model=model, stream=stream)
-
-    def _convert_messages(
-        self, messages: Sequence[Message], options: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """MAF messages (+ ``options["instructions"]``) → OpenAI ``messages``. Pure: no network; see
-        ``clients.openai.convert.convert_messages`` for the rules."""
-        options = options or {}
-        body = self._request_body(
-            self._history(messages), options, model=options.get("model") or self.model, stream=False
+    def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """MAF messages → OpenAI ``messages`` (``options["instructions"]`` a leading system message, reasoning per
+        ``replay_reasoning``, ``image_detail`` on images): ``clients.openai.convert.convert_messages`` has the
+        rules. Pure: no network."""
+        return convert_messages(
+            messages,
+            instructions=options.get("instructions"),
+            replay_reasoning=options.get("replay_reasoning"),
+            image_detail=options.get("image_detail"),
         )
-        return body["messages"]  # type: ignore[no-any-return]
+
+    def _request_body(
+        self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return request_body(converted, options, model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
         """A ``chat.completion`` JSON body → ``ChatResponse`` (``clients.openai.parse.parse_response``)."""

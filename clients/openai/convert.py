@@ -1,6 +1,7 @@
 """MAF ⇄ OpenAI Chat Completions, request side: ``convert_messages`` (MAF ``Message`` list → ``messages``) and
-``build_request`` (the whole body of ``POST /v1/chat/completions``). Pure: plain wire dicts, no I/O except reading
-local media files. Each rule names its source; docs/openai.md explains the decisions.
+``request_body`` (the whole body of ``POST /v1/chat/completions`` from those messages and the options). Pure: plain
+wire dicts, no I/O except reading local media files. Each rule names its source; docs/openai.md explains the
+decisions.
 """
 
 from __future__ import annotations
@@ -280,26 +281,21 @@ def convert_messages(
     return out
 
 
-def build_request(
-    messages: Sequence[Message],
+def request_body(
+    wire: list[dict[str, Any]],
     options: Mapping[str, Any],
     *,
     model: str,
     stream: bool,
 ) -> dict[str, Any]:
-    """The whole body of ``POST /v1/chat/completions``: ``{"model", "messages", …options}``.
+    """The whole body of ``POST /v1/chat/completions`` from the converted ``messages`` (``wire``, see
+    ``convert_messages``) and the options: ``{"model", "messages", …options}``.
 
     Raises:
-        ChatClientInvalidRequestException: no messages, what ``convert_messages`` / ``convert_options`` raise, or a
-            body that cannot be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
+        ChatClientInvalidRequestException: no messages, what ``convert_options`` raises, or a body that cannot be
+            sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
     """
-    params = convert_options(options, stream=stream)
-    wire = convert_messages(
-        messages,
-        instructions=options.get("instructions"),
-        replay_reasoning=options.get("replay_reasoning"),
-        image_detail=options.get("image_detail"),
-    )
     if not wire:
         raise invalid("No messages to send: OpenAI needs at least one message with text or media.")
+    params = convert_options(options, stream=stream)
     return sendable({"model": model, "messages": wire, **params}, "OpenAI")

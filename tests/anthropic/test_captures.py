@@ -26,12 +26,13 @@ from agent_framework import ChatResponse, Content, FunctionTool, Message
 from agent_framework.exceptions import ChatClientInvalidAuthException, ChatClientInvalidRequestException
 from pydantic import BaseModel, Field
 
-from clients.anthropic.convert import build_request
+from clients.anthropic.client import RawAnthropicChatClient
 from clients.anthropic.errors import parse_error
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.core.errors import to_chat_client_exception
 from clients.core.sse import SSEDecoder
 from tests.conftest import Interaction, cassette, cassettes
+from tests.helpers import request_body
 
 PROVIDER = "anthropic"
 
@@ -478,7 +479,11 @@ def test_request_rebuilt_from_maf_input(name: str) -> None:
         recorded = normalise(interaction.request_json)
         messages, options = _turn_input(case, turn, interactions)
         stream = bool(interaction.request_json.get("stream"))
-        ours = normalise(build_request(messages, options, model=options.get("model", recorded["model"]), stream=stream))
+        ours = normalise(
+            request_body(
+                RawAnthropicChatClient, messages, options, model=options.get("model", recorded["model"]), stream=stream
+            )
+        )
         if case.caching:
             recorded = without_cache_control(recorded)
         for key, why in case.differs.items():
@@ -492,7 +497,9 @@ def test_structured_output_schema_matches_the_recorded_one() -> None:
     interaction = cassette(
         PROVIDER, "mirascope__test_structured_output__strict__anthropic_claude_sonnet_4_5__sync.yaml"
     )[0]
-    body = build_request([user("x")], {"response_format": Book}, model="claude-sonnet-4-5", stream=False)
+    body = request_body(
+        RawAnthropicChatClient, [user("x")], {"response_format": Book}, model="claude-sonnet-4-5", stream=False
+    )
     assert body["output_config"] == {"format": interaction.request_json["output_format"]}
 
 
@@ -505,7 +512,9 @@ def test_thinking_round_trip_is_byte_for_byte() -> None:
     ):
         interactions = cassette(PROVIDER, name)
         messages, options = _turn_input(CASE_BY_NAME[name], 1, interactions)
-        sent = build_request(messages, options, model="claude-sonnet-4-0", stream=False)["messages"][1]["content"][0]
+        sent = request_body(RawAnthropicChatClient, messages, options, model="claude-sonnet-4-0", stream=False)[
+            "messages"
+        ][1]["content"][0]
         assert sent == interactions[1].request_json["messages"][1]["content"][0]
         assert sent["type"] == "thinking"
         assert len(sent["signature"]) > 300
@@ -521,8 +530,12 @@ def test_redacted_thinking_goes_back_as_received() -> None:
     ]
     assert len(received) == 2
     answer = replay_stream(interaction.response_text)[0].messages[0]
-    body = build_request(
-        [user(MAGIC), answer, user("And now?")], {"thinking_budget": 1024}, model="claude-sonnet-4-5", stream=True
+    body = request_body(
+        RawAnthropicChatClient,
+        [user(MAGIC), answer, user("And now?")],
+        {"thinking_budget": 1024},
+        model="claude-sonnet-4-5",
+        stream=True,
     )
     sent = body["messages"][1]["content"]
     assert sent[:2] == received

@@ -845,8 +845,8 @@ def test_missing_settings_name_the_variables(caplog: pytest.LogCaptureFixture) -
 
 async def test_convert_parse_methods(emu: AnthropicEmulator) -> None:
     client = raw(emu)
-    wire = client._convert_messages([Message("system", ["s"]), Message("user", ["hi"])])
-    assert wire == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    wire = client._convert_messages([Message("system", ["s"]), Message("user", ["hi"])], {})
+    assert wire == ("s", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
     message = {
         "id": "msg_1",
         "type": "message",

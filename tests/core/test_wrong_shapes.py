@@ -260,7 +260,7 @@ def test_video_frames_that_are_not_uris_are_refused() -> None:
     video = Content.from_uri("https://x/1.png", media_type="video/x-frames", additional_properties={"frames": [5]})
     client = QwenVLChatClient(model="qwen3-vl-plus", api_key="k")
     with pytest.raises(ChatClientInvalidRequestException, match="list of frame URIs"):
-        client._convert_messages([Message("user", ["What happens?", video])])
+        client._convert_messages([Message("user", ["What happens?", video])], {})
 
 
 def test_a_thought_signature_that_is_not_base64_is_refused() -> None:
@@ -269,20 +269,20 @@ def test_a_thought_signature_that_is_not_base64_is_refused() -> None:
     )
     messages = [Message("user", ["hi"]), Message("assistant", [reasoning, "hello"]), Message("user", ["and?"])]
     with pytest.raises(ChatClientInvalidRequestException, match=r"thought signature .* not base64"):
-        _client("gemini")._convert_messages(messages)
+        _client("gemini")._convert_messages(messages, {})
 
 
 def test_a_text_document_that_is_not_base64_is_refused() -> None:
     document = Content.from_uri("data:text/plain;base64,abcde", media_type="text/plain")
     with pytest.raises(ChatClientInvalidRequestException, match="payload is not base64"):
-        _client("anthropic")._convert_messages([Message("user", ["Summarise:", document])])
+        _client("anthropic")._convert_messages([Message("user", ["Summarise:", document])], {})
 
 
 def test_a_tool_result_nested_too_deep_goes_to_gemini_as_text() -> None:
     deep_text = json.dumps(nested(MAX_NESTING + 1))
     messages = _conversation({"city": "Paris"})
     messages[2] = Message("tool", [Content.from_function_result("call_1", result=deep_text)])
-    contents = _client("gemini")._convert_messages(messages)
+    _, contents = _client("gemini")._convert_messages(messages, {})
     assert contents[2]["parts"][0]["functionResponse"]["response"] == {"output": deep_text}
 
 

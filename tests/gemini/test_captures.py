@@ -21,10 +21,12 @@ from google.genai import types
 
 from clients.core.errors import to_chat_client_exception
 from clients.core.retry import is_transient
-from clients.gemini.convert import GEMINI_NAMESPACE, SIGNATURE_KEY, base64_bytes, build_request, field_of
+from clients.gemini.client import RawGeminiChatClient
+from clients.gemini.convert import GEMINI_NAMESPACE, SIGNATURE_KEY, base64_bytes, field_of
 from clients.gemini.errors import parse_error
 from clients.gemini.parse import StreamState, decode_sse, parse_response, parse_stream_event
 from tests.conftest import Interaction, cassette, cassettes
+from tests.helpers import request_body
 
 MIRA = "mirascope__test_"
 PYD = "pydantic-ai__test_google_"
@@ -342,7 +344,9 @@ def test_unknown_model_on_the_stream_endpoint_is_a_plain_json_404() -> None:
 
 
 def rebuilt(item: Interaction, messages: list[Message], options: dict[str, Any] | None = None) -> dict[str, Any]:
-    return build_request(messages, options or {}, model=model_of(item), stream="alt=sse" in item.uri)
+    return request_body(
+        RawGeminiChatClient, messages, options or {}, model=model_of(item), stream="alt=sse" in item.uri
+    )
 
 
 @pytest.mark.parametrize(

@@ -684,8 +684,8 @@ async def test_multi_agent_history_names_other_agents(emu: GeminiEmulator) -> No
 
 def test_convert_and_parse_helpers(emu: GeminiEmulator) -> None:
     client = gemini(emu)
-    contents = client._convert_messages([Message("system", ["s"]), Message("user", ["hi"])])
-    assert contents == [{"role": "user", "parts": [{"text": "hi"}]}]
+    contents = client._convert_messages([Message("system", ["s"]), Message("user", ["hi"])], {})
+    assert contents == ("s", [{"role": "user", "parts": [{"text": "hi"}]}])
     body = {"candidates": [{"content": {"parts": [{"text": "yo"}], "role": "model"}, "finishReason": "STOP"}]}
     request = ProviderRequest("gemini-x", {}, {}, stream=True)
     assert client._parse_response(body, request).text == "yo"

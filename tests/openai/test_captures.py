@@ -30,11 +30,12 @@ from pydantic import BaseModel, Field
 
 from clients.core.errors import to_chat_client_exception
 from clients.core.sse import SSEDecoder
-from clients.openai.convert import build_request
+from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.errors import parse_error
 from clients.openai.parse import StreamState, decode_event, parse_response, parse_stream_event
 from tests.conftest import Interaction, cassettes
 from tests.conftest import cassette as _read_cassette
+from tests.helpers import request_body
 
 cassette = functools.cache(_read_cassette)
 
@@ -287,8 +288,12 @@ def test_request_reproduces_the_recorded_body(case: tuple[str, int]) -> None:
     name, index = case
     recorded: dict[str, Any] = cassette("openai", name)[index].request_json
     request = _request(name, index, recorded)
-    ours = build_request(
-        request.messages, request.options, model=recorded["model"], stream=recorded.get("stream") is True
+    ours = request_body(
+        RawOpenAIChatCompletionClient,
+        request.messages,
+        request.options,
+        model=recorded["model"],
+        stream=recorded.get("stream") is True,
     )
     expected = _normal(recorded)
     for path, (value, why) in request.differs.items():
@@ -306,7 +311,13 @@ def test_a_function_tool_gives_the_recorded_name_description_and_parameters() ->
     def secret_retrieval_tool(password: str) -> str:
         return password
 
-    body = build_request([Message("user", ["x"])], {"tools": [secret_retrieval_tool]}, model="gpt-4o", stream=False)
+    body = request_body(
+        RawOpenAIChatCompletionClient,
+        [Message("user", ["x"])],
+        {"tools": [secret_retrieval_tool]},
+        model="gpt-4o",
+        stream=False,
+    )
     (spec,) = body["tools"]
     recorded = SECRET_TOOL["function"]
     assert spec["type"] == "function"

@@ -30,12 +30,12 @@ from clients import OpenAIChatCompletionClient
 from clients.core.retry import RetryPolicy
 from clients.core.think import LeadingThinkSplitter, split_leading_think
 from clients.openai.client import RawOpenAIChatCompletionClient
-from clients.openai.convert import build_request, convert_messages
+from clients.openai.convert import convert_messages
 from clients.openai.parse import StreamState, parse_response, parse_stream_event
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Reply, ToolCall
 from tests.conftest import PNG
-from tests.helpers import FAST, ask, get_weather, read_stream
+from tests.helpers import FAST, ask, get_weather, read_stream, request_body
 
 KEY = "sk-test-secret-0123456789"
 PNG_URI = "data:image/png;base64," + base64.b64encode(PNG).decode()
@@ -605,7 +605,8 @@ def test_media_openai_cannot_take_raises_before_sending(content: Content, words:
 
 
 def test_options_map_to_openai_names() -> None:
-    body = build_request(
+    body = request_body(
+        RawOpenAIChatCompletionClient,
         [Message("user", ["x"])],
         {
             "max_tokens": 9,
@@ -623,20 +624,28 @@ def test_options_map_to_openai_names() -> None:
     assert body["parallel_tool_calls"] is False
     assert (body["seed"], body["user"], body["custom_server_key"], body["top_k"]) == (1, "u1", True, 5)
     assert body["stream_options"] == {"include_usage": True}
-    legacy = build_request(
-        [Message("user", ["x"])], {"max_tokens": 9, "max_tokens_field": "max_tokens"}, model="m", stream=False
+    legacy = request_body(
+        RawOpenAIChatCompletionClient,
+        [Message("user", ["x"])],
+        {"max_tokens": 9, "max_tokens_field": "max_tokens"},
+        model="m",
+        stream=False,
     )
     assert legacy["max_tokens"] == 9
     assert "max_completion_tokens" not in legacy
     with pytest.raises(ChatClientInvalidRequestException, match="'n' > 1"):
-        build_request([Message("user", ["x"])], {"n": 2}, model="m", stream=False)
+        request_body(RawOpenAIChatCompletionClient, [Message("user", ["x"])], {"n": 2}, model="m", stream=False)
     with pytest.raises(ChatClientInvalidRequestException, match="conversation_id"):
-        build_request([Message("user", ["x"])], {"conversation_id": "c"}, model="m", stream=False)
+        request_body(
+            RawOpenAIChatCompletionClient, [Message("user", ["x"])], {"conversation_id": "c"}, model="m", stream=False
+        )
 
 
 def test_a_raw_json_schema_is_sent_non_strict() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "title": "My Thing"}
-    body = build_request([Message("user", ["x"])], {"response_format": schema}, model="m", stream=False)
+    body = request_body(
+        RawOpenAIChatCompletionClient, [Message("user", ["x"])], {"response_format": schema}, model="m", stream=False
+    )
     assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "My_Thing", "schema": schema, "strict": False},
