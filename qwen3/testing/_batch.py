@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from clients.testing import Answer, Reply, ScriptError, dumps, json_answer, parse_json
 
 from ._compatible import CompatibleRecordedRequest, CompatibleRenderer
-from ._files import BAD_KEY
+from ._files import BAD_KEY, compat_error
 from ._uploads import parse_multipart
 from ._validation import endpoint_for
 
@@ -127,12 +127,6 @@ class EmulatedBatch:
         }
 
 
-def _error(status: int, code: str, message: str, request_id: str, param: str | None = None) -> Answer:
-    """Compatible mode's error body (Model Studio "Error codes", OpenAI-compatible form)."""
-    body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
-    return json_answer(status, {**body, "request_id": request_id}, {"x-request-id": request_id})
-
-
 class BatchService:
     """The files and batches of one `DashScopeEmulator` (thread-safe), as ``emu.batches``.
 
@@ -185,14 +179,14 @@ class BatchService:
         authorization = headers.get("authorization", "")
         key = self._api_key()
         if key is not None and authorization != f"Bearer {key}":
-            return _error(401, "invalid_api_key", BAD_KEY, request_id)
+            return compat_error(401, "invalid_api_key", BAD_KEY, request_id)
         parts = path[len(PREFIX) :].strip("/").split("/")
         with self._lock:
             if parts[0] == "files":
                 return self._files(method, parts[1:], headers, raw, request_id)
             if parts[0] == "batches":
                 return self._batches(method, parts[1:], raw, request_id)
-        return _error(404, "not_found", f"No such API: {path}", request_id)
+        return compat_error(404, "not_found", f"No such API: {path}", request_id)
 
     def _files(self, method: str, rest: list[str], headers: Mapping[str, str], raw: bytes, request_id: str) -> Answer:
         if not rest and method == "POST":
@@ -202,7 +196,7 @@ class BatchService:
             return json_answer(200, {"object": "list", "data": data, "has_more": False})
         stored = self.files.get(rest[0]) if rest else None
         if stored is None:
-            return _error(404, "not_found", f"File {rest[0] if rest else ''!r} not found.", request_id)
+            return compat_error(404, "not_found", f"File {rest[0] if rest else ''!r} not found.", request_id)
         if len(rest) == 1 and method == "GET":
             return json_answer(200, stored.wire())
         if len(rest) == 1 and method == "DELETE":
@@ -211,15 +205,15 @@ class BatchService:
         if rest[1:] == ["content"] and method == "GET":
             if not stored.id.startswith("file-batch_output-"):
                 message = "Only files whose file_id starts with file-batch_output can be downloaded."
-                return _error(400, "invalid_parameter", message, request_id)  # ASSUMPTION: code and status
+                return compat_error(400, "invalid_parameter", message, request_id)  # ASSUMPTION: code and status
             return Answer(200, {"content-type": "application/octet-stream"}, body=stored.data)
-        return _error(404, "not_found", f"No such API: {method} files/{'/'.join(rest)}", request_id)
+        return compat_error(404, "not_found", f"No such API: {method} files/{'/'.join(rest)}", request_id)
 
     def _upload(self, content_type: str, raw: bytes, request_id: str) -> Answer:
         parts = parse_multipart(content_type, raw)
         fields = {p.name: p for p in parts or ()}
         if parts is None or "file" not in fields or "purpose" not in fields:
-            return _error(
+            return compat_error(
                 400, "invalid_parameter", "Expected multipart/form-data with 'file' and 'purpose'.", request_id
             )
         purpose = fields["purpose"].data.decode("utf-8", "replace")
@@ -244,7 +238,7 @@ class BatchService:
             return json_answer(200, {"object": "list", "data": data or None, "has_more": False})
         job = self.jobs.get(rest[0])
         if job is None:
-            return _error(404, "not_found", f"Batch {rest[0]!r} not found.", request_id)
+            return compat_error(404, "not_found", f"Batch {rest[0]!r} not found.", request_id)
         if len(rest) == 1 and method == "GET":
             self._advance(job)
             return json_answer(200, job.wire())
@@ -254,20 +248,20 @@ class BatchService:
                 job.status = "cancelling"
                 job.times["cancelling_at"] = int(time.time())
             return json_answer(200, job.wire())
-        return _error(404, "not_found", f"No such API: {method} batches/{'/'.join(rest)}", request_id)
+        return compat_error(404, "not_found", f"No such API: {method} batches/{'/'.join(rest)}", request_id)
 
     def _create(self, body: Any, request_id: str) -> Answer:
         if not isinstance(body, dict):
-            return _error(400, "invalid_parameter", "Request body is not a JSON object.", request_id)
+            return compat_error(400, "invalid_parameter", "Request body is not a JSON object.", request_id)
         file_id, endpoint, window = body.get("input_file_id"), body.get("endpoint"), body.get("completion_window")
         if endpoint not in URLS:
-            return _error(400, "invalid_parameter", f"Invalid endpoint {endpoint!r}.", request_id, "endpoint")
+            return compat_error(400, "invalid_parameter", f"Invalid endpoint {endpoint!r}.", request_id, "endpoint")
         if not isinstance(window, str) or not _window_ok(window):
             message = "completion_window must be between 24h and 336h, in whole h or d."  # ASSUMPTION: wording
-            return _error(400, "invalid_parameter", message, request_id, "completion_window")
+            return compat_error(400, "invalid_parameter", message, request_id, "completion_window")
         stored = self.files.get(file_id) if isinstance(file_id, str) else None
         if stored is None:
-            return _error(404, "not_found", f"File {file_id!r} not found.", request_id, "input_file_id")
+            return compat_error(404, "not_found", f"File {file_id!r} not found.", request_id, "input_file_id")
         metadata = body.get("metadata")
         job = EmulatedBatch(
             id=f"batch_{uuid.uuid4()}",

@@ -40,7 +40,6 @@ from ._compatible import (
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
-from ._uploads import Answer as UploadAnswer
 from ._validation import WORKSPACE_NOT_FOUND, ApiError, endpoint_for, validate
 from ._wire import Renderer, error_body, malformed_event, request_blocks, sse_event
 
@@ -215,7 +214,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         if path == OSS_PATH:  # the upload_host of our policies (_uploads.py)
             host = headers.get("host", "")
             stored = self._uploads.upload(headers.get("content-type", ""), raw, host, request_id)
-            return self._upload_answer(stored, {"x-oss-request-id": request_id})
+            stored.headers["x-oss-request-id"] = request_id
+            return stored
         endpoint = PATHS.get(path)
         if endpoint is None:
             return _json_answer(404, error_body("NotFound", f"No such API: {path}", request_id), request_id)
@@ -262,14 +262,12 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
     ) -> Answer:
         """The compatible-mode file API of Qwen-Long documents (``_files.py``)."""
         if self.api_key is not None and self._key(headers, query) != self.api_key:
-            answer = compat_error(401, "invalid_api_key", BAD_KEY, request_id)
-        elif method == "POST" and path == FILES_PATH:
-            answer = self._documents.upload(headers.get("content-type", ""), raw, request_id)
-        elif method == "GET" and path != FILES_PATH:
-            answer = self._documents.retrieve(path.rsplit("/", 1)[1], request_id)
-        else:
-            answer = compat_error(404, "not_found", f"No such API: {method} {path}", request_id)
-        return self._upload_answer(answer, {"x-request-id": request_id})
+            return compat_error(401, "invalid_api_key", BAD_KEY, request_id)
+        if method == "POST" and path == FILES_PATH:
+            return self._documents.upload(headers.get("content-type", ""), raw, request_id)
+        if method == "GET" and path != FILES_PATH:
+            return self._documents.retrieve(path.rsplit("/", 1)[1], request_id)
+        return compat_error(404, "not_found", f"No such API: {method} {path}", request_id)
 
     def _document_error(self, body: dict[str, Any]) -> ApiError | None:
         """A ``fileid://`` reference the store cannot serve (Qwen-Long FAQ: 400 "File parsing in progress…")."""
@@ -291,11 +289,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         if self.api_key is not None and (key := self._key(headers, query)) != self.api_key:  # as on the chat paths
             return self._key_refused(None, key, request_id)
         answer = self._uploads.policy(query, headers.get("authorization", ""), headers.get("host", ""), request_id)
-        return self._upload_answer(answer, {"x-request-id": request_id})
-
-    @staticmethod
-    def _upload_answer(answer: UploadAnswer, extra: Mapping[str, str]) -> Answer:
-        return Answer(answer.status, {"content-type": answer.content_type, **extra}, body=answer.body)
+        answer.headers["x-request-id"] = request_id
+        return answer
 
     def _render(self, reply: Reply, request: RecordedRequest, request_id: str) -> Answer:
         if reply.error is not None and (not request.stream or reply.gateway_error):

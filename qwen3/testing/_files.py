@@ -16,13 +16,14 @@ and "OpenAI compatible - File" (https://www.alibabacloud.com/help/en/model-studi
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 
-from ._uploads import Answer, parse_multipart
+from clients.testing import Answer, json_answer
+
+from ._uploads import parse_multipart
 
 FILES_PATH = "/compatible-mode/v1/files"
 PURPOSES = ("file-extract", "batch")
@@ -65,10 +66,11 @@ class RecordedDocument:
         }
 
 
-def compat_error(status: int, code: str, message: str, request_id: str, kind: str = "invalid_request_error") -> Answer:
-    """The compatible-mode error envelope (``request_id`` beside ``error``)."""
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}, "request_id": request_id}
-    return Answer(status, "application/json", json.dumps(body).encode())
+def compat_error(status: int, code: str, message: str, request_id: str, param: str | None = None) -> Answer:
+    """The error envelope of compatible mode's file and batch routes, ``request_id`` beside ``error`` (Model Studio
+    "Error codes", OpenAI-compatible form), with an ``x-request-id`` header."""
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+    return json_answer(status, {**body, "request_id": request_id}, {"x-request-id": request_id})
 
 
 class DocumentStore:
@@ -116,7 +118,7 @@ class DocumentStore:
         with self._lock:
             self._documents[document.id] = document
             answer = document.object()
-        return Answer(200, "application/json", json.dumps(answer).encode())
+        return json_answer(200, answer, {"x-request-id": request_id})
 
     def retrieve(self, file_id: str, request_id: str) -> Answer:
         with self._lock:
@@ -125,7 +127,7 @@ class DocumentStore:
                 return compat_error(404, "invalid_parameter_error", NOT_FOUND, request_id)
             answer = document.object()
             document.checks_left = max(0, document.checks_left - 1)
-        return Answer(200, "application/json", json.dumps(answer).encode())
+        return json_answer(200, answer, {"x-request-id": request_id})
 
     def problem(self, file_id: str) -> str | None:
         """Why a chat request cannot read ``file_id`` (not held, still parsing), or None."""

@@ -34,6 +34,8 @@ from email.message import Message as _MimeHeaders
 from typing import Literal
 from xml.sax.saxutils import escape
 
+from clients.testing import Answer, json_answer
+
 from ._validation import EMPTY_MODEL, ApiError
 from ._wire import error_body
 
@@ -81,23 +83,14 @@ class _Policy:
 
 
 @dataclass(frozen=True)
-class Answer:
-    """An answer of the upload endpoints: status, content type, body."""
-
-    status: int
-    content_type: str
-    body: bytes
-
-
-@dataclass(frozen=True)
 class _Part:
     name: str
     filename: str | None
     data: bytes
 
 
-def _json(status: int, payload: object) -> Answer:
-    return Answer(status, "application/json", json.dumps(payload, separators=(",", ":")).encode())
+def _xml(status: int, body: bytes) -> Answer:
+    return Answer(status, {"content-type": "application/xml"}, body=body)
 
 
 def oss_error(status: int, code: str, message: str, request_id: str, host: str) -> Answer:
@@ -107,7 +100,7 @@ def oss_error(status: int, code: str, message: str, request_id: str, host: str) 
         f"  <Code>{escape(code)}</Code>\n  <Message>{escape(message)}</Message>\n"
         f"  <RequestId>{request_id}</RequestId>\n  <HostId>{escape(host)}</HostId>\n</Error>\n"
     )
-    return Answer(status, "application/xml", body.encode())
+    return _xml(status, body.encode())
 
 
 def parse_multipart(content_type: str, body: bytes) -> list[_Part] | None:
@@ -175,12 +168,14 @@ class UploadStore:
     def policy(self, query: dict[str, list[str]], authorization: str, host: str, request_id: str) -> Answer:
         """Answer ``GET /uploads?action=getPolicy&model=…`` (the API key was checked by the caller)."""
         if (failure := self._failure("policy")) is not None:
-            return _json(failure.status, error_body(failure.code, failure.message, request_id))
+            return json_answer(failure.status, error_body(failure.code, failure.message, request_id))
         if query.get("action") != ["getPolicy"]:  # ASSUMPTION: no capture of another action
-            return _json(400, error_body("InvalidParameter", "Unsupported action, expected getPolicy.", request_id))
+            return json_answer(
+                400, error_body("InvalidParameter", "Unsupported action, expected getPolicy.", request_id)
+            )
         model = (query.get("model") or [""])[0]
         if not model:
-            return _json(400, error_body("BadRequest.EmptyModel", EMPTY_MODEL, request_id))
+            return json_answer(400, error_body("BadRequest.EmptyModel", EMPTY_MODEL, request_id))
         now = datetime.now(timezone.utc)
         account = hashlib.sha256(authorization.encode()).hexdigest()[:32]  # stands in for the account id
         upload_dir = f"dashscope-instant/{account}/{now:%Y-%m-%d}/{request_id}"
@@ -210,7 +205,7 @@ class UploadStore:
             "x_oss_object_acl": "private",
             "x_oss_forbid_overwrite": "true",
         }
-        return _json(200, {"data": data, "request_id": request_id})
+        return json_answer(200, {"data": data, "request_id": request_id})
 
     def upload(self, content_type: str, body: bytes, host: str, request_id: str) -> Answer:
         """Answer the OSS PostObject form."""
@@ -261,5 +256,5 @@ class UploadStore:
         status = fields.get("success_action_status", "204")
         if status == "201":  # OSS answers 201 with a small XML document
             xml = f'<?xml version="1.0" encoding="UTF-8"?>\n<PostResponse><Key>{escape(key)}</Key></PostResponse>\n'
-            return Answer(201, "application/xml", xml.encode())
-        return Answer(200 if status == "200" else 204, "application/xml", b"")
+            return _xml(201, xml.encode())
+        return _xml(200 if status == "200" else 204, b"")
