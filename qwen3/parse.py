@@ -123,7 +123,11 @@ def _choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
     output = body.get("output") or {}
     choices = output.get("choices")
     if choices:
-        return choices[0]  # type: ignore[no-any-return]
+        choice: Mapping[str, Any] = choices[0]
+        if choice.get("finish_reason") is None and output.get("finish_reason") is not None:
+            # early qwen-vl answers put it beside choices, not in the choice (non-streamed, and in a stream's events)
+            return {**choice, "finish_reason": output["finish_reason"]}
+        return choice
     # result_format "text" shape (Model Studio "Qwen API reference"), kept for servers that ignore result_format
     return {"finish_reason": output.get("finish_reason"), "message": {"content": output.get("text") or ""}}
 

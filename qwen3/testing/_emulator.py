@@ -141,6 +141,9 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
         self.batches = BatchService(self._next_reply, lambda: self.api_key)  # the Batch API routes (_batch.py)
+        self.finish_reason_beside_choices = False
+        """True: answers put ``finish_reason`` in ``output`` beside ``choices`` and none in the choice, the shape of
+        early qwen-vl answers (non-streamed, and each stream event: ``"null"`` until the last)."""
 
     @property
     def base_url(self) -> str:
@@ -297,7 +300,10 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             # a gateway error on a stream too: it has no events to count, so it takes the non-stream faults
             answer = _error_answer(ApiError(*reply.error), False, request_id, reply.headers)
         else:
-            renderer = Renderer(reply, request, request_id, self._cache_use(reply, request))
+            cache = self._cache_use(reply, request)
+            renderer = Renderer(
+                reply, request, request_id, cache, finish_beside_choices=self.finish_reason_beside_choices
+            )
             if request.stream:
                 return _sse_answer(renderer.events(), reply, request_id, reply.headers)
             answer = _json_answer(200, renderer.body(), request_id, reply.headers)

@@ -160,8 +160,17 @@ class _Step:
 class Renderer:
     """Turns one `Reply` into the body (non-stream) or events (stream) for one request."""
 
-    def __init__(self, reply: Reply, request: RecordedRequest, request_id: str, cache: CacheUse | None = None) -> None:
+    def __init__(
+        self,
+        reply: Reply,
+        request: RecordedRequest,
+        request_id: str,
+        cache: CacheUse | None = None,
+        *,
+        finish_beside_choices: bool = False,
+    ) -> None:
         self.reply = reply
+        self.finish_beside_choices = finish_beside_choices
         self.request = request
         self.request_id = request_id
         self.cache = cache
@@ -280,6 +289,8 @@ class Renderer:
     ) -> dict[str, Any]:
         if self.text_format:
             output: dict[str, Any] = {"finish_reason": finish_reason, "text": message["content"]}
+        elif self.finish_beside_choices:  # early qwen-vl answers (MartialBE/one-hub providers/ali/chat_test.go)
+            output = {"choices": [{"message": message}], "finish_reason": finish_reason}
         elif stream:  # key order of captures F2/F4
             output = {"choices": [{"message": message, "finish_reason": finish_reason}]}
         else:  # key order of captures F1/F3
