@@ -3,7 +3,9 @@
 ``QwenChatClient`` (text models, routed to the multimodal endpoint when needed) and ``QwenVLChatClient``
 (vision-language models) are MAF chat clients over DashScope's native API; ``QwenChatOptions`` adds
 DashScope's parameters to MAF's ``ChatOptions``. ``image_content`` builds image content from a path, URL or
-bytes (older MAF code wrote ``ImageContent(url=...)``). ``qwen3.testing`` has a loopback DashScope emulator.
+bytes (older MAF code wrote ``ImageContent(url=...)``). ``QwenTokenizer`` counts Qwen tokens for MAF's
+compaction strategies; ``compaction_for(model)`` builds MAF's context-window compaction for a model.
+``qwen3.testing`` has a loopback DashScope emulator.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -12,6 +14,7 @@ from clients.core.media import image_content, video_frames
 from qwen3.client import DEFAULT_BASE_URL, INTL_BASE_URL, QwenChatClient, QwenVLChatClient, RawQwenChatClient
 from qwen3.options import QwenChatOptions
 from qwen3.routing import endpoint_for_model
+from qwen3.tokens import QwenTokenizer, compaction_for
 
 try:
     __version__ = version("agent-framework-qwen3")  # the one version source: pyproject.toml
@@ -23,9 +26,11 @@ __all__ = [
     "INTL_BASE_URL",
     "QwenChatClient",
     "QwenChatOptions",
+    "QwenTokenizer",
     "QwenVLChatClient",
     "RawQwenChatClient",
     "__version__",
+    "compaction_for",
     "endpoint_for_model",
     "image_content",
     "video_frames",

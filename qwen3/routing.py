@@ -143,6 +143,10 @@ class ModelFamily:
     """Media it reads besides text."""
     file_ids: bool = False
     """Reads documents named ``fileid://…`` in a system message (Qwen-Long, Qwen-Doc)."""
+    context_window: int | None = None
+    """Tokens in and out of one request, as Alibaba states it; None where no Alibaba page read confirms it."""
+    max_output_tokens: int | None = None
+    """The most tokens one answer may have, as Alibaba states it; None where unconfirmed."""
     sources: tuple[str, ...] = ()
     """Keys of `SOURCES`."""
     note: str = ""
@@ -289,7 +293,16 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ),
     ModelFamily(r"qwen-turbo", _TEXT, "hybrid", sources=("deep-thinking",)),
     ModelFamily(r"qwen-max", _TEXT, "none", sources=("structured-output",)),
-    ModelFamily(r"qwen-long", _TEXT, "none", json_schema=True, file_ids=True, sources=("qwen-long", "file-interface")),
+    ModelFamily(
+        r"qwen-long",
+        _TEXT,
+        "none",
+        json_schema=True,
+        file_ids=True,
+        context_window=10_000_000,
+        sources=("qwen-long", "file-interface"),
+        note="context window: the Qwen-Long page; maximum output not confirmed",
+    ),
     ModelFamily(
         r"qwen-doc",
         _TEXT,

@@ -110,8 +110,8 @@ def render_table() -> str:
     yes = {True: "yes", False: ""}
     rows = [
         "| family (regex, from the start) | endpoint | thinking | on by default | `json_schema` | "
-        "`preserve_thinking` | explicit cache | media | `fileid://` | sources | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "`preserve_thinking` | explicit cache | media | `fileid://` | context window | max output | sources | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in (*MODEL_FAMILIES, UNKNOWN_FAMILY):
         default = yes[f.thinking == "only" or (f.thinking == "hybrid" and f.thinks_by_default)]
@@ -120,7 +120,8 @@ def render_table() -> str:
         sources = ", ".join(f"[{key}]({SOURCES[key]})" for key in f.sources)
         name = "`" + f.pattern.replace("|", "\\|") + "`" if f.pattern else "anything else"
         cells = [name, f.endpoint, f.thinking, default, yes[f.json_schema], preserve, yes[f.explicit_cache], media]
-        rows.append("| " + " | ".join([*cells, yes[f.file_ids], sources, f.note]) + " |")
+        limits = [f"{n:,}" if n is not None else "" for n in (f.context_window, f.max_output_tokens)]
+        rows.append("| " + " | ".join([*cells, yes[f.file_ids], *limits, sources, f.note]) + " |")
     return "\n".join(rows)
 
 

@@ -1,0 +1,142 @@
+"""``qwen3.QwenTokenizer`` (MAF's ``TokenizerProtocol`` on the dashscope SDK's offline Qwen tokenizer) and
+``qwen3.compaction_for`` (MAF's context-window compaction sized from the model table): pure tests, and one over
+HTTP against the emulator where MAF trims what a client sends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from agent_framework import (
+    CharacterEstimatorTokenizer,
+    Content,
+    ContextWindowCompactionStrategy,
+    Message,
+    TokenizerProtocol,
+)
+
+from qwen3 import QwenChatClient, QwenTokenizer, compaction_for
+from qwen3.routing import MODEL_FAMILIES, model_family
+from qwen3.testing import DashScopeEmulator, Reply
+from qwen3.tokens import MEDIA_TOKENS
+
+KEY = "sk-test"
+
+
+def test_is_mafs_tokenizer_protocol() -> None:
+    assert isinstance(QwenTokenizer(), TokenizerProtocol)
+
+
+def test_counts_qwen_tokens() -> None:
+    tokenizer = QwenTokenizer()
+    # the SDK's vocabulary: "Hello" "," " world" "!"; Chinese: 8 tokens for 10 characters
+    assert tokenizer.count_tokens("Hello, world!") == 4
+    assert tokenizer.count_tokens("你好，世界！通义千问") == 8
+    assert tokenizer.count_tokens("<|im_start|>user\nhi<|im_end|>") == 5  # special tokens count once
+    assert tokenizer.count_tokens("") == 0
+    # Qwen writes each digit as a token, so 4 characters a token (MAF's default estimate) undercounts figures;
+    # 111,000 characters: past the 100,000 the SDK encodes in one piece
+    long = "The close was 101.5 on heavy volume. " * 3000
+    assert tokenizer.count_tokens(long) == 3000 * 13 + 3 > CharacterEstimatorTokenizer().count_tokens(long)
+
+
+def _serialized(*contents: Any) -> str:
+    """A message as MAF's compaction serialises it before counting (role, id, every content's fields)."""
+    from agent_framework._compaction import _serialize_message  # what MAF really passes
+
+    return _serialize_message(Message("user", list(contents), message_id="m1"))
+
+
+def test_inline_media_counts_as_the_estimate_not_as_base64() -> None:
+    picture = Content.from_data(data=b"\x89PNG" + bytes(range(256)) * 360, media_type="image/png")  # ~92 KB
+    text_only = _serialized("What does this chart show?")
+    with_picture = _serialized("What does this chart show?", picture)
+    assert "data:image/png;base64," in with_picture
+    assert len(with_picture) > 100_000
+    plain = QwenTokenizer(media_tokens=0)
+    base = plain.count_tokens(with_picture)
+    assert base < plain.count_tokens(text_only) + 60  # the picture's JSON keys only, not its base64
+    assert QwenTokenizer().count_tokens(with_picture) == base + MEDIA_TOKENS
+    assert (
+        QwenTokenizer(media_tokens=300).count_tokens(_serialized(picture, picture))
+        == plain.count_tokens(_serialized(picture, picture)) + 600
+    )
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "many", True])
+def test_bad_media_tokens_is_refused(bad: Any) -> None:
+    with pytest.raises(ValueError, match="media_tokens"):
+        QwenTokenizer(media_tokens=bad)
+
+
+def test_import_stays_light_and_the_vocabulary_loads_on_first_count() -> None:
+    code = (
+        "import sys, qwen3\n"
+        "assert 'tiktoken' not in sys.modules, 'import qwen3 loaded the tokenizer'\n"
+        "import qwen3.tokens as t\n"
+        "assert t._encoder is None\n"
+        "qwen3.QwenTokenizer().count_tokens('hi')\n"
+        "first = t._encoder\n"
+        "qwen3.QwenTokenizer(media_tokens=1).count_tokens('hi again')\n"
+        "assert first is not None and t._encoder is first, 'loaded twice'\n"
+        "assert 'tiktoken' in sys.modules\n"
+        "assert 'openai' not in sys.modules and 'anthropic' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# ------------------------------------------------------------------------------------ the model table, compaction
+
+
+def test_context_windows_only_where_confirmed() -> None:
+    assert model_family("qwen-long-latest").context_window == 10_000_000  # Alibaba's Qwen-Long page
+    for family in MODEL_FAMILIES:
+        if family.context_window is not None and family.max_output_tokens is not None:
+            assert family.max_output_tokens < family.context_window, family.pattern
+
+
+def test_compaction_for_uses_the_table_and_qwen_tokens() -> None:
+    strategy = compaction_for("qwen-long", max_output_tokens=32_000)
+    assert isinstance(strategy, ContextWindowCompactionStrategy)
+    assert (strategy.max_context_window_tokens, strategy.input_budget_tokens) == (10_000_000, 9_968_000)
+    assert isinstance(strategy.tokenizer, QwenTokenizer)
+    custom = compaction_for("qwen-plus", context_window=8_000, max_output_tokens=2_000, truncation_threshold=0.9)
+    assert (custom.input_budget_tokens, custom.truncation_threshold) == (6_000, 0.9)
+
+
+def test_compaction_for_says_what_is_missing() -> None:
+    with pytest.raises(ValueError, match=r"no figure for max_output_tokens= of 'qwen-long'"):
+        compaction_for("qwen-long")
+    with pytest.raises(ValueError, match=r"context_window= and max_output_tokens= of 'qwen-plus'"):
+        compaction_for("qwen-plus")
+    with pytest.raises(ValueError, match="max_output_tokens"):  # MAF's own check
+        compaction_for("qwen-plus", context_window=1_000, max_output_tokens=1_000)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_maf_trims_a_long_chat_to_fit_over_http(stream: bool) -> None:
+    history = [
+        Message(role, [f"Turn {n}: the close was {100 + n}.5 on {n * 1200} lots. " * 5])
+        for n in range(60)
+        for role in ("user", "assistant")
+    ]
+    history.append(Message("user", ["And the trend?"]))
+    strategy = compaction_for("qwen-plus", context_window=3_000, max_output_tokens=500)
+    with DashScopeEmulator(api_key=KEY) as emu:
+        emu.script(Reply(text="Up."), Reply(text="Up."))
+        client = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url, compaction_strategy=strategy)
+        if stream:
+            text = "".join([u.text async for u in client.get_response(history, stream=True)])
+        else:
+            text = (await client.get_response(history)).text
+        plain = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url)
+        await plain.get_response(history)
+        trimmed, full = (request.messages for request in emu.requests)
+    assert text == "Up."
+    assert len(full) == len(history)
+    assert 1 < len(trimmed) < len(history) // 4
+    assert trimmed[-1]["content"] == "And the trend?"
+    tokenizer = QwenTokenizer()
+    assert sum(tokenizer.count_tokens(m["content"]) for m in trimmed) < strategy.input_budget_tokens
