@@ -40,6 +40,12 @@ def test_counts_qwen_tokens() -> None:
     # 111,000 characters: past the 100,000 the SDK encodes in one piece
     long = "The close was 101.5 on heavy volume. " * 3000
     assert tokenizer.count_tokens(long) == 3000 * 13 + 3 > CharacterEstimatorTokenizer().count_tokens(long)
+    notes = "Day 12: the close was 112.5, volume 14400 lots. 你好，世界！ " * 2000  # docs/tokens.md's figures
+    assert (len(notes), tokenizer.count_tokens(notes), CharacterEstimatorTokenizer().count_tokens(notes)) == (
+        110_000,
+        58_002,
+        27_500,
+    )
 
 
 def _serialized(*contents: Any) -> str:
