@@ -1,0 +1,174 @@
+"""The live tier's recorder, offline: the package's clients talk to each provider's emulator through the
+recording proxy with a fake key; what is written must be in the replayable layout, replay to the same answers,
+and never contain the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from agent_framework import Content, Message
+
+from clients.anthropic.testing import AnthropicEmulator
+from clients.gemini.testing import GeminiEmulator
+from clients.openai.testing import OpenAIEmulator
+from clients.testing import Reply, ToolCall
+from qwen3 import QwenChatClient
+from qwen3.testing import DashScopeEmulator
+from tests.conftest import PNG
+from tests.live.conftest import providers, selects_live
+from tests.live.recorder import MASK, Masker, RecordingProxy, read_recordings
+from tests.live.replay import Expected, expected, replay
+
+KEY = "sk-live-FAKE-0123456789abcdef"
+WRONG = "sk-live-WRONG-fedcba9876543210"
+EMULATORS: dict[str, Any] = {
+    "dashscope": DashScopeEmulator,
+    "openai": OpenAIEmulator,
+    "anthropic": AnthropicEmulator,
+    "gemini": GeminiEmulator,
+}
+MODELS = {"dashscope": "qwen-plus", "openai": "gpt-4o", "anthropic": "claude-sonnet-4-6", "gemini": "gemini-2.5-flash"}
+
+
+def written(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("provider", EMULATORS)
+async def test_recorded_masked_and_replayed(provider: str, tmp_path: Path) -> None:
+    config = providers()[provider]
+    with (
+        EMULATORS[provider](api_key=KEY) as emu,
+        RecordingProxy(provider, emu.base_url, tmp_path, secrets=[KEY, WRONG]) as proxy,
+    ):
+        call = ToolCall("get_weather", {"city": "Hangzhou"})
+        emu.script(
+            Reply(text="pong"),
+            Reply(text="one two three four five", chunks=3),
+            Reply.calling(call),
+            Reply.error_reply(400, "InvalidParameter", "bad model"),
+        )
+
+        def client(scenario: str, key: str = KEY) -> Any:
+            proxy.scenario = scenario
+            return config.client(proxy.base_url, key, MODELS[provider], max_retries=0)
+
+        assert (await client("text").get_response("ping")).text == "pong"
+        stream = client("stream").get_response("count", stream=True)
+        assert (await stream.get_final_response()).text == "one two three four five"
+        called = await client("tool").get_response("weather?")
+        assert [c.name for c in called.messages[0].contents if c.type == "function_call"] == ["get_weather"]
+        with pytest.raises(Exception, match="bad model"):
+            await client("error").get_response("hi")
+        with pytest.raises(Exception):  # noqa: B017, PT011 (each provider's own auth error)
+            await client("wrong-key", WRONG).get_response("hi")
+        assert emu.pending == 0
+
+    files = written(tmp_path)
+    assert files
+    for name, data in files.items():
+        assert KEY.encode() not in data, name
+        assert WRONG.encode() not in data, name
+    if provider == "dashscope":  # the four-file layout, -nosse / -sse by what came back
+        stems = sorted({n.split(".")[0] for n in files})
+        assert stems == ["error-1-nosse", "stream-1-sse", "text-1-nosse", "tool-1-nosse", "wrong-key-1-nosse"]
+        assert all(len([n for n in files if n.startswith(f"{s}.")]) == 4 for s in stems)
+        header = files["text-1-nosse.request.header.txt"].decode()
+        assert header.startswith("POST /api/v1/services/aigc/text-generation/generation HTTP/1.1\n")
+        assert f"Authorization: {MASK}" in header
+        assert files["stream-1-sse.response.body.txt"].decode().startswith("id:1\nevent:result\n:HTTP_STATUS/200\n")
+    else:
+        assert sorted(files) == ["error.yaml", "stream.yaml", "text.yaml", "tool.yaml", "wrong-key.yaml"]
+
+    recorded = read_recordings(tmp_path, provider)
+    assert len(recorded) == 5
+    secret = {"dashscope": "authorization", "openai": "authorization", "anthropic": "x-api-key"}.get(
+        provider, "x-goog-api-key"
+    )
+    assert all(dict((k.lower(), v) for k, v in e.request_headers)[secret] == MASK for e in recorded)
+    assert [expected(provider, e).error for e in recorded] == [e.status >= 400 or "error" in e.name for e in recorded]
+    assert sum(e.stream for e in recorded) == 1
+    for exchange in recorded:
+        await replay(provider, exchange)
+
+
+async def test_replay_can_fail(tmp_path: Path) -> None:
+    """The replay check fails when the client's reading and the recorded bytes disagree."""
+    with (
+        DashScopeEmulator(api_key=KEY) as emu,
+        RecordingProxy("dashscope", emu.base_url, tmp_path, secrets=[KEY]) as proxy,
+    ):
+        emu.script("the recorded answer")
+        await QwenChatClient(model="qwen-plus", api_key=KEY, base_url=proxy.base_url).get_response("hi")
+    (exchange,) = read_recordings(tmp_path, "dashscope")
+    assert expected("dashscope", exchange) == Expected(text="the recorded answer")
+    await replay("dashscope", exchange)
+    with pytest.raises(AssertionError):
+        await replay("dashscope", exchange, want=Expected(text="another answer"))
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        await replay("dashscope", exchange, want=Expected(error=True))
+    with pytest.raises(AssertionError):
+        await replay("dashscope", exchange, want=Expected(text="the recorded answer", calls=["f"]))
+
+
+async def test_upload_policy_and_query_key_masked(tmp_path: Path) -> None:
+    """The temporary-file upload policy's credentials and a ``key=`` query parameter never reach a file."""
+    image = tmp_path / "chart.png"
+    image.write_bytes(PNG)
+    folder = tmp_path / "rec"
+    with (
+        DashScopeEmulator(api_key=KEY) as emu,
+        RecordingProxy("dashscope", emu.base_url, folder, secrets=[KEY]) as proxy,
+    ):
+        client = QwenChatClient(
+            model="qwen3-vl-plus", api_key=KEY, base_url=proxy.base_url, upload_local_files="always"
+        )
+
+        await client.get_response([Message("user", [Content.from_uri(image.as_uri(), media_type="image/png")])])
+        assert emu.uploads
+    policies = [
+        p
+        for p in folder.glob("*.response.body.txt")
+        if "getPolicy" in p.with_name(p.name.replace(".response.body.txt", ".request.header.txt")).read_text()
+    ]
+    assert policies, sorted(p.name for p in folder.iterdir())
+    body = policies[0].read_text()
+    assert '"signature": "<masked>"' in body
+    assert '"policy": "<masked>"' in body
+    for name, data in written(folder).items():
+        assert KEY.encode() not in data, name
+
+    with (
+        GeminiEmulator(api_key=KEY) as gemini,
+        RecordingProxy("gemini", gemini.base_url, tmp_path / "g", secrets=[]) as proxy,
+    ):
+        proxy.scenario = "query-key"
+        url = f"{proxy.base_url}/v1beta/models/gemini-2.5-flash:generateContent?key={KEY}"
+        async with httpx.AsyncClient() as http:
+            rsp = await http.post(url, json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+        assert rsp.status_code == 200, rsp.text
+    cassette = (tmp_path / "g" / "query-key.yaml").read_text()
+    assert "key=<masked>" in cassette
+    assert KEY not in cassette
+
+
+def test_masker() -> None:
+    masker = Masker(["sk-secret"])
+    assert masker.url("https://h/v1?alt=sse&key=AIzaXYZ&x=1") == "https://h/v1?alt=sse&key=<masked>&x=1"
+    assert masker.headers([("X-Goog-Api-Key", "AIza"), ("Accept", "x sk-secret")]) == [
+        ("X-Goog-Api-Key", MASK),
+        ("Accept", f"x {MASK}"),
+    ]
+    masked = masker.body('{"message": "key sk-secret is wrong"}', "https://h/v1")
+    assert masked == f'{{"message": "key {MASK} is wrong"}}'
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "selected"),
+    [("live", True), ("live and not slow", True), ("not live", False), ("", False), ("lively", False)],
+)
+def test_only_an_explicit_marker_runs_the_live_tier(markexpr: str, selected: bool) -> None:
+    assert selects_live(markexpr) is selected
