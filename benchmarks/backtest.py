@@ -69,7 +69,7 @@ def _child() -> None:
 
 
 def serve(pipe: Connection) -> None:
-    """The emulator's process: send its base URL, answer until told to stop."""
+    """The emulator's process: send its base URL, answer until told to stop, then send its CPU seconds."""
     from kline.agent import emulated_reply
 
     from qwen3.testing import DashScopeEmulator
@@ -77,6 +77,8 @@ def serve(pipe: Connection) -> None:
     with DashScopeEmulator(api_key="sk-bench", default_reply=emulated_reply) as emulator:
         pipe.send(emulator.base_url)
         pipe.recv()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        pipe.send(usage.ru_utime + usage.ru_stime)
 
 
 def measure(size: int, work: Path) -> dict[str, Any]:
@@ -97,12 +99,14 @@ def measure(size: int, work: Path) -> dict[str, Any]:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=7200)
     finally:
         parent.send("stop")
+        emulator_cpu = parent.recv()
         server.join(timeout=10)
     line = next((x for x in done.stdout.splitlines() if x.startswith("STATS ")), None)
     if done.returncode != 0 or line is None:
         raise SystemExit(f"the run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     stats: dict[str, Any] = json.loads(line[6:])
     stats["size"] = size
+    stats["emulator_cpu"] = emulator_cpu
     return stats
 
 
@@ -121,14 +125,14 @@ def main() -> None:
     print(
         f"\nkline_backtest.py on the emulator (defaults: 12 as-of dates a file; charts 640x360; {os.cpu_count()} cores)"
     )
-    print("\n| tickers | charts analysed | skipped | wall | charts/s | rendering CPU | main CPU | peak RSS main | "
-          "peak RSS worker |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| tickers | charts analysed | skipped | wall | charts/s | rendering CPU | main CPU | emulator CPU | "
+          "peak RSS main | peak RSS worker |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['size']} | {r['done']} | {r['skipped']} | {r['wall']:.1f} s | {r['done'] / r['wall']:.1f} | "
-            f"{r['render_cpu']:.1f} s | {r['main_cpu']:.1f} s | {r['main_rss_mb']:.0f} MB | "
-            f"{r['worker_rss_mb']:.0f} MB |"
+            f"{r['render_cpu']:.1f} s | {r['main_cpu']:.1f} s | {r['emulator_cpu']:.1f} s | "
+            f"{r['main_rss_mb']:.0f} MB | {r['worker_rss_mb']:.0f} MB |"
         )
     if len(rows) > 1:
         first, last = rows[0], rows[-1]

@@ -27,7 +27,7 @@ from kline.backtest_report import MODEL, Page, Reading, write_page
 from kline.data import discover
 from kline.patterns import TALIB_MISSING, claimed, talib_available
 from kline.pool import make_pool
-from kline.store import PROMPT_VERSION, Store, Ticker
+from kline.store import Store, Ticker, analysis_key
 from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, service
 from qwen3.testing import DashScopeEmulator
@@ -74,7 +74,7 @@ def pairs_of(plans: Sequence[Plan], model: str) -> Iterator[Pair]:
     for plan in plans:
         for as_of in plan.dates:
             if not as_of.problem:
-                key = f"{plan.digests[as_of.position]}:{model}:{PROMPT_VERSION}"
+                key = analysis_key(plan.digests[as_of.position], model)
                 yield Pair(Path(plan.file), key, until=as_of.position, as_of=as_of.date, step=as_of.step)
 
 
@@ -106,12 +106,12 @@ async def run(
     workers = make_pool(args.workers) if pool is None else pool
     try:
         plans = await plan_all(workers, files, walk)
-        pairs = list(pairs_of(plans, args.model))
-        finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
-        todo = [p for p in pairs if p.key not in finished]
         skipped = [(p, d) for p in plans for d in p.dates if d.problem]
         with service(emulator) as (api_key, base_url, emu):
             emulated = emu is not None
+            pairs = list(pairs_of(plans, args.model))
+            finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
+            todo = [p for p in pairs if p.key not in finished]
             print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")
             print(
                 f"{len(files)} CSVs in {args.data}: {len(pairs)} (ticker, as-of) pairs, {len(finished)} finished "

@@ -142,4 +142,10 @@ def result_key(file: Path, model: str) -> str:
     with file.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
-    return f"{digest.hexdigest()[:24]}:{model}:{PROMPT_VERSION}"
+    return analysis_key(digest.hexdigest()[:24], model)
+
+
+def analysis_key(digest: str, model: str) -> str:
+    """A stored result's key: the ``digest`` of the data analysed (a CSV's content, or a backtest's rows up to its
+    as-of date), the model and the prompt version."""
+    return f"{digest}:{model}:{PROMPT_VERSION}"
