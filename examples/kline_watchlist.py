@@ -64,7 +64,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=True,
         help="skip tickers whose verdict is stored already (default); --no-resume asks again for all",
     )
-    parser.add_argument("--retry-failed", action="store_true", help="ask again for tickers stored as failed")
+    parser.add_argument(
+        "--retry-failed",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ask again for tickers an earlier run stored as failed (default); --no-retry-failed leaves them",
+    )
     parser.add_argument("--rpm", type=positive(int), default=60, help="requests per minute allowed (default 60)")
     parser.add_argument("--tpm", type=positive(int), default=100_000, help="tokens per minute allowed (default 100k)")
     parser.add_argument("--days", type=positive(int), default=120, help="sessions per chart (default 120)")

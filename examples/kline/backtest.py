@@ -69,12 +69,13 @@ async def plan_all(pool: Any, files: Sequence[Path], walk: Walk) -> list[Plan]:
     return list(await asyncio.gather(*(loop.run_in_executor(pool, plan_ticker, str(f), walk) for f in files)))
 
 
-def pairs_of(plans: Sequence[Plan], model: str) -> Iterator[Pair]:
-    """The usable (ticker, as-of date) pairs, each keyed by the data up to its date, the model and the prompt."""
+def pairs_of(plans: Sequence[Plan], model: str, source: str) -> Iterator[Pair]:
+    """The usable (ticker, as-of date) pairs, each keyed by the data up to its date, the model, the prompt and the
+    verdict's source (emulated or the service's)."""
     for plan in plans:
         for as_of in plan.dates:
             if not as_of.problem:
-                key = analysis_key(plan.digests[as_of.position], model)
+                key = analysis_key(plan.digests[as_of.position], model, source)
                 yield Pair(Path(plan.file), key, until=as_of.position, as_of=as_of.date, step=as_of.step)
 
 
@@ -109,7 +110,7 @@ async def run(
         skipped = [(p, d) for p in plans for d in p.dates if d.problem]
         with service(emulator) as (api_key, base_url, emu):
             emulated = emu is not None
-            pairs = list(pairs_of(plans, args.model))
+            pairs = list(pairs_of(plans, args.model, "emulated" if emulated else "dashscope"))
             finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
             todo = [p for p in pairs if p.key not in finished]
             print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")

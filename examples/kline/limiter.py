@@ -96,6 +96,7 @@ def estimated_tokens(ticker: Ticker, figsize: tuple[float, float], dpi: int) -> 
 RATE_LIMITED = re.compile(r"\[HTTP 429\]")
 PERMANENT_429 = re.compile(r"FreeTierOnly|free allocated quota|CommodityNotPurchased|BillOverdue", re.I)
 TRANSIENT = re.compile(r"\[HTTP 5\d\d\]|\[no HTTP status\]|Cannot reach|did not answer|broke")
+UNREACHABLE = re.compile(r"Cannot reach")  # no connection at all (refused, no route, no such host)
 
 
 def limiter_middleware(limiter: AccountLimiter, estimate: int) -> Any:

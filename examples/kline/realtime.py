@@ -15,7 +15,15 @@ from pydantic import ValidationError
 
 from clients import image_content
 from kline.agent import VERDICT_INSTRUCTIONS, first_error, indicator_tool, question, verdict_of, verdict_schema
-from kline.limiter import PERMANENT_429, RATE_LIMITED, TRANSIENT, AccountLimiter, estimated_tokens, limiter_middleware
+from kline.limiter import (
+    PERMANENT_429,
+    RATE_LIMITED,
+    TRANSIENT,
+    UNREACHABLE,
+    AccountLimiter,
+    estimated_tokens,
+    limiter_middleware,
+)
 from kline.store import Ticker
 from kline.watchlist import Run, RunAborted, rendered
 from qwen3 import QwenVLChatClient
@@ -60,6 +68,11 @@ async def analyse_realtime(run: Run, client: QwenVLChatClient, limiter: AccountL
             if RATE_LIMITED.search(text):
                 run.totals.rate_limited += 1
                 continue  # the limiter has paused every call; this one waits its turn there
+            if UNREACHABLE.search(text) and transient >= 1 and run.totals.done == 0:
+                raise RunAborted(  # nothing has got through: every ticker would wait its retries for nothing
+                    f"{text} (asked again, still unreachable, and no ticker answered yet: check the network and "
+                    "DASHSCOPE_BASE_URL)"
+                ) from exc
             if TRANSIENT.search(text) and transient < 3:
                 transient += 1
                 run.totals.retries += 1
@@ -111,13 +124,9 @@ async def run_realtime(run: Run, tickers: Sequence[Ticker]) -> None:
     workers = [asyncio.ensure_future(worker()) for _ in range(args.concurrency)]
     try:
         async for ticker in rendered(run, tickers, depth=max(2 * args.concurrency, 4)):
-            put = asyncio.ensure_future(queue.put(ticker))
-            done, _ = await asyncio.wait([put, *workers], return_when=asyncio.FIRST_COMPLETED)
-            for finished in done - {put}:
-                finished.result()  # a worker that stopped raises here (RunAborted)
-            await put
+            await _hand_over(queue, ticker, workers)
         for _ in workers:
-            await queue.put(None)
+            await _hand_over(queue, None, workers)
         for finished in asyncio.as_completed(workers):
             await finished
     finally:
@@ -127,6 +136,21 @@ async def run_realtime(run: Run, tickers: Sequence[Ticker]) -> None:
         await client.close()
     run.totals.analysis_seconds = time.perf_counter() - started
     run.totals.rate_limited = limiter.throttled
+
+
+async def _hand_over(
+    queue: asyncio.Queue[Ticker | None], item: Ticker | None, workers: list[asyncio.Future[None]]
+) -> None:
+    """Put ``item`` in the workers' queue, unless a worker stops first: its exception (RunAborted) is raised here, so
+    a full queue that no worker will read again never blocks the run."""
+    put = asyncio.ensure_future(queue.put(item))
+    try:
+        done, _ = await asyncio.wait([put, *workers], return_when=asyncio.FIRST_COMPLETED)
+        for finished in done - {put}:
+            finished.result()
+        await put
+    finally:
+        put.cancel()
 
 
 # --------------------------------------------------------------------------------------------------------------

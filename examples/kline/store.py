@@ -60,6 +60,10 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
+    def statuses(self, keys: Iterable[str]) -> dict[str, str]:
+        """The stored status (``done``, ``failed``) of each of ``keys`` that has a result."""
+        return self.finished(keys, retry_failed=False)
+
     def finished(self, keys: Iterable[str], *, retry_failed: bool) -> dict[str, str]:
         """Which of ``keys`` have a stored result, and its status (``failed`` ones left out with ``retry_failed``)."""
         wanted = list(keys)
@@ -135,17 +139,31 @@ class Store:
         self.db.commit()
 
 
-def result_key(file: Path, model: str) -> str:
-    """The CSV's content, the model and the prompt version: new data (tomorrow's session) or another model is a new
-    analysis; the same file under another name is not."""
+SOURCES = ("emulated", "dashscope")
+"""Where a verdict comes from: part of its key, so that a run against the real service never reuses a verdict the
+emulator made up (and an offline run never passes one of its own off as the model's)."""
+
+
+def result_key(file: Path, model: str, source: str) -> str:
+    """The CSV's content, the model, the prompt version and the verdict's source (`SOURCES`): new data (tomorrow's
+    session), another model or the real service instead of the emulator is a new analysis; the same file under
+    another name is not."""
     digest = hashlib.sha256()
     with file.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
-    return analysis_key(digest.hexdigest()[:24], model)
+    return analysis_key(digest.hexdigest()[:24], model, source)
 
 
-def analysis_key(digest: str, model: str) -> str:
+def analysis_key(digest: str, model: str, source: str) -> str:
     """A stored result's key: the ``digest`` of the data analysed (a CSV's content, or a backtest's rows up to its
-    as-of date), the model and the prompt version."""
-    return f"{digest}:{model}:{PROMPT_VERSION}"
+    as-of date), the model, the prompt version and the verdict's source (`SOURCES`)."""
+    if source not in SOURCES:
+        raise ValueError(f"unknown verdict source {source!r}: one of {', '.join(SOURCES)}")
+    return f"{digest}:{model}:{PROMPT_VERSION}:{source}"
+
+
+def other_source(key: str) -> str:
+    """The same analysis's key from the other source."""
+    stem, source = key.rsplit(":", 1)
+    return f"{stem}:{SOURCES[1 - SOURCES.index(source)]}"

@@ -28,7 +28,7 @@ from kline.chart import annotate_ticker, render_ticker
 from kline.data import discover, write_demo
 from kline.pool import make_pool
 from kline.report import write_outputs
-from kline.store import Store, Ticker, result_key
+from kline.store import Store, Ticker, other_source, result_key
 from qwen3.testing import DashScopeEmulator
 
 EMULATED_BANNER = (
@@ -62,6 +62,7 @@ class Totals:
     cached_tokens: int = 0
     rate_limited: int = 0
     retries: int = 0
+    failed_before: int = 0  # stored as failed by an earlier run, asked again by this one
     seconds: float = 0.0
     render_seconds: float = 0.0
     analysis_seconds: float = 0.0
@@ -188,7 +189,7 @@ def print_summary(run: Run, jsonl: Path, report: Path) -> None:
     print("Summary" + (" (EMULATED - no API key, no model called)" if run.emulated else ""))
     print(
         f"  tickers:   {t.tickers} ({t.done} analysed now, {t.resumed} resumed from results.sqlite, "
-        f"{t.failed} failed, {t.skipped} skipped)"
+        f"{t.failed} failed, {t.skipped} skipped; {t.failed_before} failed before and asked again)"
     )
     print(
         f"  tokens:    {t.total_tokens:,} (input {t.input_tokens:,}, output {t.output_tokens:,}, cached "
@@ -234,23 +235,26 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / ".charts").mkdir(exist_ok=True)
     store = Store(args.out / "results.sqlite")
-    tickers = [Ticker(f, result_key(f, args.model)) for f in files]
-    finished = store.finished((t.key for t in tickers), retry_failed=args.retry_failed) if args.resume else {}
-    todo = [t for t in tickers if t.key not in finished]
     with service(emulator) as (api_key, base_url, emu):
         emulated = emu is not None
+        tickers = [Ticker(f, result_key(f, args.model, "emulated" if emulated else "dashscope")) for f in files]
+        stored = store.statuses(t.key for t in tickers) if args.resume else {}
+        failed_before = sum(1 for status in stored.values() if status == "failed")
+        finished = {k: s for k, s in stored.items() if s == "done" or (s == "failed" and not args.retry_failed)}
+        todo = [t for t in tickers if t.key not in finished]
         print(
             EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope{f' ({base_url})' if base_url else ''}"
         )
         print(
             f"{len(files)} CSVs in {args.data}: {len(finished)} finished before (resumed), {len(todo)} to analyse"
-            f"{' through the Batch API' if args.batch else ''}"
+            f"{' through the Batch API' if args.batch else ''}{_asked_again(store, tickers, stored, args, emulated)}"
         )
         if args.batch and emu is not None:
             emu.batches.seconds = min(emu.batches.seconds, args.poll_interval * 4)
         with make_pool(args.workers) as pool:
             current = Run(args, args.out, store, pool, emulated, api_key, base_url)
             current.totals.tickers, current.totals.resumed = len(files), len(finished)
+            current.totals.failed_before = failed_before if args.retry_failed else 0
             console = Console(stderr=True)
             columns = (
                 TextColumn("{task.description}"),
@@ -274,6 +278,22 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
         print("EMULATED: the verdicts came from the local DashScope emulator, not from Qwen.")
     print_summary(current, jsonl, report)
     return current.totals
+
+
+def _asked_again(
+    store: Store, tickers: Sequence[Ticker], stored: dict[str, str], args: argparse.Namespace, emulated: bool
+) -> str:
+    """What this run asks again that an earlier one answered: its failures (unless ``--no-retry-failed``) and, for a
+    run on the real service, the tickers only the emulator has a verdict for (never reused as the model's)."""
+    parts = []
+    failed = sum(1 for status in stored.values() if status == "failed")
+    if failed and args.retry_failed:
+        parts.append(f"{failed} failed before, asked again")
+    if not emulated and args.resume:
+        mock = store.statuses(other_source(t.key) for t in tickers if t.key not in stored)
+        if mock:
+            parts.append(f"{len(mock)} with only an emulated verdict, asked of the model")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 async def _annotate_missing(run: Run, tickers: Sequence[Ticker]) -> None:

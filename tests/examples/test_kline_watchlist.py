@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -466,3 +467,90 @@ def test_help_answers_before_the_heavy_imports_and_usage_errors_exit_2() -> None
 def test_a_missing_data_folder_is_one_line_and_exit_2(wl: ModuleType, tmp_path: Path) -> None:
     code = wl.main(["--data", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
     assert code == 2
+
+
+# ---------------------------------------------------------------------------------------------- found by new users
+
+
+def _model_reply(request: RecordedRequest) -> Reply:
+    """The "real" service of these tests: the emulator's verdicts, but said to come from the model."""
+    reply = emulated_reply(request)
+    if reply.text:
+        verdict = json.loads(reply.text)
+        verdict["rationale"] = "The model's reading."
+        reply.text = json.dumps(verdict)
+    return reply
+
+
+def test_a_run_on_the_service_never_reuses_an_emulated_verdict(
+    wl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 3, sessions=60)
+    argv = ["--data", str(data), "--out", str(out), *FAST]
+    with DashScopeEmulator(default_reply=emulated_reply) as offline:
+        _run(wl, argv, offline, monkeypatch)  # no key: the emulator's verdicts
+    capsys.readouterr()
+    with DashScopeEmulator(api_key="sk-real", default_reply=_model_reply) as service:
+        monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-real")
+        monkeypatch.setenv("DASHSCOPE_BASE_URL", service.base_url)
+        totals = asyncio.run(wl.run(wl.parse_args(argv)))
+        asked = {_symbol(r) for r in service.requests}
+    printed = capsys.readouterr().out
+    assert "0 finished before (resumed), 3 to analyse (3 with only an emulated verdict, asked of the model)" in printed
+    assert (totals.done, totals.resumed) == (3, 0)
+    assert len(asked) == 3
+    assert {v["rationale"] for v in _jsonl(out).values()} == {"The model's reading."}
+    assert "<b>EMULATED</b>" not in (out / "report.html").read_text(encoding="utf-8")
+    with DashScopeEmulator(default_reply=emulated_reply) as offline_again:  # and offline keeps its own
+        _run(wl, argv, offline_again, monkeypatch)
+        assert offline_again.requests == []
+    assert "3 finished before (resumed), 0 to analyse" in capsys.readouterr().out
+
+
+def test_failures_of_an_earlier_run_are_asked_again_and_counted(
+    wl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 3, sessions=60)
+    argv = ["--data", str(data), "--out", str(out), *FAST]
+
+    def refuse_goog(request: RecordedRequest) -> Reply:
+        if _symbol(request) == "GOOG":
+            return Reply.error_reply(400, "DataInspectionFailed", "Input data may contain inappropriate content.")
+        return emulated_reply(request)
+
+    with DashScopeEmulator(default_reply=refuse_goog) as first:
+        assert _run(wl, argv, first, monkeypatch).failed == 1
+    capsys.readouterr()
+    with DashScopeEmulator(default_reply=emulated_reply) as second:
+        totals = _run(wl, argv, second, monkeypatch)
+        assert {_symbol(r) for r in second.requests} == {"GOOG"}
+    printed = capsys.readouterr().out
+    assert "2 finished before (resumed), 1 to analyse (1 failed before, asked again)" in printed
+    assert "1 failed before and asked again" in printed
+    assert (totals.done, totals.failed, totals.failed_before) == (1, 0, 1)
+    assert _jsonl(out)["GOOG"]["status"] == "done"
+    with DashScopeEmulator(default_reply=refuse_goog) as third:  # --no-retry-failed leaves a failure as it is
+        wl_args = [*argv, "--no-retry-failed", "--no-resume"]
+        _run(wl, wl_args, third, monkeypatch)
+    assert "3 to analyse" in capsys.readouterr().out
+
+
+def test_an_unreachable_service_stops_the_run_early_with_exit_2(
+    wl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 6, sessions=60)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-real")
+    monkeypatch.setenv("DASHSCOPE_BASE_URL", f"http://127.0.0.1:{port}/api/v1")
+    started = time.monotonic()
+    code = wl.main(["--data", str(data), "--out", str(out), *FAST])
+    assert code == 2
+    assert time.monotonic() - started < 30  # not every ticker's retries: the run stops at the first
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("error: Cannot reach DashScope")
+    assert "no ticker answered yet" in error
