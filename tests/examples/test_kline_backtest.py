@@ -415,11 +415,23 @@ def _stored(db: Path) -> int:
         return 0
 
 
+def _group(pgid: int) -> list[int]:
+    """The live processes (not zombies) of process group ``pgid``, from /proc (empty where there is no /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid, pgrp, ...
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(stat.parent.name))
+    return out
+
+
 def test_a_killed_backtest_resumes_without_asking_again(
     entry: ModuleType, pool: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The example as users run it, killed with SIGKILL after two stored verdicts; the rerun (here, in this process)
-    says how many it resumed and asks only for the rest."""
+    """The example as users run it, killed with SIGKILL after two stored verdicts: no process of it survives (its
+    rendering pool, fork server and resource tracker go with it); the rerun (here, in this process) says how many it
+    resumed and asks only for the rest."""
     folder, out = tmp_path / "data", tmp_path / "out"
     write_demo(folder, 3, sessions=100)
     (folder / "GOOG.csv").unlink()  # two short series: four (ticker, date) pairs
@@ -451,7 +463,13 @@ def test_a_killed_backtest_resumes_without_asking_again(
                 assert time.monotonic() < deadline, "no two stored verdicts within 60 s"
                 time.sleep(0.05)
             first.send_signal(signal.SIGKILL)  # no chance to clean up
+            first.wait(timeout=30)
+            deadline = time.monotonic() + 20
+            while (left := _group(first.pid)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not left, f"processes of the killed backtest outlived it: {left}"  # its pool went with it
         finally:
+            first.kill()
             first.wait(timeout=30)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(first.pid, signal.SIGKILL)  # whatever of its process group outlived it
