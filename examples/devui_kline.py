@@ -7,7 +7,7 @@ reading of its numbers) and every answer starts with "EMULATED".
 
 Usage::
 
-    pip install --pre agent-framework-devui
+    pip install "agent-framework-qwen3[examples,integrations]"
     python examples/devui_kline.py --port 8090          # then open http://127.0.0.1:8090
 
 DevUI also serves the OpenAI Responses API: ``POST /v1/responses`` with ``{"input": "...", "metadata":
@@ -96,7 +96,15 @@ def build_agent(data: Any, symbol: str, chart: Path, *, model: str, api_key: str
 
 
 def main(args: argparse.Namespace) -> int:
-    from agent_framework_devui import serve
+    try:
+        from agent_framework_devui import serve
+    except ModuleNotFoundError:
+        print(
+            "error: devui_kline.py needs MAF's DevUI (agent-framework-devui), in the 'integrations' extra: "
+            'pip install "agent-framework-qwen3[examples,integrations]"',
+            file=sys.stderr,
+        )
+        return 2
 
     data, symbol = load_csv(args.csv) if args.csv else load_goog_sample()
     chart = render_chart(data, args.out, days=args.days, symbol=symbol)

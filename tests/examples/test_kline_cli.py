@@ -182,3 +182,39 @@ def test_workflow_help_names_the_analyst_workflow_toml_sets(capsys: pytest.Captu
     table = tomllib.loads((ROOT / "examples" / "workflow.toml").read_text(encoding="utf-8"))["analyst"]
     assert configured == f"{table['provider']}:{table['model']}"
     assert f"default {configured} (set by workflow.toml)" in " ".join(capsys.readouterr().out.split())
+
+
+BLOCKER = """
+import importlib.abc, runpy, sys
+blocked = set(sys.argv[1].split(","))
+class Missing(importlib.abc.MetaPathFinder):  # as if the package were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Missing())
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize(
+    ("example", "missing", "extra"),
+    [
+        ("devui_kline.py", "agent_framework_devui", "agent-framework-qwen3[examples,integrations]"),
+        ("workflow_swap.py", "openai,httpx2", "agent-framework-qwen3[openai]"),  # the default analyst is OpenAI's
+    ],
+)
+def test_an_example_whose_extra_is_missing_says_which_in_one_line(
+    tmp_path: Path, example: str, missing: str, extra: str
+) -> None:
+    argv = [str(ROOT / "examples" / example), "--out", str(tmp_path / "chart.png"), "--days", "30"]
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKER, missing, *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    error = done.stderr.strip().splitlines()
+    assert len(error) == 1, done.stderr
+    assert error[0].startswith("error: ")
+    assert f'pip install "{extra}"' in error[0]
