@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-from kline.cli import chart_size, positive
+from kline.cli import chart_size, positive, timeframes
 
 DEFAULT_MODEL = "qwen3-vl-plus"
 
@@ -69,6 +69,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="ask again for tickers an earlier run stored as failed (default); --no-retry-failed leaves them",
+    )
+    parser.add_argument(
+        "--timeframes",
+        type=timeframes,
+        default=("daily",),
+        help="the charts each request carries: daily (default) or daily,weekly (the weekly chart resampled from the "
+        "daily data, sent beside it in the same request; the verdict keeps its shape)",
     )
     parser.add_argument("--rpm", type=positive(int), default=60, help="requests per minute allowed (default 60)")
     parser.add_argument("--tpm", type=positive(int), default=100_000, help="tokens per minute allowed (default 100k)")

@@ -10,12 +10,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import pandas as pd
-from agent_framework import FunctionTool, tool
+from agent_framework import Content, FunctionTool, Message, tool
 from pydantic import BaseModel, Field, ValidationError
 
+from clients import image_content
 from kline.chart import A_SHARE_CODE
 from kline.indicators import compute_indicators
 from kline.patterns import PatternName, WyckoffEventName, WyckoffPhase, emulated_patterns, emulated_wyckoff
+from kline.store import Ticker
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall
 
 INSTRUCTIONS = (
@@ -242,7 +244,15 @@ VERDICT_INSTRUCTIONS = (
 )
 
 
-def question(symbol: str, sessions: int, start: str, end: str) -> str:
+WEEKLY_NOTE = (
+    " The second image is the weekly chart of the same instrument (weekly candles resampled from the daily ones, "
+    "with MA5/MA10/MA20 of weeks); the indicator tool's 'weekly' block has its numbers. Read the trend on both: "
+    "the weekly chart for the larger trend, the daily one for the timing, and say so in the rationale."
+)
+
+
+def question(symbol: str, sessions: int, start: str, end: str, *, weekly: bool = False) -> str:
+    """The ask of one chart (and with ``weekly`` of its weekly chart, the second image)."""
     return (
         f"Daily K-line chart of {symbol}: {sessions} sessions, {start} to {end}, candles with volume and "
         "MA5/MA10/MA20. Call the indicator tool first, then give your verdict as JSON: trend (up, down or "
@@ -253,7 +263,15 @@ def question(symbol: str, sessions: int, start: str, end: str) -> str:
         "markup, distribution, markdown or none) and the events seen (selling climax, automatic rally, secondary "
         "test, spring, sign of strength, upthrust…) with their dates."
         + (" 分析这张K线图的威科夫形态。" if A_SHARE_CODE.search(symbol) else "")
+        + (WEEKLY_NOTE if weekly else "")
     )
+
+
+def ask(ticker: Ticker) -> Message:
+    """A ticker's question as the user's turn: the text, the daily chart, and the weekly chart when it is sent."""
+    charts = [ticker.chart] + ([ticker.weekly_chart] if ticker.weekly_chart is not None else [])
+    text = question(ticker.label, ticker.sessions, ticker.start, ticker.end, weekly=len(charts) > 1)
+    return Message("user", [Content.from_text(text), *(image_content(chart) for chart in charts if chart is not None)])
 
 
 def verdict_of(text: str) -> dict[str, Any]:
@@ -320,8 +338,19 @@ def emulated_verdict(ind: dict[str, Any]) -> dict[str, Any]:
         "patterns": emulated_patterns(ind.get("recent_sessions") or ()),
         "wyckoff": emulated_wyckoff(ind, trend),
         "rationale": f"[EMULATED - rule-based, no model] {ind.get('symbol') or 'The instrument'} closed at {close:g}, "
-        f"{chg20:+.2f}% over 20 sessions, {'above' if ma20 is not None and close > ma20 else 'below'} MA20.",
+        f"{chg20:+.2f}% over 20 sessions, {'above' if ma20 is not None and close > ma20 else 'below'} MA20."
+        + _weekly_reading(ind.get("weekly")),
     }
+
+
+def _weekly_reading(week: Any) -> str:
+    """The emulator's sentence on the weekly chart's numbers (the tool's ``weekly`` block), when it was sent."""
+    if not isinstance(week, dict) or week.get("last_close") is None:
+        return ""
+    close, ma5, change = week["last_close"], week.get("ma5"), week.get("change_5d_pct")
+    side = "no MA5 yet" if ma5 is None else f"{'above' if close > ma5 else 'below'} its 5-week MA"
+    moved = "" if change is None else f", {change:+.2f}% over 5 weeks"
+    return f" Weekly chart: {side}{moved}."
 
 
 def emulated_reply(request: RecordedRequest) -> Reply:

@@ -13,13 +13,12 @@ from typing import Any
 from agent_framework import Content, Message
 from pydantic import ValidationError
 
-from clients import image_content
 from kline.agent import (
     TOOL_NAME,
     VERDICT_INSTRUCTIONS,
+    ask,
     first_error,
     indicator_tool,
-    question,
     verdict_of,
     verdict_schema,
 )
@@ -33,13 +32,7 @@ def batch_request(ticker: Ticker) -> BatchRequest:
     and answer, as the real-time run's second call does, and ``tool_choice="none"`` asks for the verdict."""
     call_id = f"call_{ticker.key.split(':')[0][:12]}"
     messages = [
-        Message(
-            "user",
-            [
-                Content.from_text(question(ticker.label, ticker.sessions, ticker.start, ticker.end)),
-                image_content(ticker.chart),
-            ],
-        ),
+        ask(ticker),
         Message("assistant", [Content.from_function_call(call_id=call_id, name=TOOL_NAME, arguments="{}")]),
         Message(
             "tool",

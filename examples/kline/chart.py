@@ -36,7 +36,7 @@ from matplotlib.path import Path as MplPath
 from matplotlib.transforms import IdentityTransform
 from PIL import Image, ImageDraw, ImageFont  # matplotlib's own dependency
 
-from kline.data import load_csv
+from kline.data import load_csv, weekly
 from kline.indicators import MA_WINDOWS, compute_indicators, moving_average
 from kline.layouts import DataError
 from kline.patterns import wyckoff_marks
@@ -90,9 +90,10 @@ def human_volume(value: float, _pos: object = None) -> str:
     return f"{value:g}"
 
 
-def default_title(symbol: str, window: pd.DataFrame) -> str:
+def default_title(symbol: str, window: pd.DataFrame, timeframe: str = "daily") -> str:
     start, end = window.index[0].strftime("%Y-%m-%d"), window.index[-1].strftime("%Y-%m-%d")
-    return f"{symbol} daily K-line  {start} to {end}  ({len(window)} sessions)"
+    bars = "sessions" if timeframe == "daily" else "weeks"
+    return f"{symbol} {timeframe} K-line  {start} to {end}  ({len(window)} {bars})"
 
 
 def chart_style(data: pd.DataFrame, choice: str = "auto", symbol: str = "") -> str:
@@ -464,12 +465,15 @@ def render_ticker(
     figsize: tuple[float, float],
     dpi: int,
     until: int | None = None,
+    timeframes: tuple[str, ...] = ("daily",),
 ) -> dict[str, Any]:
     """Load one CSV (any layout ``kline_analysis`` accepts), check it has ``min_sessions`` sessions, compute the
     indicators and draw the chart the model reads. Returns ``{"symbol", "indicators", "sessions", "start", "end",
     "chart", "seconds"}``, or ``{"error": "..."}`` for input that cannot be used (the run reports it and goes on).
     ``seconds``: the time spent here. ``until``: the row of the last session drawn and measured (a backtest's as-of
-    date: nothing after it is read); all of them by default."""
+    date: nothing after it is read); all of them by default. ``timeframes`` with ``"weekly"``: also the weekly chart
+    (candles resampled from the daily ones, the last ``days`` weeks) beside ``chart`` (``<chart>.weekly.png``, in the
+    result as ``"weekly_chart"``) and its indicators (``indicators["weekly"]``)."""
     started = time.perf_counter()
     try:
         data, symbol = load_csv(csv)
@@ -478,15 +482,23 @@ def render_ticker(
             return {"error": f"too few sessions: {len(data)} (at least {min_sessions} are needed)"}
         window = data.iloc[-days:]
         render_chart(data, chart, days=days, symbol=symbol, figsize=figsize, dpi=dpi)
-        return {
+        result = {
             "symbol": symbol,
             "indicators": compute_indicators(data, symbol),
             "sessions": len(window),
             "start": f"{window.index[0]:%Y-%m-%d}",
             "end": f"{window.index[-1]:%Y-%m-%d}",
             "chart": chart,
-            "seconds": time.perf_counter() - started,
         }
+        if "weekly" in timeframes:
+            weeks = weekly(data)
+            title = default_title(symbol, weeks.iloc[-days:], "weekly")
+            result["weekly_chart"] = str(Path(chart).with_suffix(".weekly.png"))
+            render_chart(weeks, result["weekly_chart"], days=days, title=title, symbol=symbol, figsize=figsize, dpi=dpi)
+            weekly_indicators = compute_indicators(weeks, symbol)
+            weekly_indicators.pop("recent_sessions", None)
+            result["indicators"]["weekly"] = weekly_indicators
+        return result | {"seconds": time.perf_counter() - started}
     except DataError as exc:
         return {"error": str(exc)}
     except (OSError, ValueError) as exc:  # a file that vanished, a value pandas or matplotlib cannot take

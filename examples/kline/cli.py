@@ -31,6 +31,14 @@ def positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
     return parse
 
 
+def timeframes(text: str) -> tuple[str, ...]:
+    """``--timeframes``: ``daily`` or ``daily,weekly`` (the daily chart always, the weekly one beside it)."""
+    names = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    if names not in (("daily",), ("daily", "weekly"), ("weekly", "daily")):
+        raise argparse.ArgumentTypeError(f"expected daily or daily,weekly, not {text!r}")
+    return ("daily", "weekly") if "weekly" in names else ("daily",)
+
+
 def run_cli(job: Coroutine[Any, Any, None], user_errors: tuple[type[Exception], ...]) -> int:
     """Run an example's async ``job`` as a command: exit 0 when it ends, 2 with one line for a user error (bad data,
     media or configuration), 130 on Ctrl-C, 1 with one line (no traceback) for a service or network failure."""

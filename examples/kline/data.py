@@ -97,6 +97,22 @@ def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
     return data, symbol or file.stem
 
 
+TIMEFRAMES = ("daily", "weekly")
+"""The charts a ticker can be read on: its daily sessions, and weekly candles resampled from them."""
+
+
+def weekly(data: pd.DataFrame) -> pd.DataFrame:
+    """Weekly candles from daily ones: each week's first open, highest high, lowest low, last close and summed
+    volume, dated by the week's last session (weeks without a session left out)."""
+    grouped = data.groupby(pd.Grouper(freq="W-FRI"))
+    week = grouped.agg({"Open": "first", "High": "max", "Low": "min", "Close": "last", "Volume": "sum"})
+    last_session = grouped.apply(lambda rows: rows.index.max() if len(rows) else pd.NaT)
+    week.index = pd.DatetimeIndex(last_session.reindex(week.index), name="Date")
+    week = week[week.index.notna()].dropna(subset=["Open", "High", "Low", "Close"])
+    week.attrs = dict(data.attrs)
+    return week
+
+
 def load_goog_sample() -> tuple[pd.DataFrame, str]:
     """The real GOOG daily OHLCV (2004-08-19..2008-10-14) bundled with matplotlib, as a frame like `load_csv`'s."""
     from matplotlib import cbook

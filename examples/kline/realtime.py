@@ -9,12 +9,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agent_framework import Agent, Content, Message
+from agent_framework import Agent
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidAuthException
 from pydantic import ValidationError
 
-from clients import image_content
-from kline.agent import VERDICT_INSTRUCTIONS, first_error, indicator_tool, question, verdict_of, verdict_schema
+from kline.agent import VERDICT_INSTRUCTIONS, ask, first_error, indicator_tool, verdict_of, verdict_schema
 from kline.limiter import (
     PERMANENT_429,
     RATE_LIMITED,
@@ -45,13 +44,7 @@ async def analyse_realtime(run: Run, client: QwenVLChatClient, limiter: AccountL
         # DashScope's explicit cache (as kline_analysis.py does, docs/caching.md); batches have no cache
         default_options={"cache": "prefix"} if model_family(client.model).explicit_cache else None,
     )
-    message = Message(
-        "user",
-        [
-            Content.from_text(question(ticker.label, ticker.sessions, ticker.start, ticker.end)),
-            image_content(ticker.chart),
-        ],
-    )
+    message = ask(ticker)
     misfits, transient, attempts = 0, 0, 0
     usage: dict[str, Any] = {}
     started = time.perf_counter()

@@ -29,6 +29,7 @@ class Ticker:
     start: str = ""
     end: str = ""
     until: int | None = None  # the row of the last session the chart and indicators see (a backtest's as-of date)
+    weekly_chart: Path | None = None  # with --timeframes daily,weekly: the weekly chart, sent beside the daily one
 
     @property
     def label(self) -> str:

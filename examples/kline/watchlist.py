@@ -115,6 +115,7 @@ class Run:
             figsize=self.args.chart_size,
             dpi=self.args.dpi,
             until=ticker.until,
+            timeframes=getattr(self.args, "timeframes", ("daily",)),
         )
         result = await loop.run_in_executor(self.pool, job)
         self.totals.render_seconds += result.pop("seconds", 0.0)
@@ -126,6 +127,7 @@ class Run:
         ticker.symbol = result["symbol"]
         ticker.name = safe_name(ticker.symbol, ticker.file, self.names)
         ticker.chart = Path(result["chart"])
+        ticker.weekly_chart = Path(result["weekly_chart"]) if "weekly_chart" in result else None
         ticker.indicators = result["indicators"]
         ticker.sessions, ticker.start, ticker.end = result["sessions"], result["start"], result["end"]
         return True
@@ -237,7 +239,8 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
     store = Store(args.out / "results.sqlite")
     with service(emulator) as (api_key, base_url, emu):
         emulated = emu is not None
-        tickers = [Ticker(f, result_key(f, args.model, "emulated" if emulated else "dashscope")) for f in files]
+        source, model = "emulated" if emulated else "dashscope", _analysis_model(args)
+        tickers = [Ticker(f, result_key(f, model, source)) for f in files]
         stored = store.statuses(t.key for t in tickers) if args.resume else {}
         failed_before = sum(1 for status in stored.values() if status == "failed")
         finished = {k: s for k, s in stored.items() if s == "done" or (s == "failed" and not args.retry_failed)}
@@ -278,6 +281,13 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
         print("EMULATED: the verdicts came from the local DashScope emulator, not from Qwen.")
     print_summary(current, jsonl, report)
     return current.totals
+
+
+def _analysis_model(args: argparse.Namespace) -> str:
+    """The model part of a result's key: the model, and the charts it reads when they are not the daily one alone
+    (``qwen3-vl-plus@daily+weekly``: another analysis than the daily chart's)."""
+    timeframes = tuple(getattr(args, "timeframes", ("daily",)))
+    return args.model if timeframes == ("daily",) else f"{args.model}@{'+'.join(timeframes)}"
 
 
 def _asked_again(

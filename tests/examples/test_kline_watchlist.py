@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from kline.agent import emulated_reply
+from kline.agent import emulated_reply, tool_result_from_messages
 from kline.data import generated_series, write_csv, write_demo
 from kline.limiter import AccountLimiter
 
@@ -554,3 +554,33 @@ def test_an_unreachable_service_stops_the_run_early_with_exit_2(
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("error: Cannot reach DashScope")
     assert "no ticker answered yet" in error
+
+
+def test_daily_and_weekly_charts_in_one_request(
+    wl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 2, sessions=120)
+    argv = ["--data", str(data), "--out", str(out), *FAST]
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        _run(wl, [*argv, "--timeframes", "daily,weekly"], emu, monkeypatch)
+        requests = emu.requests
+    answers = [r for r in requests if _answering(r)]
+    assert len(answers) == 2
+    for request in answers:
+        images = [m for t in request.turns if t.role == "user" for m in t.media]
+        assert [m.media_type for m in images] == ["image/png", "image/png"]  # the daily chart, then the weekly one
+        assert "The second image is the weekly chart" in " ".join(t.text for t in request.turns if t.role == "user")
+        tool = tool_result_from_messages(request.messages)
+        assert 4 <= tool["sessions_available"] / tool["weekly"]["sessions_available"] <= 5.1  # weeks of those days
+    verdicts = _jsonl(out)
+    with DashScopeEmulator(default_reply=emulated_reply) as daily_only:
+        _run(wl, argv, daily_only, monkeypatch)  # the daily chart alone is another analysis: asked again
+        assert len([r for r in daily_only.requests if _answering(r)]) == 2
+    daily = _jsonl(out)
+    assert "2 finished before" not in capsys.readouterr().out
+    for symbol, record in verdicts.items():
+        assert set(record) == set(daily[symbol])  # the verdict keeps its shape
+        assert "Weekly chart:" in record["rationale"]
+        assert "Weekly chart:" not in daily[symbol]["rationale"]
+    assert len(list((out / ".charts").glob("*.weekly.png"))) == 2
