@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from kline.agent import emulated_reply, tool_result_from_messages
 from kline.data import generated_series, write_csv, write_demo
-from kline.limiter import AccountLimiter
+from kline.limiter import AccountLimiter, estimated_tokens
+from kline.store import Ticker
 
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
 from tests.conftest import example_module
@@ -584,3 +585,31 @@ def test_daily_and_weekly_charts_in_one_request(
         assert "Weekly chart:" in record["rationale"]
         assert "Weekly chart:" not in daily[symbol]["rationale"]
     assert len(list((out / ".charts").glob("*.weekly.png"))) == 2
+
+
+def test_the_readmes_pace_is_what_the_defaults_give(
+    wl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's tickers per second at the default limits: the tokens a ticker's requests use (an emulated run at
+    the default chart size), booked in the run's limiter at the default --rpm and --tpm on a fake clock."""
+    stated = re.search(r"allows about ([0-9.]+) tickers/s", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert stated, "the README states the pace at the defaults"
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 1)
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        used = _run(wl, ["--data", str(data), "--out", str(out)], emu, monkeypatch).total_tokens / 2
+    defaults = wl.parse_args(["--data", str(data), "--out", str(out)])
+    now = [0.0]
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    async def book(tickers: int) -> None:
+        limiter = AccountLimiter(defaults.rpm, defaults.tpm, clock=lambda: now[0], sleep=sleep)
+        estimate = estimated_tokens(Ticker(data, "key"), defaults.chart_size, defaults.dpi)
+        for _ in range(2 * tickers):  # the tool call, then the verdict
+            await limiter.acquire(estimate)
+            limiter.settle(estimate, int(used))
+
+    asyncio.run(book(300))
+    assert float(stated.group(1)) == pytest.approx(300 / now[0], rel=0.2)
