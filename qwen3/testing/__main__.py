@@ -1,0 +1,102 @@
+"""``python -m qwen3.testing``: serve the emulators on 127.0.0.1 until Ctrl-C, and print the environment
+variables that point the clients at them, so that code which reads its settings from the environment (the
+README's own examples) runs offline unchanged.
+
+The DashScope emulator always; the OpenAI, Anthropic and Gemini emulators too unless ``--dashscope-only``.
+Each answers with its default reply (an echo of the last user message) and accepts only the printed key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+import threading
+from contextlib import ExitStack
+from types import FrameType
+from typing import Any
+
+from qwen3.testing import DashScopeEmulator
+
+DEFAULT_KEY = "sk-emulator"
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m qwen3.testing",
+        description="Serve the DashScope emulator (and the peers') on 127.0.0.1 until Ctrl-C; print the "
+        "environment variables that point the clients at them.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="the DashScope emulator's port (default: a free one)")
+    parser.add_argument("--api-key", default=DEFAULT_KEY, help=f"the key the emulators accept (default {DEFAULT_KEY})")
+    parser.add_argument("--dashscope-only", action="store_true", help="serve the DashScope emulator alone")
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: a port number from 1 to 65535 (or 0 for a free one)")
+    if not args.api_key or any(c.isspace() for c in args.api_key):
+        parser.error("--api-key: a non-empty key without spaces")
+    return args
+
+
+PEERS = (
+    ("OPENAI", "clients.openai.testing", "OpenAIEmulator"),
+    ("ANTHROPIC", "clients.anthropic.testing", "AnthropicEmulator"),
+    ("GEMINI", "clients.gemini.testing", "GeminiEmulator"),
+)
+
+
+def _peers(key: str) -> list[tuple[str, Any]]:
+    """The peers' emulators (prefix, unstarted server), those whose modules import."""
+    out = []
+    for prefix, module, name in PEERS:
+        try:
+            emulator = getattr(importlib.import_module(module), name)
+        except ImportError:
+            continue
+        out.append((prefix, emulator(api_key=key)))
+    return out
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        return _serve(args.api_key, args.port, peers=not args.dashscope_only)
+    except KeyboardInterrupt:  # also while starting (the peers' SDKs take a moment to import)
+        print("stopped", flush=True)
+        return 0
+
+
+def _serve(key: str, port: int, *, peers: bool) -> int:
+    with ExitStack() as stack:
+        try:
+            dashscope = stack.enter_context(DashScopeEmulator(api_key=key, port=port))
+        except OSError as exc:
+            print(f"python -m qwen3.testing: cannot listen on 127.0.0.1:{port}: {exc}", file=sys.stderr)
+            return 1
+        variables = {
+            "DASHSCOPE_BASE_URL": dashscope.base_url,
+            "DASHSCOPE_HTTP_BASE_URL": dashscope.base_url,  # the dashscope SDK's own variable
+            "DASHSCOPE_API_KEY": key,
+        }
+        for prefix, server in _peers(key) if peers else []:
+            stack.enter_context(server)
+            variables[f"{prefix}_BASE_URL"] = server.base_url
+            variables[f"{prefix}_API_KEY"] = key
+        if "GEMINI_API_KEY" in variables:
+            variables["GOOGLE_API_KEY"] = key  # google-genai reads it first
+        print(f"Emulators on 127.0.0.1 (DashScope: {dashscope.base_url}); Ctrl-C stops them. Set in your shell:")
+        for name, value in variables.items():
+            print(f"export {name}={value}")
+        sys.stdout.flush()
+        threading.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""``python -m qwen3.testing`` as a user runs it: a process of its own that prints the environment to point the
+clients at its emulators; the README's own example then runs against it unchanged, and Ctrl-C stops it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import PNG
+
+ROOT = Path(__file__).resolve().parents[2]
+PROVIDER_PREFIXES = ("DASHSCOPE_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_")
+"""The variables a developer's shell may hold for the real services: kept from the processes started here."""
+
+
+def _start_and_read(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "qwen3.testing", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_PREFIXES)},
+    )
+    assert process.stdout is not None
+    variables: dict[str, str] = {}
+    header = process.stdout.readline()
+    assert header.startswith("Emulators on 127.0.0.1"), (header, process.stderr.read() if process.stderr else "")
+    expected = 3 if "--dashscope-only" in args else 10
+    for _ in range(expected):
+        name, value = re.fullmatch(r"export (\w+)=(\S+)\n", process.stdout.readline()).groups()  # type: ignore[union-attr]
+        variables[name] = value
+    return process, variables
+
+
+def _stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGINT)  # Ctrl-C
+    out, err = process.communicate(timeout=15)
+    assert process.returncode == 0, err
+    return out
+
+
+def _python(code: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def _readme_example() -> str:
+    """The README's first Python block under "## Use", as written."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Use\n") :]
+    return section.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+@pytest.mark.timeout(120)
+def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path) -> None:
+    process, variables = _start_and_read("--api-key", "sk-local")
+    try:
+        assert variables["DASHSCOPE_API_KEY"] == "sk-local"
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/api/v1", variables["DASHSCOPE_BASE_URL"])
+        assert variables["DASHSCOPE_HTTP_BASE_URL"] == variables["DASHSCOPE_BASE_URL"]
+        assert {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GEMINI_BASE_URL", "GOOGLE_API_KEY"} <= set(variables)
+
+        (tmp_path / "chart.png").write_bytes(PNG)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_PREFIXES)}
+        env = {**environment, **variables, "PYTHONPATH": str(ROOT)}
+        run = _python(_readme_example(), tmp_path, env)
+        assert run.returncode == 0, run.stderr
+        assert "[DashScope emulator, model qwen3-vl-plus] You said: What does this chart show?" in run.stdout
+
+        # a peer's client, from the environment alone
+        code = "import asyncio; from clients import OpenAIChatCompletionClient as C; "
+        peer = _python(code + "print(asyncio.run(C(model='gpt-4o').get_response('hello')).text)", tmp_path, env)
+        assert peer.returncode == 0, peer.stderr
+        assert "You said: hello" in peer.stdout
+
+        # the printed key is the only one accepted
+        wrong = httpx.post(
+            variables["DASHSCOPE_BASE_URL"] + "/services/aigc/text-generation/generation",
+            headers={"Authorization": "Bearer sk-other"},
+            json={"model": "qwen-plus", "input": {"messages": [{"role": "user", "content": "hi"}]}},
+        )
+        assert wrong.status_code == 401
+    finally:
+        out = _stop(process)
+    assert out.strip().endswith("stopped")
+    with pytest.raises(httpx.ConnectError):  # nothing left listening
+        httpx.get(variables["DASHSCOPE_BASE_URL"], timeout=5)
+
+
+@pytest.mark.timeout(60)
+def test_dashscope_only_on_a_chosen_port() -> None:
+    process, variables = _start_and_read("--dashscope-only")
+    try:
+        assert sorted(variables) == ["DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL"]
+        assert variables["DASHSCOPE_API_KEY"] == "sk-emulator"
+        port = int(variables["DASHSCOPE_BASE_URL"].split(":")[2].split("/")[0])
+    finally:
+        _stop(process)
+    # the port is free again: a second server takes it when asked
+    process, variables = _start_and_read("--dashscope-only", "--port", str(port))
+    try:
+        assert variables["DASHSCOPE_BASE_URL"] == f"http://127.0.0.1:{port}/api/v1"
+    finally:
+        _stop(process)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--port", "70000"], "--port 70000"), (["--api-key", ""], "--api-key"), (["--port", "x"], "invalid int")],
+)
+def test_bad_options_are_refused(args: list[str], message: str) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "qwen3.testing", *args], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert run.returncode == 2
+    assert message in run.stderr
