@@ -3,6 +3,7 @@ per-request options it honours (through ``QwenChatClient`` against the emulator)
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -61,3 +62,11 @@ async def test_the_model_option_and_response_format_of_one_request(stream: bool)
     assert response.value == Verdict(trend="up")
     assert emu.requests[0].body["model"] == "qwen-max"
     assert ("incremental_output" in emu.requests[0].body["parameters"]) == stream
+
+
+def test_one_client_serves_one_event_loop_after_another() -> None:
+    with DashScopeEmulator(api_key="k") as emu:
+        emu.script(Reply(text="first"), Reply(text="second"))
+        qwen = client(base_url=emu.base_url)
+        texts = [asyncio.run(qwen.get_response([Message("user", ["hi"])])).text for _ in range(2)]
+    assert texts == ["first", "second"]

@@ -174,3 +174,16 @@ async def test_the_idle_timeout_says_how_long_it_waited() -> None:
     decoder = SSEDecoder()
     with pytest.raises(asyncio.TimeoutError, match=r"no complete event for 0\.05 s"):
         [event async for event in aiter_events(trickle(), decoder, 64, idle_timeout=0.05)]
+
+
+async def test_a_stream_that_ends_before_any_event_says_so() -> None:
+    with DashScopeEmulator(api_key="k") as emu:
+        emu.script(Reply(text="", finish_reason="null"))  # one event that carries nothing, and no finishing event
+        url = emu.base_url
+        client = QwenChatClient(model="qwen-plus", api_key="k", base_url=url, max_retries=0)
+        with pytest.raises(ChatClientException) as info:
+            await _ask_streamed(client)
+    assert str(info.value) == (
+        f"The DashScope stream from {url} ended without its finishing event before any event: "
+        "the answer was cut off."
+    )
