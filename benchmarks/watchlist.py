@@ -70,8 +70,10 @@ class PoolMeter:
         self.tick = os.sysconf("SC_CLK_TCK")
 
     def _watch(self) -> None:
+        from kline.pool import descendants
+
         while not self.stop.wait(0.1):
-            for pid in _descendants(os.getpid()):
+            for pid in descendants(os.getpid()):
                 try:
                     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                     status = Path(f"/proc/{pid}/status").read_text()
@@ -89,25 +91,6 @@ class PoolMeter:
     def __exit__(self, *_: object) -> None:
         self.stop.set()
         self.thread.join()
-
-
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
 
 
 def _child_stats() -> None:

@@ -23,6 +23,7 @@ import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -74,3 +75,24 @@ def _watch(lifeline: Connection) -> None:
     with contextlib.suppress(EOFError, OSError):
         lifeline.recv_bytes()  # nothing is ever sent: this returns only when the run's end closes
     os._exit(1)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` now (children, their children, ...), read from /proc (Linux): what a run's
+    pool is made of, for the tests and benchmarks that check it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found

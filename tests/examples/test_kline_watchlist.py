@@ -27,6 +27,7 @@ import pytest
 from kline.agent import emulated_reply, tool_result_from_messages
 from kline.data import generated_series, write_csv, write_demo
 from kline.limiter import AccountLimiter, estimated_tokens
+from kline.pool import descendants
 from kline.store import Ticker
 
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
@@ -264,26 +265,6 @@ def _wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], wha
         time.sleep(0.05)
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` now (children, their children, ...), from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
 def _alive(pids: set[int]) -> dict[int, str]:
     """Those of ``pids`` still running (not zombies), with their command lines."""
     alive: dict[int, str] = {}
@@ -331,7 +312,7 @@ def test_a_killed_run_loses_no_finished_verdict_and_a_rerun_never_asks_for_one_a
         first = _subprocess(["--data", str(data), "--out", str(out), "--concurrency", "2"], emu)
         try:
             _wait_for(lambda: len(_stored(db, "SELECT key FROM results")) >= 2, first, "two stored verdicts")
-            family = _descendants(first.pid)  # the rendering pool: its workers, fork server, resource tracker
+            family = descendants(first.pid)  # the rendering pool: its workers, fork server, resource tracker
             first.send_signal(signal.SIGKILL)  # no chance to clean up
         finally:
             first.wait(timeout=30)
@@ -363,7 +344,7 @@ def test_ctrl_c_during_a_batch_stops_cleanly_and_the_rerun_collects_the_same_bat
         first = _subprocess(argv, emu, session=True)
         try:
             _wait_for(lambda: bool(_stored(db, "SELECT id FROM batches")), first, "a submitted batch")
-            family = _descendants(first.pid)
+            family = descendants(first.pid)
             os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group gets it
             output, _ = first.communicate(timeout=30)
         finally:
