@@ -12,9 +12,10 @@ pass through as they arrive) and writes the exchange, with every secret masked, 
 * OpenAI, Anthropic, Gemini: one VCR (v1) cassette per scenario, ``NAME.yaml``, each exchange an interaction:
   the format of the peers' recorded exchanges.
 
-Masked (replaced by ``<masked>``): the ``Authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key`` and
-cookie headers, a ``key=`` query parameter, the upload policy's credentials (``policy``, ``signature``,
-``oss_access_key_id``, ``x_oss_security_token``) and, as a last pass over every byte written, each secret given.
+Masked (replaced by ``<masked>``): the ``Authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key`` and cookie
+headers, the account's organization and project headers, a ``key=`` query parameter, the upload policy's credentials
+(``policy``, ``signature``, ``oss_access_key_id``, ``x_oss_security_token``) and, as a last pass over every byte
+written, each secret given.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ _S = TypeVar("_S", bound="_Server")
 MASK = "<masked>"
 SECRET_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie", "set-cookie"}
+    # the account a response came from: not a secret, but nothing a shared recording needs
+    | {"openai-organization", "openai-project", "anthropic-organization-id"}
 )
 UPLOAD_SECRETS = ("policy", "signature", "oss_access_key_id", "x_oss_security_token")
 HOP_BY_HOP = frozenset(

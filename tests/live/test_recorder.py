@@ -158,10 +158,9 @@ async def test_upload_policy_and_query_key_masked(tmp_path: Path) -> None:
 def test_masker() -> None:
     masker = Masker(["sk-secret"])
     assert masker.url("https://h/v1?alt=sse&key=AIzaXYZ&x=1") == "https://h/v1?alt=sse&key=<masked>&x=1"
-    assert masker.headers([("X-Goog-Api-Key", "AIza"), ("Accept", "x sk-secret")]) == [
-        ("X-Goog-Api-Key", MASK),
-        ("Accept", f"x {MASK}"),
-    ]
+    assert masker.headers(
+        [("X-Goog-Api-Key", "AIza"), ("Accept", "x sk-secret"), ("openai-organization", "org-1"), ("Date", "today")]
+    ) == [("X-Goog-Api-Key", MASK), ("Accept", f"x {MASK}"), ("openai-organization", MASK), ("Date", "today")]
     masked = masker.body('{"message": "key sk-secret is wrong"}', "https://h/v1")
     assert masked == f'{{"message": "key {MASK} is wrong"}}'
 
