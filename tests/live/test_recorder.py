@@ -4,6 +4,10 @@ and never contain the key."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +175,21 @@ def test_masker() -> None:
 )
 def test_only_an_explicit_marker_runs_the_live_tier(markexpr: str, selected: bool) -> None:
     assert selects_live(markexpr) is selected
+
+
+@pytest.mark.timeout(120)
+def test_a_plain_run_deselects_the_live_tier_even_with_a_key() -> None:
+    """``pytest`` (and CI's ``python -m pytest -q``) never collects a live test, whatever keys the shell holds;
+    ``-m live`` does."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DASHSCOPE_API_KEY": KEY, "OPENAI_API_KEY": KEY}
+
+    def collect(*args: str) -> str:
+        command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args]
+        run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=100)
+        return run.stdout
+
+    plain = collect("tests/live/test_live.py")
+    assert re.search(r"no tests collected \(28 deselected\)", plain), plain[-500:]
+    live = collect("-m", "live", "tests/live/test_live.py")
+    assert re.search(r"^28 tests collected", live, re.MULTILINE), live[-500:]
