@@ -4,6 +4,7 @@ and never contain the key."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -18,7 +19,7 @@ from agent_framework import Content, Message
 from clients.anthropic.testing import AnthropicEmulator
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
-from clients.testing import Reply, ToolCall
+from clients.testing import RecordedRequest, Reply, ToolCall
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
 from tests.conftest import PNG
@@ -193,3 +194,42 @@ def test_a_plain_run_deselects_the_live_tier_even_with_a_key() -> None:
     assert re.search(r"no tests collected \(28 deselected\)", plain), plain[-500:]
     live = collect("-m", "live", "tests/live/test_live.py")
     assert re.search(r"^28 tests collected", live, re.MULTILINE), live[-500:]
+
+
+def _answers(request: RecordedRequest) -> Reply:
+    """What a sound model would answer to each live scenario's prompt (the scenarios' own checks then hold)."""
+    text = request.last_user_text
+    if "weather" in text:
+        if any(turn.tool_results or turn.role == "tool" for turn in request.turns):
+            return Reply(text="Sunny and 23 degrees in Hangzhou.")
+        return Reply.calling(ToolCall("get_weather", {"city": "Hangzhou"}))
+    answers = {
+        "pong": Reply(text="pong"),
+        "Count": Reply(text=" ".join(str(i) for i in range(1, 21)), chunks=5),
+        "colour": Reply(text="Red"),
+        "prime": Reply(reasoning="1001 = 7 x 11 x 13", text="No."),
+        "capital": Reply(text='{"city": "Paris", "country": "France"}'),
+    }
+    return next((reply for word, reply in answers.items() if word in text), Reply(text="?"))
+
+
+@pytest.mark.timeout(180)
+def test_the_live_scenarios_hold_against_the_emulator(tmp_path: Path) -> None:
+    """``pytest -m live`` with DashScope's variables pointing at the emulator: the scenarios run (none skips), and
+    what they recorded replays. Keeps the live tier working between the runs that have a key."""
+    root = Path(__file__).resolve().parents[2]
+    with DashScopeEmulator(api_key=KEY, default_reply=_answers) as emu:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DASHSCOPE_", "OPENAI_", "ANTHROPIC_"))}
+        env = {k: v for k, v in env.items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
+        env |= {"DASHSCOPE_API_KEY": KEY, "DASHSCOPE_BASE_URL": emu.base_url, "QWEN3_LIVE_RECORDINGS": str(tmp_path)}
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "live", "-k", "dashscope"]
+        run = subprocess.run(
+            [*command, "tests/live/test_live.py"], cwd=root, env=env, capture_output=True, text=True, timeout=150
+        )
+    assert re.search(r"^7 passed", run.stdout.splitlines()[-1]), run.stdout[-3000:]
+    recorded = read_recordings(tmp_path / "dashscope", "dashscope")
+    assert len(recorded) == 8  # the tool loop asks twice
+    assert any(e.status == 404 or "error" in e.name for e in recorded)
+    for exchange in recorded:
+        assert KEY not in exchange.request_body + str(exchange.request_headers)
+        asyncio.run(replay("dashscope", exchange))
