@@ -75,30 +75,12 @@ def private_imports(path: Path, here: str | None = None) -> Iterator[str]:
                     yield f"{path.name}:{node.lineno}: {target}.{node.attr}"
 
 
-def in_progress(who: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=False, reason=f"issue 16: {who} in progress")
+def by_file() -> Sequence[object]:
+    """One test per library module, named by its path."""
+    return [pytest.param(path, id=str(path.relative_to(ROOT))) for path in library_files()]
 
 
-def by_file(xfails: dict[str, str]) -> Sequence[object]:
-    """One test per library module; those in ``xfails`` (path → the engineer on it) xfail."""
-    params = []
-    for path in library_files():
-        name = str(path.relative_to(ROOT))
-        marks = [in_progress(xfails[name])] if name in xfails else []
-        params.append(pytest.param(path, id=name, marks=marks))
-    return params
-
-
-OVER_TODAY = {
-    "qwen3/client.py": "pipeline",
-}
-"""Modules over their limit when this test was written; each xfails until its owner splits it."""
-
-PRIVATE_TODAY: dict[str, str] = {}
-"""Modules reading another module's private names (each xfails until its owner mends it): none left."""
-
-
-@pytest.mark.parametrize("path", by_file(OVER_TODAY))
+@pytest.mark.parametrize("path", by_file())
 def test_module_size(path: Path) -> None:
     limit = MAX_EMULATOR_LINES if is_emulator(path) else MAX_LINES
     lines = len(path.read_text(encoding="utf-8").splitlines())
@@ -114,7 +96,7 @@ def test_the_size_check_counts_emulators_apart() -> None:
     assert not is_emulator(ROOT / "qwen3/batch/client.py")
 
 
-@pytest.mark.parametrize("path", by_file(PRIVATE_TODAY))
+@pytest.mark.parametrize("path", by_file())
 def test_no_private_name_imported_from_another_module(path: Path) -> None:
     found = list(private_imports(path))
     assert not found, "private names of another module (give them a public name or move them):\n" + "\n".join(found)
