@@ -184,6 +184,5 @@ async def test_a_stream_that_ends_before_any_event_says_so() -> None:
         with pytest.raises(ChatClientException) as info:
             await _ask_streamed(client)
     assert str(info.value) == (
-        f"The DashScope stream from {url} ended without its finishing event before any event: "
-        "the answer was cut off."
+        f"The DashScope stream from {url} ended without its finishing event before any event: the answer was cut off."
     )
