@@ -55,7 +55,7 @@ from clients.core.retry import (
     within,
 )
 from clients.core.sse import MAX_EVENT_BYTES
-from clients.core.validation import WRONG_SHAPE, checked_model, checked_option_types, checked_types, parsed, wrong_shape
+from clients.core.validation import checked_model, checked_option_types, parsed
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
@@ -445,10 +445,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         provider, parse = self._PROVIDER, self._parse_stream_event
         try:
             async for event in events:
-                try:
-                    update = checked_types(parse(event, state, request))
-                except WRONG_SHAPE as exc:
-                    raise wrong_shape(provider, exc, event, events.so_far) from exc
+                update = parsed(provider, parse, event, state, request, so_far=events.so_far)
                 if update is None:
                     continue
                 events.delivered(update)
