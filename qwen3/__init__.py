@@ -5,6 +5,7 @@
 DashScope's parameters to MAF's ``ChatOptions``. ``image_content`` builds image content from a path, URL or
 bytes (older MAF code wrote ``ImageContent(url=...)``). ``QwenTokenizer`` counts Qwen tokens for MAF's
 compaction strategies; ``compaction_for(model)`` builds MAF's context-window compaction for a model.
+``QwenEmbeddingClient`` is MAF's embedding client on DashScope's text and multimodal embeddings (``qwen3.embeddings``).
 ``qwen3.testing`` has a loopback DashScope emulator.
 """
 
@@ -12,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from clients.core.media import image_content, video_frames
 from qwen3.client import DEFAULT_BASE_URL, INTL_BASE_URL, QwenChatClient, QwenVLChatClient, RawQwenChatClient
+from qwen3.embeddings import QwenEmbeddingClient, QwenEmbeddingOptions
 from qwen3.options import QwenChatOptions
 from qwen3.routing import endpoint_for_model
 from qwen3.tokens import QwenTokenizer, compaction_for
@@ -26,6 +28,8 @@ __all__ = [
     "INTL_BASE_URL",
     "QwenChatClient",
     "QwenChatOptions",
+    "QwenEmbeddingClient",
+    "QwenEmbeddingOptions",
     "QwenTokenizer",
     "QwenVLChatClient",
     "RawQwenChatClient",

@@ -3,7 +3,8 @@
 Before sending: `checked_model` (a model name that cannot change the request URL) and `checked_option_types`
 (MAF's numeric options of the right type). After receiving: `json_object` (a body or event that is one JSON object),
 `parsed` (a provider parser run with a wrong shape turned into MAF's exception, `WRONG_SHAPE` / `wrong_shape`), and
-`checked_types` (every field a parser filled has the type MAF declares). Rules: docs/errors-and-retries.md.
+`checked_types` (every field a parser filled has the type MAF declares); `read_limited` (a whole answer read, never
+more than a bound). Rules: docs/errors-and-retries.md.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import httpx
 from agent_framework import ChatResponse, ChatResponseUpdate
 from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
@@ -32,6 +34,7 @@ __all__ = [
     "checked_types",
     "json_object",
     "parsed",
+    "read_limited",
     "wrong_shape",
 ]
 
@@ -225,3 +228,18 @@ def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -
     if not isinstance(data, dict):
         raise ChatClientInvalidResponseException(f"{provider} sent a non-object {what}: {redact(text)[:200]!r}")
     return data  # only quoted text is redacted: the answer itself is never changed
+
+
+async def read_limited(response: httpx.Response, limit: int, provider: str = "DashScope") -> bytes:
+    """The body of a streamed ``response``, read whole but never more than ``limit`` bytes.
+
+    Raises:
+        ChatClientInvalidResponseException: the body is longer; reading stops there.
+    """
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ChatClientInvalidResponseException(f"{provider} sent an answer over {limit} bytes; stopped.")
+        chunks.append(chunk)
+    return b"".join(chunks)

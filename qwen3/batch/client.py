@@ -36,7 +36,7 @@ from clients.core.retry import (
     within,
 )
 from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
-from clients.core.validation import checked_model, json_object
+from clients.core.validation import checked_model, json_object, read_limited
 from qwen3.batch.lines import (
     CHAT_URL,
     MAX_LINE_BYTES,
@@ -187,7 +187,7 @@ class QwenBatchClient:
 
         async def attempt() -> dict[str, Any]:
             async with self._client().stream(method, path, **kwargs) as response:
-                content = await self._read(response, MAX_JSON_BYTES)
+                content = await read_limited(response, MAX_JSON_BYTES)
             if response.status_code >= 400:
                 raise _error_of(response.status_code, content, response.headers)
             return json_object("DashScope", content)
@@ -223,16 +223,6 @@ class QwenBatchClient:
                 f"({type(exc).__name__}: {redact(str(exc)) or 'timed out'})"
             ) from exc
 
-    @staticmethod
-    async def _read(response: httpx.Response, limit: int) -> bytes:
-        chunks, size = [], 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise ChatClientInvalidResponseException(f"DashScope sent an answer over {limit} bytes; stopped.")
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     # -- the API ------------------------------------------------------------------------------------------
     def lines(self, requests: Iterable[BatchRequest]) -> list[dict[str, Any]]:
         """The request lines of ``requests`` for this client's model, checked (`build_line`, `check_model`,
@@ -259,7 +249,7 @@ class QwenBatchClient:
             spool.seek(0)
             files = {"file": (filename, spool, "application/jsonl")}
             async with self._client().stream("POST", "files", files=files, data={"purpose": "batch"}) as response:
-                content = await self._read(response, MAX_JSON_BYTES)
+                content = await read_limited(response, MAX_JSON_BYTES)
             if response.status_code >= 400:
                 raise _error_of(response.status_code, content, response.headers)
             return json_object("DashScope", content)
@@ -356,7 +346,8 @@ class QwenBatchClient:
         hide(self._api_key.get_secret_value())
         async with self._client().stream("GET", f"files/{_segment(file_id)}/content") as response:
             if response.status_code >= 400:
-                failure = _error_of(response.status_code, await self._read(response, MAX_JSON_BYTES), response.headers)
+                content = await read_limited(response, MAX_JSON_BYTES)
+                failure = _error_of(response.status_code, content, response.headers)
                 raise to_chat_client_exception(failure.error)
             events = aiter_events(response.aiter_bytes(), _JsonlLines(), max_line_bytes, self.timeout)
             async for event in events:

@@ -37,6 +37,7 @@ from ._compatible import (
     error_answer,
     model_not_found,
 )
+from ._embeddings import EmbeddingService
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
@@ -98,7 +99,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
     It also emulates DashScope's temporary-file upload (``GET {base}/uploads?action=getPolicy`` and the OSS form
     POSTed to the policy's ``upload_host``, which is the emulator's root): stored files are in ``uploads``,
     ``fail_upload`` makes the next upload or policy request fail (``_uploads.py``). And DashScope's Batch API (files
-    and batches under ``/compatible-mode/v1``): ``batches`` (``_batch.py``).
+    and batches under ``/compatible-mode/v1``): ``batches`` (``_batch.py``). And the native text and multimodal
+    embedding endpoints: ``embeddings`` (``_embeddings.py``).
     """
 
     server_name: ClassVar[str] = "dashscope-emulator"
@@ -141,6 +143,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
         self.batches = BatchService(self._next_reply, lambda: self.api_key)  # the Batch API routes (_batch.py)
+        self.embeddings = EmbeddingService(lambda: self.api_key)  # the embedding routes (_embeddings.py)
         self.finish_reason_beside_choices = False
         """True: answers put ``finish_reason`` in ``output`` beside ``choices`` and none in the choice, the shape of
         early qwen-vl answers (non-streamed, and each stream event: ``"null"`` until the last)."""
@@ -200,6 +203,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self.context_cache.clear()
         self.cache_uses.clear()
         self.batches.clear()
+        self.embeddings.clear()
 
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _handle(
@@ -208,6 +212,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         request_id = str(uuid.uuid4())
         if self.batches.claims(method, path, headers, raw):  # the Batch API (_batch.py)
             return self.batches.handle(method, path, headers, raw, request_id)
+        if self.embeddings.claims(path):  # the embedding endpoints (_embeddings.py)
+            return self.embeddings.handle(method, path, headers, raw, request_id)
         if path == COMPATIBLE_PATH and method == "POST":
             return self._compatible.chat(path, query, headers, raw, request_id)
         if path == FILES_PATH or path.startswith(FILES_PATH + "/"):

@@ -1,0 +1,401 @@
+"""``QwenEmbeddingClient``: MAF's embedding client (``BaseEmbeddingClient``, ``SupportsGetEmbeddings``) on DashScope's
+native embedding endpoints, text (``text-embedding-v4`` and kin) and multimodal (text and images).
+
+One ``get_embeddings`` call: the values checked and converted (``qwen3.embeddings.convert``: nothing is sent when one
+is wrong), split into calls of at most the model's rows, each call sent with the dashscope SDK's HTTP client
+(``dashscope.AsyncClient``, its own retries off) and retried after a 429, a 5xx or a failed connection like the chat
+clients (``clients.core.retry``), its answer read bounded and checked (``qwen3.embeddings.parse``); the vectors come
+back in input order and the usage summed. A call DashScope refuses with 400 "… should not be larger than N" (a model
+whose limit is lower than this client's table says) is split into calls of N and sent once more; N is remembered
+for the model. Errors are MAF's ``Integration…`` exceptions (what ``clients.core.errors`` decides for chat, in the
+embedding family). Docs: docs/embeddings.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar, Generic, TypedDict
+
+import dashscope
+import httpx
+from agent_framework import (
+    BaseEmbeddingClient,
+    Content,
+    Embedding,
+    GeneratedEmbeddings,
+    SecretString,
+    UsageDetails,
+    add_usage_details,
+    load_settings,
+)
+from agent_framework.exceptions import (
+    ChatClientContentFilterException,
+    ChatClientException,
+    ChatClientInvalidAuthException,
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+    IntegrationContentFilterException,
+    IntegrationException,
+    IntegrationInvalidAuthException,
+    IntegrationInvalidRequestException,
+    IntegrationInvalidResponseException,
+    SettingNotFoundError,
+)
+from agent_framework.observability import EmbeddingTelemetryLayer
+from typing_extensions import TypeVar
+
+from clients.core.client import seconds
+from clients.core.errors import hide, redact, to_chat_client_exception
+from clients.core.retry import Attempts, Failure, RetryPolicy, call_with_retries, retry_advice, within
+from clients.core.validation import json_object, read_limited
+from qwen3.embeddings.convert import (
+    EMBEDDING_PATHS,
+    EmbeddingModel,
+    QwenEmbeddingOptions,
+    embedding_model,
+    request_body,
+    request_items,
+    request_parameters,
+)
+from qwen3.embeddings.parse import parse_embeddings, parse_usage
+from qwen3.errors import error_from_body
+from qwen3.headers import request_headers
+
+__all__ = ["DEFAULT_EMBEDDING_MODEL", "QwenEmbeddingClient", "RawQwenEmbeddingClient"]
+
+logger = logging.getLogger("agent_framework.qwen3.embeddings")
+
+DEFAULT_EMBEDDING_MODEL = "text-embedding-v4"
+BYTES_PER_ROW = 1024 * 1024
+"""The most bytes read of one call's answer, per input row (and as much again for the envelope): a 2,560-size
+vector is ~60 KB as JSON, a long text's sparse vector a few hundred KB."""
+OVER_LIMIT = re.compile(r"should not be larger than (\d+)")
+"""DashScope's 400 for too many rows in one call: "<400> InternalError.Algo.InvalidParameter: Value error, batch
+size is invalid, it should not be larger than 10.: input.contents" (reported by many users of the API)."""
+AS_INTEGRATION: tuple[tuple[type[ChatClientException], type[IntegrationException]], ...] = (
+    (ChatClientInvalidAuthException, IntegrationInvalidAuthException),
+    (ChatClientContentFilterException, IntegrationContentFilterException),
+    (ChatClientInvalidRequestException, IntegrationInvalidRequestException),
+    (ChatClientInvalidResponseException, IntegrationInvalidResponseException),
+)
+"""The chat exception the shared code raises (``clients.core``) → MAF's embedding-side one; others:
+``IntegrationException``."""
+
+QwenEmbeddingOptionsT = TypeVar(
+    "QwenEmbeddingOptionsT",
+    bound=TypedDict,  # type: ignore[valid-type]
+    default="QwenEmbeddingOptions",
+    covariant=True,
+)
+
+
+class QwenEmbeddingSettings(TypedDict, total=False):
+    """Settings read by ``load_settings`` with prefix ``DASHSCOPE_``."""
+
+    api_key: SecretString | None
+    base_url: str | None
+    http_base_url: str | None  # DASHSCOPE_HTTP_BASE_URL: the dashscope SDK's own variable, used as a fallback
+    embedding_model: str | None  # DASHSCOPE_EMBEDDING_MODEL
+    workspace: str | None  # DASHSCOPE_WORKSPACE
+
+
+def integration_exception(exc: ChatClientException) -> IntegrationException:
+    """``exc`` (raised by the code the chat clients share) as the ``Integration…`` exception of the same kind."""
+    kind = next((new for old, new in AS_INTEGRATION if isinstance(exc, old)), IntegrationException)
+    return kind(exc.args[0] if exc.args else str(exc))
+
+
+def rows_allowed(failure: Failure) -> int | None:
+    """The row limit a 400 "… should not be larger than N" names, else None."""
+    found = OVER_LIMIT.search(failure.error.message) if failure.error.status == 400 else None
+    return int(found.group(1)) if found else None
+
+
+class RawQwenEmbeddingClient(
+    BaseEmbeddingClient[str | Content, list[float], QwenEmbeddingOptionsT], Generic[QwenEmbeddingOptionsT]
+):
+    """DashScope native embeddings without MAF's telemetry layer (use ``QwenEmbeddingClient``)."""
+
+    OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
+    DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseEmbeddingClient.DEFAULT_EXCLUDE, "api_key"}
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | SecretString | None = None,
+        base_url: str | None = None,
+        workspace: str | None = None,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        additional_properties: dict[str, Any] | None = None,
+        env_file_path: str | None = None,
+        env_file_encoding: str | None = None,
+    ) -> None:
+        settings = load_settings(
+            QwenEmbeddingSettings,
+            env_prefix="DASHSCOPE_",
+            api_key=api_key,
+            base_url=base_url,
+            embedding_model=model,
+            workspace=workspace,
+            env_file_path=env_file_path,
+            env_file_encoding=env_file_encoding,
+        )
+        key = settings.get("api_key")
+        if not key:
+            raise SettingNotFoundError(
+                "No DashScope API key: pass api_key= or set the DASHSCOPE_API_KEY environment variable."
+            )
+        url = str(settings.get("base_url") or settings.get("http_base_url") or "https://dashscope.aliyuncs.com/api/v1")
+        url = url.rstrip("/")
+        if not url.startswith(("http://", "https://")) or "compatible-mode" in url:
+            raise ValueError(
+                f"base_url must be DashScope's native API base (http(s)://…/api/v1), not {url!r}: e.g. "
+                "'https://dashscope.aliyuncs.com/api/v1' or 'https://dashscope-intl.aliyuncs.com/api/v1'."
+            )
+        name = settings.get("embedding_model") or DEFAULT_EMBEDDING_MODEL
+        self.model: str = str(name)
+        self.base_url: str = url
+        self.timeout: float = seconds("timeout", timeout, 60.0)
+        self.connect_timeout: float = seconds("connect_timeout", connect_timeout, 10.0)
+        policy = retry_policy if retry_policy is not None else RetryPolicy()
+        self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
+        self._api_key: SecretString = key if isinstance(key, SecretString) else SecretString(str(key))
+        self._headers = request_headers(workspace=settings.get("workspace"), error=ValueError)
+        self._rows: dict[str, int] = {}  # row limits DashScope named, per model (OVER_LIMIT)
+        self._sdk: dashscope.AsyncClient | None = None
+        self._sdk_loop: asyncio.AbstractEventLoop | None = None
+        super().__init__(additional_properties=additional_properties)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def service_url(self) -> str:
+        """The API base URL (reported to OpenTelemetry as ``server.address``)."""
+        return self.base_url
+
+    # ------------------------------------------------------------------------------------------ transport
+
+    def _http(self) -> httpx.AsyncClient:
+        """The SDK's HTTP client for the running event loop (its pool is bound to the loop that made it)."""
+        loop = asyncio.get_running_loop()
+        if self._sdk is None or self._sdk_loop is not loop:
+            key = self._api_key.get_secret_value()
+            self._sdk = dashscope.AsyncClient(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
+            self._sdk_loop = loop
+        return self._sdk.transport.http_client
+
+    async def close(self) -> None:
+        """Close pooled connections (also done by ``async with client:``)."""
+        sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            await sdk.aclose()
+
+    async def __aenter__(self) -> RawQwenEmbeddingClient[QwenEmbeddingOptionsT]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _attempt(self, path: str, body: dict[str, Any], rows: int) -> dict[str, Any]:
+        """One call: the answer's JSON object, at most ``BYTES_PER_ROW * (rows + 1)`` bytes read; an error answer
+        raises `Failure`."""
+        http = self._http()
+        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+        request = http.build_request("POST", path, json=body, headers=self._headers, timeout=timeout)
+        response = await http.send(request, stream=True)
+        try:
+            content = await read_limited(response, BYTES_PER_ROW * (rows + 1))
+        finally:
+            await response.aclose()
+        if response.status_code != 200:
+            raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
+        data = json_object("DashScope", content)
+        if data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
+            raise Failure(error_from_body(200, content, response.headers), response.headers)
+        return data
+
+    async def _call(self, path: str, body: dict[str, Any], rows: int) -> dict[str, Any]:
+        """`_attempt`, again after a transient failure per ``retry_policy``; the whole, waits included, within
+        ``timeout``. Raises the last `Failure` (noted with the attempts made), or ``ChatClientException`` saying why
+        no answer came."""
+        deadline = time.monotonic() + self.timeout
+        attempts = Attempts()
+        try:
+            return await call_with_retries(
+                lambda: within(self._attempt(path, body, rows), max(deadline - time.monotonic(), 0.0)),
+                self.retry_policy,
+                retry_advice,
+                on_retry=attempts.count,
+                deadline=deadline,
+            )
+        except Failure as failure:
+            raise failure.noted(attempts.note()) from None
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:
+            where = f"DashScope at {self.base_url}"
+            if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError)):
+                what = f"{where} did not answer within timeout={self.timeout:g} s"
+            else:
+                what = f"Cannot reach {where}: {redact(str(exc)) or type(exc).__name__}"
+            raise ChatClientException(what + attempts.note()) from exc
+
+    # ------------------------------------------------------------------------------------------ MAF entry
+
+    async def get_embeddings(
+        self,
+        values: Sequence[str | Content],
+        *,
+        options: QwenEmbeddingOptionsT | None = None,
+    ) -> GeneratedEmbeddings[list[float], QwenEmbeddingOptionsT]:
+        """One embedding per value, in the order given.
+
+        Args:
+            values: texts (``str`` or text ``Content``), and for a multimodal model images (``data:`` or http(s)
+                ``Content``, e.g. ``qwen3.image_content(path)``) and video URLs. Any number: they are split into
+                calls of the model's rows.
+            options: `QwenEmbeddingOptions`: ``model``, ``dimensions``, ``text_type``, ``output_type``,
+                ``instruct``.
+
+        Returns:
+            ``GeneratedEmbeddings`` with the usage of all calls summed (``input_token_count``,
+            ``total_token_count``; the multimodal counts beside them).
+
+        Raises:
+            IntegrationInvalidRequestException: a value or option this model cannot take (an image for a text
+                model, a size it does not make…), before anything is sent; or DashScope refused the request.
+            IntegrationInvalidAuthException: DashScope refused the key.
+            IntegrationInvalidResponseException: an answer of the wrong shape (not one vector per input…).
+            IntegrationException: DashScope failed (429 or 5xx after the retries) or did not answer.
+        """
+        if not values:
+            return GeneratedEmbeddings([], options=options)
+        opts: Mapping[str, Any] = options or {}
+        try:
+            embeddings, usage = await self._embed(values, opts)
+        except Failure as failure:
+            raise integration_exception(to_chat_client_exception(failure.error)) from None
+        except ChatClientException as exc:
+            raise integration_exception(exc) from exc
+        return GeneratedEmbeddings(embeddings, options=options, usage=usage)
+
+    async def _embed(
+        self, values: Sequence[Any], options: Mapping[str, Any]
+    ) -> tuple[list[Embedding[list[float]]], UsageDetails | None]:
+        name = options.get("model") or self.model
+        if not isinstance(name, str) or not name.strip():
+            raise IntegrationInvalidRequestException(f"model must be a model name, not {name!r}.")
+        model = embedding_model(name)
+        items = request_items(values, model)
+        parameters = request_parameters(model, options)
+        hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
+        embeddings: list[Embedding[list[float]]] = []
+        usage: UsageDetails | None = None
+        while len(embeddings) < len(items):  # the row limit may drop on the way (`_rows_embedded`)
+            rows = min(model.rows, self._rows.get(model.name, model.rows))
+            start = len(embeddings)
+            found, used = await self._rows_embedded(model, items[start : start + rows], parameters)
+            embeddings.extend(found)
+            usage = add_usage_details(usage, used)
+        return embeddings, usage
+
+    async def _rows_embedded(
+        self, model: EmbeddingModel, rows: Sequence[Any], parameters: Mapping[str, Any], *, resplit: bool = True
+    ) -> tuple[list[Embedding[list[float]]], UsageDetails]:
+        """The embeddings and usage of one call; when DashScope answers that the call has too many rows
+        (`OVER_LIMIT`), the rows split to its number and sent once more (``resplit``)."""
+        body = request_body(model, rows, parameters)
+        try:
+            data = await self._call(EMBEDDING_PATHS[model.endpoint], body, len(rows))
+        except Failure as failure:
+            limit = rows_allowed(failure)
+            if not resplit or limit is None or not 0 < limit < len(rows):
+                raise
+            logger.warning("DashScope takes at most %d rows per call for %s: split and sent again.", limit, model.name)
+            self._rows[model.name] = limit
+            embeddings: list[Embedding[list[float]]] = []
+            usage: UsageDetails = {}
+            for start in range(0, len(rows), limit):
+                found, used = await self._rows_embedded(model, rows[start : start + limit], parameters, resplit=False)
+                embeddings.extend(found)
+                usage = add_usage_details(usage, used)
+            return embeddings, usage
+        dense = parameters.get("output_type") != "sparse"
+        dimensions = parameters.get("dimension")
+        found = parse_embeddings(data, len(rows), model=model.name, dimensions=dimensions, dense=dense)
+        return found, parse_usage(data)
+
+
+class QwenEmbeddingClient(
+    EmbeddingTelemetryLayer[str | Content, list[float], QwenEmbeddingOptionsT],
+    RawQwenEmbeddingClient[QwenEmbeddingOptionsT],
+    Generic[QwenEmbeddingOptionsT],
+):
+    """Qwen embeddings on DashScope's native API as a MAF embedding client, with MAF's telemetry.
+
+    Example::
+
+        from qwen3 import QwenEmbeddingClient
+
+        client = QwenEmbeddingClient(model="text-embedding-v4")
+        result = await client.get_embeddings(["K-line", "candlestick chart"], options={"dimensions": 256})
+        print(len(result[0].vector), result.usage)
+
+    Keyword Args:
+        model: the embedding model (default ``DASHSCOPE_EMBEDDING_MODEL``, else ``"text-embedding-v4"``): a text model
+            (``text-embedding-v4``, ``-v3``, ``-v2``, ``-v1``, ``qwen3.7-text-embedding``) or a multimodal one
+            (``tongyi-embedding-vision-plus``, ``-flash``, ``qwen3-vl-embedding``, ``multimodal-embedding-v1``).
+            Per call: ``options={"model": …}``.
+        api_key: default ``DASHSCOPE_API_KEY``. Never logged, repr'd or quoted in an error.
+        base_url: native API base; default ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``, then
+            ``https://dashscope.aliyuncs.com/api/v1`` (international: ``https://dashscope-intl.aliyuncs.com/api/v1``).
+        workspace: a sub-workspace id sent as ``X-DashScope-WorkSpace`` (default ``DASHSCOPE_WORKSPACE``).
+        timeout: seconds one call may take, its retries and their waits included (default 60); connect_timeout:
+            seconds to connect (default 10).
+        max_retries, retry_policy: retries after a 429, 5xx or failed connection, as for ``QwenChatClient``
+            (default 2; docs/errors-and-retries.md).
+        otel_provider_name, additional_properties: MAF's.
+        env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
+
+    Raises:
+        SettingNotFoundError: no API key.
+        ValueError: a ``base_url`` that is not the native API's, a bad timeout or workspace.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | SecretString | None = None,
+        base_url: str | None = None,
+        workspace: str | None = None,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        otel_provider_name: str | None = None,
+        additional_properties: dict[str, Any] | None = None,
+        env_file_path: str | None = None,
+        env_file_encoding: str | None = None,
+    ) -> None:
+        super().__init__(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            workspace=workspace,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            otel_provider_name=otel_provider_name,
+            additional_properties=additional_properties,
+            env_file_path=env_file_path,
+            env_file_encoding=env_file_encoding,
+        )
