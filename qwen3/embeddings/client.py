@@ -367,35 +367,7 @@ class QwenEmbeddingClient(
     Raises:
         SettingNotFoundError: no API key.
         ValueError: a ``base_url`` that is not the native API's, a bad timeout or workspace.
-    """
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | SecretString | None = None,
-        base_url: str | None = None,
-        workspace: str | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        max_retries: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        otel_provider_name: str | None = None,
-        additional_properties: dict[str, Any] | None = None,
-        env_file_path: str | None = None,
-        env_file_encoding: str | None = None,
-    ) -> None:
-        super().__init__(
-            model=model,
-            api_key=api_key,
-            base_url=base_url,
-            workspace=workspace,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            otel_provider_name=otel_provider_name,
-            additional_properties=additional_properties,
-            env_file_path=env_file_path,
-            env_file_encoding=env_file_encoding,
-        )
+    The keywords are declared once, by ``RawQwenEmbeddingClient``; MAF's telemetry layer takes ``otel_provider_name``
+    and hands the rest down.
+    """
