@@ -1,0 +1,457 @@
+"""Qwen3 tool calls written as text: find them in model output, whole or streamed, and turn them into calls.
+
+A self-hosted server (vLLM, SGLang, Ollama) turns the model's tool-call text into OpenAI ``tool_calls`` only when its
+tool parser runs and catches it; when it does not (no ``--tool-call-parser``, or the known leaks with thinking on:
+vllm-project/vllm#42021, Qwen3.5 writing ``<tool_call>`` inside its reasoning), the calls arrive as text in
+``content`` or in the reasoning. ``split_tool_calls`` splits a whole text into text and calls;
+``ToolCallTextSplitter`` does the same for a stream. For every text and every way of cutting it into chunks, the
+stream's pieces (adjacent texts merged) equal ``split_tool_calls``' (one implementation serves both, and a property
+test holds it to that); the text pieces and the calls' ``raw`` concatenated give back the input exactly.
+
+The two formats Qwen3 models write:
+
+- **hermes** (Qwen3 and Qwen2.5 chat templates, ``tokenizer_config.json`` of the Qwen3 models on Hugging Face:
+  "return a json object with function name and arguments within <tool_call></tool_call> XML tags"):
+  ``<tool_call>\\n{"name": <function-name>, "arguments": <args-json-object>}\\n</tool_call>``; vLLM's ``hermes``
+  parser reads it (docs.vllm.ai/en/v0.18.2/api/vllm/tool_parsers/hermes_tool_parser/).
+- **Qwen3-Coder XML** (Qwen3-Coder and Qwen3.5+ templates): ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\n
+  VALUE\\n</parameter>\\n</function>\\n</tool_call>``; vLLM's ``qwen3_coder`` / ``qwen3_xml`` parsers read it
+  (docs.vllm.ai/en/v0.20.1/api/vllm/tool_parsers/qwen3coder_tool_parser/,
+  docs.vllm.ai/en/latest/api/vllm/parser/qwen3/), and so does llama.cpp (ggml-org/llama.cpp#15012). A bare
+  ``<function=…>…</function>`` without the outer tag is accepted too, as vLLM's ``qwen3_coder`` parser accepts it.
+
+Rules (tags are matched exactly, lower case, as the templates write them):
+
+1. A block is ``<tool_call>`` … the first ``</tool_call>`` after it, or a bare ``<function=`` … the first
+   ``</function>`` after it. Inside a block no other tag counts. Several blocks may occur; text between them is
+   kept as text. A stray closing tag outside a block is text.
+2. Whitespace as the templates write it: one ``\\n`` right before a block and one ``\\n`` right after it belong to the
+   block (``raw`` holds them), so ``"Let me check.\\n<tool_call>…</tool_call>\\n<tool_call>…</tool_call>"`` gives the
+   text ``"Let me check."`` and two calls, no whitespace-only text between them. Any other whitespace stays text.
+3. hermes body (a ``<tool_call>`` whose body, stripped, does not start with ``<function=``): one JSON object with a
+   string ``name``; ``arguments`` a JSON object, or a JSON string holding one (some models double-encode it), or
+   absent/null (no arguments); other keys are ignored (as vLLM's hermes parser ignores them).
+4. XML body: ``<function=NAME>`` then parameters ``<parameter=KEY>VALUE</parameter>``, whitespace between them, then
+   ``</function>`` (may be missing inside ``<tool_call>``; a parameter's ``</parameter>`` may be missing before the
+   next ``<parameter=`` or ``</function>``: vLLM's parser accepts both). A repeated key or other text between
+   parameters makes the block invalid. One ``\\n`` at each end of VALUE is the template's and is dropped (as vLLM
+   does); the rest is the value as written.
+5. XML values are coerced by the tool's JSON schema ``properties[KEY]`` (its ``type``, a list of types, or the types
+   of its ``anyOf`` / ``oneOf``): ``string`` (or no declared type, or an unknown key) keeps the text; otherwise the
+   stripped text is read as JSON and kept if it fits a declared type: ``integer`` (``"30"`` → 30), ``number``
+   (finite), ``boolean`` (``true``/``false``, any case), ``null`` (``null``, also beside ``string``), ``object``,
+   ``array``. **A value that fits no declared type stays a string**, with a warning (the tool's own validation
+   then reports it; vLLM keeps such values as strings too).
+6. A block that is not valid (rules 3-4), names a tool not in ``tools``, is still open at the end of the text, or is
+   longer than ``max_block_chars`` is kept as text exactly as written, with a warning on the
+   ``agent_framework.qwen3.selfhosted`` logger saying why. Nothing is ever dropped.
+7. With empty ``tools`` (the request declared none) nothing is parsed: the text passes through unchanged, and a
+   stream holds nothing back.
+
+What a stream holds back (``ToolCallTextSplitter``): text goes out as it arrives except a suffix that may start a
+block (a ``\\n`` and/or a partial ``<tool_call>`` / ``<function=``, at most 11 characters) and the body of an open
+block, which is released at its closing tag (as a call, once the next character shows whether the template's
+``\\n`` follows) or as text. **The bound:** an open block is held for at most ``max_block_chars`` characters
+(default ``MAX_BLOCK_CHARS``, 1 MiB: far beyond any real call's arguments); past that, a server that opens a
+block and never closes it gets it released as text with a warning, and the rest up to its closing tag streams as
+text too. Each character is looked at a bounded number of times (``str.find`` from where the last look stopped),
+so the work is linear in the stream's length whatever the chunking.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "MAX_BLOCK_CHARS",
+    "TextToolCall",
+    "ToolCallTextSplitter",
+    "ToolSchemas",
+    "ToolTextPiece",
+    "split_tool_calls",
+]
+
+logger = logging.getLogger("agent_framework.qwen3.selfhosted")
+
+ToolSchemas = Mapping[str, Mapping[str, Any]]
+"""Tool name → its JSON-schema ``parameters`` object (what the request declared)."""
+
+MAX_BLOCK_CHARS = 1024 * 1024
+"""Default bound on one block's length (from its opening tag to its closing tag) before it is released as text."""
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+FUNCTION_OPEN = "<function="
+FUNCTION_CLOSE = "</function>"
+PARAMETER_OPEN = "<parameter="
+PARAMETER_CLOSE = "</parameter>"
+_OPENERS = ((TOOL_CALL_OPEN, TOOL_CALL_CLOSE), (FUNCTION_OPEN, FUNCTION_CLOSE))
+_HOLD = len(TOOL_CALL_OPEN)
+"""The longest suffix a stream holds in text: ``"\\n"`` plus a proper prefix of an opening tag."""
+
+
+@dataclass(frozen=True)
+class TextToolCall:
+    """One tool call recovered from text.
+
+    Attributes:
+        name: the tool's name (one of the declared tools).
+        arguments: hermes: the JSON object as written; XML: the values coerced by the tool's schema.
+        raw: the block as the model wrote it, tags included, with the template's ``\\n`` before and after it when
+            present (rule 2), so that text pieces and ``raw`` together give back the input exactly.
+    """
+
+    name: str
+    arguments: dict[str, Any]
+    raw: str
+
+
+ToolTextPiece = tuple[Literal["text"], str] | tuple[Literal["call"], TextToolCall]
+
+
+def split_tool_calls(text: str, tools: ToolSchemas, *, max_block_chars: int = MAX_BLOCK_CHARS) -> list[ToolTextPiece]:
+    """Split a whole model text into text and tool calls by the module's rules.
+
+    Args:
+        text: the model's ``content`` (or reasoning).
+        tools: the declared tools' parameter schemas; empty → ``[("text", text)]`` untouched.
+        max_block_chars: longer blocks stay text (rule 6).
+
+    Returns:
+        Pieces in order; adjacent texts merged, no empty text.
+
+    Example:
+        >>> text = 'Checking.\\n<tool_call>\\n{"name": "f", "arguments": {"x": 1}}\\n</tool_call>'
+        >>> [(kind, getattr(value, "arguments", value)) for kind, value in split_tool_calls(text, {"f": {}})]
+        [('text', 'Checking.'), ('call', {'x': 1})]
+    """
+    splitter = ToolCallTextSplitter(tools, max_block_chars=max_block_chars)
+    pieces = splitter.feed(text)
+    for piece in splitter.flush():
+        _add(pieces, piece)
+    return pieces
+
+
+def _add(pieces: list[ToolTextPiece], piece: ToolTextPiece) -> None:
+    """Append ``piece``, merging it into a text piece before it; empty text is not added."""
+    if piece[0] == "text":
+        if not piece[1]:
+            return
+        if pieces and pieces[-1][0] == "text":
+            pieces[-1] = ("text", pieces[-1][1] + piece[1])
+            return
+    pieces.append(piece)
+
+
+_State = Literal["text", "block", "after", "overflow"]
+
+
+class ToolCallTextSplitter:
+    """Streaming ``split_tool_calls``: feed text deltas, get ``("text", str)`` and ``("call", TextToolCall)`` pieces.
+
+    Tags may be cut anywhere across chunks. What is held back and for how long is in the module docstring. Pieces of
+    one call are merged (adjacent texts) and never empty text. After ``flush`` the splitter is reset and can be
+    reused for another stream.
+
+    Example:
+        >>> splitter = ToolCallTextSplitter({"f": {}})
+        >>> splitter.feed("Hi.\\n<tool_"), splitter.feed('call>{"name": "f"}</tool_call>')
+        ([('text', 'Hi.')], [])
+        >>> splitter.flush()
+        [('call', TextToolCall(name='f', arguments={}, raw='\\n<tool_call>{"name": "f"}</tool_call>'))]
+    """
+
+    def __init__(self, tools: ToolSchemas, *, max_block_chars: int = MAX_BLOCK_CHARS) -> None:
+        if max_block_chars < 1:
+            raise ValueError(f"max_block_chars must be at least 1, got {max_block_chars}")
+        self.tools = tools
+        self.max_block_chars = max_block_chars
+        self._reset()
+
+    def _reset(self) -> None:
+        self._state: _State = "text"
+        self._held = ""  # "text": a suffix that may start a block; "overflow": a partial closing tag
+        self._parts: list[str] = []  # "block": the block so far (its leading "\n", opening tag, body)
+        self._size = 0  # "block": characters in _parts from the opening tag on
+        self._lead = ""  # "block": "\n" when the template's newline precedes the opening tag
+        self._close = TOOL_CALL_CLOSE  # "block" / "overflow": the tag that ends the block
+        self._tail = ""  # "block": the last characters of _parts, where a closing tag may have begun
+        self._pending: ToolTextPiece | None = None  # "after": the decided block, waiting for its "\n"
+
+    def feed(self, chunk: str) -> list[ToolTextPiece]:
+        """Take the next chunk of text; return what can be told apart already."""
+        if not self.tools:
+            return [("text", chunk)] if chunk else []
+        out: list[ToolTextPiece] = []
+        data, self._held = self._held + chunk, ""
+        pos = 0
+        while pos < len(data):  # each step consumes from pos on: no copies of the rest, linear in the data
+            if self._state == "text":
+                pos = self._text(data, pos, out)
+            elif self._state == "block":
+                pos = self._block(data, pos, out)
+            elif self._state == "after":
+                pos = self._after(data, pos, out)
+            else:
+                pos = self._overflow(data, pos, out)
+        return out
+
+    def flush(self) -> list[ToolTextPiece]:
+        """End of the stream: release everything held (an open block as text, with a warning) and reset."""
+        out: list[ToolTextPiece] = []
+        if self._state == "block":
+            raw = "".join(self._parts)
+            _warn("is still open at the end of the text", raw[len(self._lead) :])
+            _add(out, ("text", raw))
+        elif self._pending is not None:
+            _add(out, self._pending)
+        _add(out, ("text", self._held))
+        self._reset()
+        return out
+
+    def _text(self, data: str, pos: int, out: list[ToolTextPiece]) -> int:
+        """Release text up to the next opening tag (then "block") or up to a suffix that may start one (held)."""
+        at = data.find("<", pos)
+        while at != -1:
+            for opener, close in _OPENERS:
+                if data.startswith(opener, at):
+                    start = at - 1 if at > pos and data[at - 1] == "\n" else at
+                    _add(out, ("text", data[pos:start]))
+                    self._state, self._close, self._lead = "block", close, data[start:at]
+                    self._parts, self._size, self._tail = [self._lead], 0, ""
+                    return at
+            at = data.find("<", at + 1)
+        keep = _partial_opener(data, pos)
+        _add(out, ("text", data[pos : len(data) - keep]))
+        self._held = data[len(data) - keep :]
+        return len(data)
+
+    def _block(self, data: str, pos: int, out: list[ToolTextPiece]) -> int:
+        """Add to the open block; at its closing tag decide it (then "after")."""
+        close = self._close
+        across = (self._tail + data[pos : pos + len(close) - 1]).find(close)  # a tag cut between two chunks
+        if across != -1:
+            end = pos + across + len(close) - len(self._tail)
+        else:
+            found = data.find(close, pos)
+            end = -1 if found == -1 else found + len(close)
+        if end == -1:
+            self._parts.append(data[pos:])
+            self._size += len(data) - pos
+            self._tail = (self._tail + data[pos:][-(len(close) - 1) :])[-(len(close) - 1) :]
+            if self._size >= self.max_block_chars:
+                raw = "".join(self._parts)
+                _warn(f"is longer than max_block_chars={self.max_block_chars}", raw[len(self._lead) :])
+                _add(out, ("text", raw[: len(raw) - len(self._tail)]))
+                self._state, self._held, self._parts = "overflow", self._tail, []
+            return len(data)
+        self._parts.append(data[pos:end])
+        self._size += end - pos
+        raw = "".join(self._parts)
+        self._parts, self._tail = [], ""
+        if self._size > self.max_block_chars:
+            _warn(f"is longer than max_block_chars={self.max_block_chars}", raw[len(self._lead) :])
+            _add(out, ("text", raw))
+            self._state = "text"
+            return end
+        call = _parse_block(raw[len(self._lead) :], self.tools)
+        self._pending = ("text", raw) if call is None else ("call", TextToolCall(call[0], call[1], raw))
+        self._state = "after"
+        return end
+
+    def _after(self, data: str, pos: int, out: list[ToolTextPiece]) -> int:
+        """The next character after a decided block: the template's ``"\\n"`` joins the block (rule 2)."""
+        piece, self._pending = self._pending, None
+        assert piece is not None
+        self._state = "text"
+        if data[pos] != "\n":
+            _add(out, piece)
+            return pos
+        if piece[0] == "call":
+            call = piece[1]
+            _add(out, ("call", TextToolCall(call.name, call.arguments, call.raw + "\n")))
+        else:
+            _add(out, ("text", piece[1] + "\n"))
+        return pos + 1
+
+    def _overflow(self, data: str, pos: int, out: list[ToolTextPiece]) -> int:
+        """A block past the bound: text up to and including its closing tag, then back to "text"."""
+        found = data.find(self._close, pos)
+        if found != -1:
+            end = found + len(self._close)
+            _add(out, ("text", data[pos:end]))
+            self._state = "text"
+            return end
+        keep = min(len(data) - pos, len(self._close) - 1)
+        _add(out, ("text", data[pos : len(data) - keep]))
+        self._held = data[len(data) - keep :]
+        return len(data)
+
+
+def _partial_opener(text: str, pos: int) -> int:
+    """Length of the suffix of ``text[pos:]`` that may still become the start of a block: a proper prefix of an
+    opening tag, with the ``"\\n"`` before it (rule 2), or a lone trailing ``"\\n"``."""
+    at = text.find("<", max(pos, len(text) - _HOLD))
+    while at != -1:
+        rest = text[at:]
+        if any(opener.startswith(rest) for opener, _ in _OPENERS):
+            return len(text) - at + (1 if at > pos and text[at - 1] == "\n" else 0)
+        at = text.find("<", at + 1)
+    return 1 if len(text) > pos and text.endswith("\n") else 0
+
+
+def _warn(why: str, block: str) -> None:
+    shown = block if len(block) <= 80 else block[:80] + "…"
+    logger.warning("A tool-call block in the model's text %s; it is kept as text: %r", why, shown)
+
+
+# ------------------------------------------------------------------------------------------------ block bodies
+
+
+def _parse_block(block: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | None:
+    """``(name, arguments)`` of a complete block (tags included), or ``None`` (warned) when it stays text."""
+    body = block if block.startswith(FUNCTION_OPEN) else block[len(TOOL_CALL_OPEN) : -len(TOOL_CALL_CLOSE)].strip()
+    parsed = _parse_function(body, tools) if body.startswith(FUNCTION_OPEN) else _parse_hermes(body)
+    if isinstance(parsed, str):
+        _warn(parsed, block)
+        return None
+    if parsed[0] not in tools:
+        _warn(f"names the tool {parsed[0]!r}, which the request did not declare", block)
+        return None
+    return parsed
+
+
+def _parse_hermes(body: str) -> tuple[str, dict[str, Any]] | str:
+    """Rule 3; a string says why the body is not a call."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError) as error:
+        return f"is not valid JSON ({type(error).__name__})"
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return 'is not a JSON object with a string "name"'
+    arguments = value.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return 'has "arguments" as a string that is not valid JSON'
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return 'has "arguments" that is not a JSON object'
+    return value["name"], arguments
+
+
+def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | str:
+    """Rule 4 on ``<function=NAME>…</function>`` (``text`` starts with ``<function=``; a bare block always ends with
+    ``</function>``, one inside ``<tool_call>`` may lack it)."""
+    name_end = text.find(">")
+    if name_end == -1:
+        return "has a <function= tag without its closing >"
+    name = text[len(FUNCTION_OPEN) : name_end].strip()
+    body = text[name_end + 1 :].rstrip()
+    if body.endswith(FUNCTION_CLOSE):
+        body = body[: -len(FUNCTION_CLOSE)]
+    if not name:
+        return "has an empty function name"
+    schema = tools.get(name)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    arguments: dict[str, Any] = {}
+    at = 0
+    while True:
+        while at < len(body) and body[at].isspace():
+            at += 1
+        if at == len(body):
+            return name, arguments
+        if not body.startswith(PARAMETER_OPEN, at):
+            return "has text between its parameters that is not a <parameter=…> tag"
+        key_end = body.find(">", at)
+        if key_end == -1:
+            return "has a <parameter= tag without its closing >"
+        key = body[at + len(PARAMETER_OPEN) : key_end].strip()
+        if not key or key in arguments:
+            return f"has an empty or repeated parameter name {key!r}"
+        value_end = _first(body, key_end + 1, (PARAMETER_CLOSE, PARAMETER_OPEN, FUNCTION_CLOSE))
+        value = body[key_end + 1 : value_end]
+        if body.startswith(FUNCTION_CLOSE, value_end):
+            return "has a </function> before its last parameter"
+        at = value_end + len(PARAMETER_CLOSE) if body.startswith(PARAMETER_CLOSE, value_end) else value_end
+        value = value[1:] if value.startswith("\n") else value
+        value = value[:-1] if value.endswith("\n") else value
+        field = properties.get(key) if isinstance(properties, Mapping) else None
+        arguments[key] = _coerce(value, field, name, key)
+
+
+def _first(text: str, start: int, tags: tuple[str, ...]) -> int:
+    """Index of the earliest of ``tags`` in ``text`` from ``start``, or ``len(text)``."""
+    found = [at for at in (text.find(tag, start) for tag in tags) if at != -1]
+    return min(found, default=len(text))
+
+
+# ------------------------------------------------------------------------------------------------ coercion
+
+
+def _types(schema: Any) -> list[str]:
+    """The JSON types a parameter schema declares (``type``, a list of types, ``anyOf`` / ``oneOf`` members)."""
+    if not isinstance(schema, Mapping):
+        return []
+    declared = schema.get("type")
+    types = [declared] if isinstance(declared, str) else []
+    if isinstance(declared, list):
+        types = [kind for kind in declared if isinstance(kind, str)]
+    for key in ("anyOf", "oneOf"):
+        members = schema.get(key)
+        if isinstance(members, list):
+            for member in members:
+                types.extend(_types(member))
+    return types
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """``value`` (read from JSON) is of the JSON-schema type ``kind``."""
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    return kind == "null" and value is None
+
+
+def _coerce(value: str, schema: Any, tool: str, key: str) -> Any:
+    """Rule 5: the parameter's value as its schema types it; a value that fits no declared type stays a string."""
+    types = _types(schema)
+    stripped = value.strip()
+    if "null" in types and stripped == "null":
+        return None
+    if not types or "string" in types:
+        return value
+    if "boolean" in types and stripped.lower() in ("true", "false"):
+        return stripped.lower() == "true"
+    try:
+        parsed = json.loads(stripped, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        parsed = value
+    else:
+        if any(_fits(parsed, kind) for kind in types):
+            return parsed
+    logger.warning(
+        "Parameter %r of the tool %r: %r is not %s as its schema declares; it is passed on as a string",
+        key,
+        tool,
+        value if len(value) <= 80 else value[:80] + "…",
+        " or ".join(types),
+    )
+    return value

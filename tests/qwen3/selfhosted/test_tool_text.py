@@ -1,0 +1,348 @@
+"""``qwen3.selfhosted.tool_text``: Qwen3 tool calls written as text, whole and streamed (examples per rule, then
+properties: any chunking gives the whole-text answer, and nothing is lost)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qwen3.selfhosted.tool_text import (
+    MAX_BLOCK_CHARS,
+    TextToolCall,
+    ToolCallTextSplitter,
+    ToolTextPiece,
+    split_tool_calls,
+)
+
+LOGGER = "agent_framework.qwen3.selfhosted"
+
+TOOLS: dict[str, dict[str, Any]] = {
+    "get_weather": {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer"},
+            "celsius": {"type": "boolean"},
+            "ratio": {"type": "number"},
+            "hours": {"type": "array", "items": {"type": "integer"}},
+            "filters": {"type": "object"},
+            "note": {"type": ["string", "null"]},
+            "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "nothing": {"type": "null"},
+            "untyped": {"description": "no type"},
+        },
+    },
+    "now": {"type": "object", "properties": {}},
+}
+
+
+def hermes(name: str, arguments: Any) -> str:
+    """A block as the Qwen3 chat template writes it."""
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def xml(name: str, **parameters: str) -> str:
+    """A block as the Qwen3-Coder / Qwen3.5 templates write it."""
+    body = "".join(f"<parameter={key}>\n{value}\n</parameter>\n" for key, value in parameters.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+def calls(pieces: list[ToolTextPiece]) -> list[tuple[str, dict[str, Any]]]:
+    return [(piece[1].name, piece[1].arguments) for piece in pieces if piece[0] == "call"]
+
+
+def texts(pieces: list[ToolTextPiece]) -> list[str]:
+    return [piece[1] for piece in pieces if piece[0] == "text"]
+
+
+def joined(pieces: list[ToolTextPiece]) -> str:
+    return "".join(piece[1] if piece[0] == "text" else piece[1].raw for piece in pieces)
+
+
+def streamed(chunks: list[str], tools: Any = TOOLS, **keywords: Any) -> list[ToolTextPiece]:
+    """All pieces of a stream, adjacent texts merged."""
+    splitter = ToolCallTextSplitter(tools, **keywords)
+    merged: list[ToolTextPiece] = []
+    for piece in [*itertools.chain.from_iterable(splitter.feed(chunk) for chunk in chunks), *splitter.flush()]:
+        if piece[0] == "text" and merged and merged[-1][0] == "text":
+            merged[-1] = ("text", merged[-1][1] + piece[1])
+        else:
+            merged.append(piece)
+    return merged
+
+
+# ------------------------------------------------------------------------------------------------ hermes
+
+
+def test_hermes_block_between_text_with_the_templates_newlines() -> None:
+    block = hermes("get_weather", {"city": "Paris", "days": 3})
+    text = f"Let me check.\n{block}\nDone."
+    pieces = split_tool_calls(text, TOOLS)
+    assert pieces == [
+        ("text", "Let me check."),
+        ("call", TextToolCall("get_weather", {"city": "Paris", "days": 3}, f"\n{block}\n")),
+        ("text", "Done."),
+    ]
+
+
+def test_several_blocks_no_whitespace_text_between_and_other_text_kept() -> None:
+    first, second = hermes("now", {}), hermes("get_weather", {"city": "Oslo"})
+    pieces = split_tool_calls(f"{first}\n{second}\n\nand {first}", TOOLS)
+    assert calls(pieces) == [("now", {}), ("get_weather", {"city": "Oslo"}), ("now", {})]
+    assert texts(pieces) == ["\nand "]  # only the template's one "\n" on each side belongs to a block
+
+
+def test_hermes_arguments_as_a_json_string_or_absent() -> None:
+    double = '<tool_call>\n{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}\n</tool_call>'
+    assert calls(split_tool_calls(double, TOOLS)) == [("get_weather", {"city": "Rome"})]
+    assert calls(split_tool_calls('<tool_call>{"name": "now"}</tool_call>', TOOLS)) == [("now", {})]
+    assert calls(split_tool_calls('<tool_call>{"name": "now", "arguments": null}</tool_call>', TOOLS)) == [("now", {})]
+
+
+def test_hermes_arguments_are_not_coerced() -> None:
+    block = hermes("get_weather", {"days": "3"})
+    assert calls(split_tool_calls(block, TOOLS)) == [("get_weather", {"days": "3"})]
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ('{"name": "now", "arguments": {}', "is not valid JSON"),
+        ("[1, 2]", 'a JSON object with a string "name"'),
+        ('{"arguments": {}}', 'a JSON object with a string "name"'),
+        ('{"name": "now", "arguments": [1]}', "not a JSON object"),
+        ('{"name": "now", "arguments": "{oops"}', "a string that is not valid JSON"),
+        ('{"name": "now", "arguments": "[1]"}', "not a JSON object"),
+        ("[" * 100_000, "is not valid JSON"),  # deep nesting: RecursionError inside json, caught
+        ('{"name": "search"}', "names the tool 'search', which the request did not declare"),
+    ],
+)
+def test_invalid_hermes_block_kept_as_text_with_a_warning(
+    body: str, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = f"Before\n<tool_call>\n{body}\n</tool_call>\nafter"
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert split_tool_calls(text, TOOLS) == [("text", text)]
+        assert streamed(list(text), TOOLS) == [("text", text)]
+    assert why in caplog.text
+    assert "kept as text" in caplog.text
+
+
+def test_block_open_at_the_end_kept_as_text_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    text = 'Sure.\n<tool_call>\n{"name": "now", "arguments": {}}'
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert split_tool_calls(text, TOOLS) == [("text", text)]
+    assert "still open at the end" in caplog.text
+
+
+def test_stray_tags_and_lone_angle_brackets_are_text() -> None:
+    text = "a < b, </tool_call> <tool_ and <function and </function> <tool_call"
+    assert split_tool_calls(text, TOOLS) == [("text", text)]
+
+
+def test_no_tools_passes_everything_through_and_holds_nothing() -> None:
+    block = hermes("now", {})
+    assert split_tool_calls(f"x\n{block}", {}) == [("text", f"x\n{block}")]
+    assert split_tool_calls("", {}) == []
+    splitter = ToolCallTextSplitter({})
+    assert [splitter.feed(chunk) for chunk in ("a\n", "<tool_", "call>", "")] == [
+        [("text", "a\n")],
+        [("text", "<tool_")],
+        [("text", "call>")],
+        [],
+    ]
+    assert splitter.flush() == []
+
+
+# ------------------------------------------------------------------------------------------------ XML
+
+
+def test_xml_values_coerced_by_the_schema() -> None:
+    block = xml(
+        "get_weather",
+        city="New York",
+        days="30",
+        celsius="True",
+        ratio="0.5",
+        hours="[1, 2]",
+        filters='{"rain": false}',
+        note="null",
+        limit="null",
+        nothing="null",
+        untyped="42",
+        extra="7",
+    )
+    assert calls(split_tool_calls(f"Checking.\n{block}", TOOLS)) == [
+        (
+            "get_weather",
+            {
+                "city": "New York",
+                "days": 30,
+                "celsius": True,
+                "ratio": 0.5,
+                "hours": [1, 2],
+                "filters": {"rain": False},
+                "note": None,
+                "limit": None,
+                "nothing": None,
+                "untyped": "42",  # no declared type: kept as written
+                "extra": "7",  # not in the schema: kept as written
+            },
+        )
+    ]
+
+
+def test_xml_string_keeps_inner_newlines_and_spaces_only_the_templates_newlines_go() -> None:
+    block = "<tool_call>\n<function=get_weather>\n<parameter=city>\n  two\nlines \n\n</parameter>\n</function>\n"
+    block += "</tool_call>"
+    assert calls(split_tool_calls(block, TOOLS)) == [("get_weather", {"city": "  two\nlines \n"})]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("days", "thirty"), ("days", "3.5"), ("ratio", "NaN"), ("ratio", "Infinity"), ("celsius", "yes"),
+     ("hours", "[1,"), ("filters", "[]"), ("days", "1" * 5000), ("hours", "[" * 100_000), ("limit", "none")],
+)  # fmt: skip
+def test_xml_value_that_does_not_fit_stays_a_string_with_a_warning(
+    key: str, value: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert calls(split_tool_calls(xml("get_weather", **{key: value}), TOOLS)) == [("get_weather", {key: value})]
+    assert f"Parameter '{key}' of the tool 'get_weather'" in caplog.text
+
+
+def test_bare_function_block_and_lenient_closing_tags() -> None:
+    bare = "Now: <function=get_weather><parameter=days>2</parameter></function>!"
+    assert split_tool_calls(bare, TOOLS)[0] == ("text", "Now: ")
+    assert calls(split_tool_calls(bare, TOOLS)) == [("get_weather", {"days": 2})]
+    no_parameter_close = "<function=get_weather>\n<parameter=city>\nLima\n<parameter=days>\n4\n</function>"
+    assert calls(split_tool_calls(no_parameter_close, TOOLS)) == [("get_weather", {"city": "Lima", "days": 4})]
+    no_function_close = "<tool_call>\n<function=now>\n</tool_call>"
+    assert calls(split_tool_calls(no_function_close, TOOLS)) == [("now", {})]
+
+
+@pytest.mark.parametrize(
+    ("block", "why"),
+    [
+        ("<tool_call>\n<function=get_weather\n</tool_call>", "without its closing >"),
+        ("<tool_call>\n<function=>\n</function>\n</tool_call>", "empty function name"),
+        ("<function=get_weather>text<parameter=days>1</parameter></function>", "text between its parameters"),
+        ("<function=get_weather><parameter=days>1</parameter><parameter=days>2</parameter></function>", "repeated"),
+        ("<function=get_weather><parameter=days</function>", "<parameter= tag without its closing >"),
+        ("<tool_call><function=now><parameter=x>1</function><parameter=y>2</tool_call>", "a </function> before"),
+        ("<tool_call>\n<function=now></function>\n<function=now></function>\n</tool_call>", "text between"),
+        ("<tool_call><function=search></function></tool_call>", "which the request did not declare"),
+    ],
+)
+def test_invalid_xml_block_kept_as_text_with_a_warning(block: str, why: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert split_tool_calls(f"a\n{block}\nb", TOOLS) == [("text", f"a\n{block}\nb")]
+    assert why in caplog.text
+
+
+# ------------------------------------------------------------------------------------------------ streaming
+
+
+def test_stream_holds_only_a_possible_tag_start_and_open_blocks() -> None:
+    splitter = ToolCallTextSplitter(TOOLS)
+    assert splitter.feed("Let me ") == [("text", "Let me ")]
+    assert splitter.feed("check.\n") == [("text", "check.")]  # "\n" may be the template's, before a block
+    assert splitter.feed("<tool") == []
+    assert splitter.feed('_call>\n{"name": "now", ') == []
+    assert splitter.feed('"arguments": {}}\n</tool_') == []
+    assert splitter.feed("call>") == []  # is the template's "\n" next?
+    pieces = splitter.feed("\nok <b>")
+    assert calls(pieces) == [("now", {})]
+    assert pieces[1:] == [("text", "ok <b>")]
+    assert splitter.feed("\n\n") == [("text", "\n")]
+    assert splitter.flush() == [("text", "\n")]
+    assert splitter.feed("again") == [("text", "again")]  # reset by flush
+
+
+def test_stream_bound_releases_a_never_closed_block_as_text(caplog: pytest.LogCaptureFixture) -> None:
+    splitter = ToolCallTextSplitter(TOOLS, max_block_chars=100)
+    released: list[ToolTextPiece] = []
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        released += splitter.feed("<tool_call>")
+        for _ in range(50):
+            released += splitter.feed("x" * 10)
+            assert len(joined(released)) >= 11 + 10 * (_ + 1) - 100 - 11  # never more than the bound held
+        released += splitter.feed("</tool_call>\nafter")
+        released += splitter.flush()
+    assert joined(released) == "<tool_call>" + "x" * 500 + "</tool_call>\nafter"
+    assert all(piece[0] == "text" for piece in released)
+    assert "longer than max_block_chars=100" in caplog.text
+    assert caplog.text.count("kept as text") == 1
+    assert MAX_BLOCK_CHARS >= 1024 * 1024
+
+
+def test_max_block_chars_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_block_chars must be at least 1"):
+        ToolCallTextSplitter(TOOLS, max_block_chars=0)
+
+
+# ------------------------------------------------------------------------------------------------ properties
+
+_PROSE = [
+    "Hello", " ", "\n", "\n", "\n\n", "<", ">", "/", "<tool_call>", "</tool_call>", "<tool_", "</tool", "<function=",
+    "</function>", "<function=now>", "<parameter=days>", "</parameter>", "<func", "{", '"name"', "中", "😀",
+]  # fmt: skip
+_BLOCKS = [
+    hermes("now", {}), hermes("get_weather", {"city": "a</b>", "days": 1}), hermes("search", {}),
+    "<tool_call>{not json}</tool_call>", '<tool_call>{"name": "now", "arguments": "{}"}</tool_call>',
+    xml("get_weather", days="3", city="x\ny", hours="[1]"), xml("get_weather", days="x"), xml("search"),
+    "<function=now></function>", "<function=get_weather><parameter=days>5</function>",
+]  # fmt: skip
+_ATOM = st.sampled_from(_PROSE) | st.sampled_from(_BLOCKS)
+
+
+@st.composite
+def _chunked(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A text from the grammar (or any text) and a way to cut it: between atoms and at random places."""
+    atoms = draw(st.lists(_ATOM, max_size=12) | st.lists(st.text(max_size=20), max_size=1))
+    text = "".join(atoms)
+    edges = list(itertools.accumulate(len(atom) for atom in atoms))
+    chosen = draw(st.lists(st.booleans(), min_size=len(edges), max_size=len(edges)))
+    cuts = list(itertools.compress(edges, chosen))
+    cuts += draw(st.lists(st.integers(0, len(text)), max_size=8))
+    bounds = [0, *sorted(cuts), len(text)]
+    return text, [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+_LIMITS = st.sampled_from([MAX_BLOCK_CHARS, 1, 12, 40, 90])
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_chunked(), limit=_LIMITS)
+def test_any_chunking_gives_the_whole_text_answer_and_loses_nothing(case: tuple[str, list[str]], limit: int) -> None:
+    text, chunks = case
+    whole = split_tool_calls(text, TOOLS, max_block_chars=limit)
+    assert streamed(chunks, TOOLS, max_block_chars=limit) == whole
+    assert joined(whole) == text
+    assert all(piece[1] for piece in whole if piece[0] == "text")
+    assert all(a[0] != "text" or b[0] != "text" for a, b in itertools.pairwise(whole))
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=_chunked())
+def test_held_back_is_a_possible_tag_start_or_an_open_block(case: tuple[str, list[str]]) -> None:
+    _, chunks = case
+    splitter = ToolCallTextSplitter(TOOLS)
+    fed, released = "", ""
+    for chunk in chunks:
+        fed += chunk
+        released += joined(splitter.feed(chunk))
+        assert fed.startswith(released)
+        held = fed[len(released) :]
+        block = held[1:] if held.startswith("\n") else held
+        assert (
+            held in ("", "\n")
+            or any(tag.startswith(block) for tag in ("<tool_call>", "<function="))
+            or block.startswith(("<tool_call>", "<function="))
+        ), held
