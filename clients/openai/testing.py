@@ -29,7 +29,7 @@ from clients.testing import (
     Answer,
     ChatCompletionRecordedRequest,
     ChatCompletionRenderer,
-    LoopbackServer,
+    ChatCompletionServer,
     Reply,
     ScriptError,
     chat_completion_error,
@@ -331,7 +331,7 @@ def _masked(key: str) -> str:
     return f"{key[:8]}*****{key[-4:]}" if len(key) > 12 else "*****"
 
 
-class OpenAIEmulator(LoopbackServer[OpenAIRecordedRequest]):
+class OpenAIEmulator(ChatCompletionServer[OpenAIRecordedRequest]):
     """A loopback server speaking OpenAI Chat Completions, answering from a script.
 
     ``OpenAIEmulator(api_key=None, validate=True, default_reply=None, host="127.0.0.1", port=0)``; point
@@ -374,11 +374,6 @@ class OpenAIEmulator(LoopbackServer[OpenAIRecordedRequest]):
         ),
     }
 
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``: what the openai SDK takes as ``base_url``."""
-        return f"{self.root_url}/v1"
-
     def _handle(
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
@@ -386,13 +381,7 @@ class OpenAIEmulator(LoopbackServer[OpenAIRecordedRequest]):
         if (method, path) != ("POST", CHAT_PATH):  # OpenAI's answer to unknown routes
             return _answer(ApiError(404, "invalid_request_error", None, f"Invalid URL ({method} {path})"), request_id)
         body = parse_json(raw)
-        request = OpenAIRecordedRequest(
-            path=path,
-            headers=headers,
-            body=body if isinstance(body, dict) else {},
-            stream=isinstance(body, dict) and body.get("stream") is True,
-            query=query,
-        )
+        request = OpenAIRecordedRequest.received(path, headers, body, query)
         return self._chat(request, raw, body, request_id)
 
     def _key_refused(self, request: OpenAIRecordedRequest, key: str | None, request_id: str) -> Answer:

@@ -46,13 +46,16 @@ The toolkit, in layers (each emulator above builds on it, and on nothing of anot
   the stream pieces of a reply and rough token counts;
 * the OpenAI Chat Completions wire (``_chat_completions``) that OpenAI's emulator and DashScope's compatible mode
   share: `ChatCompletionRecordedRequest`, `ChatCompletionRenderer` (a dialect overrides the shapes it writes
-  differently), `chat_completion_error`, `data_event`, `malformed_chunk`.
+  differently), `ChatCompletionServer` (a `LoopbackServer` whose ``base_url`` ends in ``/v1``),
+  `chat_completion_error`, `chat_completion_turn`, `data_event`, `malformed_chunk`.
 """
 
 from ._chat_completions import (
     ChatCompletionRecordedRequest,
     ChatCompletionRenderer,
+    ChatCompletionServer,
     chat_completion_error,
+    chat_completion_turn,
     data_event,
     malformed_chunk,
 )
@@ -105,6 +108,7 @@ __all__ = [
     "Answer",
     "ChatCompletionRecordedRequest",
     "ChatCompletionRenderer",
+    "ChatCompletionServer",
     "Disconnect",
     "FaultKind",
     "LoopbackServer",
@@ -125,6 +129,7 @@ __all__ = [
     "call_fragments",
     "calls_weight",
     "chat_completion_error",
+    "chat_completion_turn",
     "chat_turn",
     "data_event",
     "decode_base64",

@@ -21,9 +21,10 @@ import secrets
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ._script import Media, RecordedRequest, Reply, Turn
+from ._server import LoopbackServer
 from ._wire import (
     call_fragments,
     calls_weight,
@@ -44,7 +45,9 @@ from ._wire import (
 __all__ = [
     "ChatCompletionRecordedRequest",
     "ChatCompletionRenderer",
+    "ChatCompletionServer",
     "chat_completion_error",
+    "chat_completion_turn",
     "data_event",
     "malformed_chunk",
 ]
@@ -82,10 +85,15 @@ def _media(part: Mapping[str, Any]) -> Media | None:
     return None
 
 
-def _turn(message: Mapping[str, Any]) -> Turn:
+def chat_completion_turn(message: Mapping[str, Any]) -> Turn:
+    """One Chat Completions message as a neutral `Turn` (its ``image_url`` / ``input_audio`` / ``file`` parts as
+    media)."""
     content = message.get("content")
     media = [m for p in content if isinstance(p, dict) and (m := _media(p))] if isinstance(content, list) else []
     return chat_turn(message, media)
+
+
+_R = TypeVar("_R", bound="ChatCompletionRecordedRequest")
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,15 @@ class ChatCompletionRecordedRequest(RecordedRequest):
     ``"stream": true``."""
 
     provider: ClassVar[str] = "Chat Completions"
+
+    @classmethod
+    def received(
+        cls: type[_R], path: str, headers: dict[str, str], body: Any, query: dict[str, list[str]], **fields: Any
+    ) -> _R:
+        """The record of a request whose parsed JSON is ``body`` (``{}`` when not an object; ``stream`` from its
+        ``"stream": true``); ``fields``: a subclass's own."""
+        data = body if isinstance(body, dict) else {}
+        return cls(path=path, headers=headers, body=data, stream=data.get("stream") is True, query=query, **fields)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -104,7 +121,7 @@ class ChatCompletionRecordedRequest(RecordedRequest):
     def turns(self) -> list[Turn]:
         """``messages`` in neutral terms: ``system`` and ``developer`` messages in place as role ``"system"``, each
         ``tool`` message one ``"tool"`` turn, reasoning from ``reasoning_content`` / ``reasoning``."""
-        return [_turn(m) for m in self.messages]
+        return [chat_completion_turn(m) for m in self.messages]
 
     @property
     def tool_names(self) -> list[str]:
@@ -274,3 +291,12 @@ class ChatCompletionRenderer:
             last["usage"] = self.usage()
             yield data_event(last)
         yield data_event("[DONE]")
+
+
+class ChatCompletionServer(LoopbackServer[_R]):
+    """A `LoopbackServer` serving Chat Completions under ``/v1``, as OpenAI and the OpenAI-compatible servers do."""
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``: what the openai SDK takes as ``base_url``."""
+        return f"{self.root_url}/v1"

@@ -101,6 +101,13 @@ and no executed code (compatible mode returns neither), DashScope's compatible-m
 native rules validate the native request it stands for. Its requests are in ``emu.requests`` as
 `CompatibleRecordedRequest` (``isinstance`` tells them apart; ``.parameters`` = the top-level keys besides ``model``
 and ``messages``, ``.thinking``, ``.turns``, ``.native`` = the native request).
+
+Self-hosted Qwen (``_selfhosted.py``): `SelfHostedQwenEmulator` (``server="vllm" | "sglang" | "ollama"``) is Qwen3
+served by vLLM, SGLang or Ollama on their OpenAI-compatible ``/v1``: each server's ``/v1/models``, reasoning field
+(``reasoning`` or ``reasoning_content``, or ``<think>`` in the text without a reasoning parser), tool calls parsed or
+leaked as text (`tool_call_text`: hermes JSON or Qwen3-Coder XML), thinking switch, replayed-reasoning field, media
+rules and error bodies, from the servers' docs and source. Its requests are `SelfHostedRecordedRequest`
+(``.server``, ``.thinking``, ``.dropped``: what the server did not read).
 """
 
 from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolCall
@@ -108,6 +115,7 @@ from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolC
 from ._batch import BatchLineRequest
 from ._compatible import CompatibleRecordedRequest
 from ._emulator import DashScopeEmulator
+from ._selfhosted import SelfHostedQwenEmulator, SelfHostedRecordedRequest, tool_call_text
 from ._types import Endpoint, RecordedRequest
 from ._uploads import RecordedUpload
 from ._validation import ApiError, endpoint_for
@@ -124,6 +132,9 @@ __all__ = [
     "ReplyFactory",
     "ScriptItem",
     "SearchResult",
+    "SelfHostedQwenEmulator",
+    "SelfHostedRecordedRequest",
     "ToolCall",
     "endpoint_for",
+    "tool_call_text",
 ]

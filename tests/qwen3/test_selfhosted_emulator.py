@@ -1,0 +1,312 @@
+"""`SelfHostedQwenEmulator` (``qwen3.testing``, ``_selfhosted.py``): Qwen3 served by vLLM, SGLang or Ollama, driven
+over real HTTP on 127.0.0.1 by the raw ``openai`` SDK and by plain httpx for the exact bytes. Each flavour's shapes
+are the ones its documentation and source give (the module docstring cites them); each refusal is the server's."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from qwen3.testing import Reply, SelfHostedQwenEmulator, SelfHostedRecordedRequest, ToolCall, tool_call_text
+from tests.conftest import PNG
+
+KEY = "sk-selfhosted-0123456789"
+WEATHER = ToolCall("get_weather", {"city": "Paris", "days": 3}, id="call_weather_1")
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+@pytest.fixture(params=["vllm", "sglang", "ollama"])
+def emu(request: pytest.FixtureRequest) -> Iterator[SelfHostedQwenEmulator]:
+    with SelfHostedQwenEmulator(request.param, api_key=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def vllm() -> Iterator[SelfHostedQwenEmulator]:
+    with SelfHostedQwenEmulator("vllm", api_key=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+async def sdk(emu: SelfHostedQwenEmulator) -> AsyncIterator[openai.AsyncOpenAI]:
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=emu.base_url, max_retries=0)
+    yield client
+    await client.close()
+
+
+def field(server: str) -> str:
+    """The reasoning field each server writes (module docstring)."""
+    return "reasoning_content" if server == "sglang" else "reasoning"
+
+
+def ask(emu: SelfHostedQwenEmulator, **extra: Any) -> dict[str, Any]:
+    return {"model": emu.model, "messages": [{"role": "user", "content": "Weather in Paris?"}], **extra}
+
+
+async def post(emu: SelfHostedQwenEmulator, body: Any, key: str | None = KEY) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx.AsyncClient() as http:
+        return await http.post(f"{emu.base_url}/chat/completions", json=body, headers=headers)
+
+
+def chunks(response: httpx.Response) -> list[Any]:
+    """The ``data:`` payloads of a stream (``[DONE]`` last, as a string)."""
+    events = [event for event in response.text.split("\n\n") if event]
+    assert all(event.startswith("data: ") for event in events), events
+    return [json.loads(e[6:]) if e != "data: [DONE]" else "[DONE]" for e in events]
+
+
+def deltas(response: httpx.Response) -> list[dict[str, Any]]:
+    return [c["choices"][0]["delta"] for c in chunks(response) if isinstance(c, dict) and c["choices"]]
+
+
+def joined(response: httpx.Response, key: str) -> str:
+    return "".join(d.get(key) or "" for d in deltas(response))
+
+
+# ---------------------------------------------------------------------------------------------- how each reports itself
+
+
+async def test_models_list_says_which_server(emu: SelfHostedQwenEmulator, sdk: openai.AsyncOpenAI) -> None:
+    models = (await sdk.models.list()).model_dump()["data"]
+    assert [m["id"] for m in models] == [emu.model]
+    card = models[0]
+    if emu.server == "ollama":
+        assert card["owned_by"] == "library"
+        assert "max_model_len" not in card
+    else:
+        assert card["owned_by"] == emu.server
+        assert card["max_model_len"] == 32768
+
+
+async def test_version_routes() -> None:
+    async with httpx.AsyncClient() as http:
+        with SelfHostedQwenEmulator("vllm") as emu:
+            assert (await http.get(f"{emu.root_url}/version")).json() == {"version": "0.11.2"}
+            assert (await http.get(f"{emu.root_url}/api/version")).status_code == 404
+        with SelfHostedQwenEmulator("ollama") as emu:
+            assert emu.model == "qwen3:8b"
+            assert "version" in (await http.get(f"{emu.root_url}/api/version")).json()
+            assert (await http.get(f"{emu.root_url}/")).text == "Ollama is running"
+            assert (await http.get(f"{emu.root_url}/version")).status_code == 404
+        with SelfHostedQwenEmulator("sglang", model="Qwen/Qwen3-32B", max_model_len=40960) as emu:
+            card = (await http.get(f"{emu.base_url}/models")).json()["data"][0]
+            assert (card["id"], card["max_model_len"]) == ("Qwen/Qwen3-32B", 40960)
+            assert (await http.get(f"{emu.root_url}/api/version")).status_code == 404
+
+
+async def test_ollama_namespace_is_the_model_owner() -> None:
+    async with httpx.AsyncClient() as http:
+        with SelfHostedQwenEmulator("ollama", model="hf.co/Qwen/Qwen3-8B-GGUF:Q4_K_M") as emu:
+            card = (await http.get(f"{emu.base_url}/models")).json()["data"][0]
+    assert card["owned_by"] == "Qwen"
+
+
+# ---------------------------------------------------------------------------------------------- reasoning out
+
+
+async def test_reasoning_in_the_servers_field(emu: SelfHostedQwenEmulator, sdk: openai.AsyncOpenAI) -> None:
+    emu.script(Reply(text="Sunny.", reasoning="Paris is in France."))
+    response = await sdk.chat.completions.create(**ask(emu))
+    message = response.choices[0].message.model_dump()
+    assert message["content"] == "Sunny."
+    assert message[field(emu.server)] == "Paris is in France."
+    other = "reasoning" if emu.server == "sglang" else "reasoning_content"
+    assert message.get(other) is None
+    assert (response.system_fingerprint == "fp_ollama") == (emu.server == "ollama")
+
+
+async def test_reasoning_streamed_in_the_servers_field(emu: SelfHostedQwenEmulator) -> None:
+    emu.script(Reply(text="Sunny today.", reasoning="Paris is in France.", chunks=3))
+    response = await post(emu, ask(emu, stream=True, stream_options={"include_usage": True}))
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = chunks(response)
+    assert events[-1] == "[DONE]"
+    assert events[-2]["choices"] == []
+    assert events[-2]["usage"]["total_tokens"] > 0
+    assert joined(response, field(emu.server)) == "Paris is in France."
+    assert joined(response, "content") == "Sunny today."
+    assert events[-3]["choices"][0]["finish_reason"] == "stop"
+    if emu.server == "ollama":  # every delta is a whole message
+        assert all(d["role"] == "assistant" and isinstance(d["content"], str) for d in deltas(response))
+        assert all(e["system_fingerprint"] == "fp_ollama" for e in events[:-1])
+
+
+async def test_no_reasoning_parser_leaves_think_tags_in_content() -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False) as emu:
+        emu.script(Reply(text="Sunny.", reasoning="Paris."), Reply(text="Sunny.", reasoning="Paris.", chunks=2))
+        body = (await post(emu, ask(emu))).json()
+        message = body["choices"][0]["message"]
+        assert message["content"] == "<think>\nParis.\n</think>\n\nSunny."
+        assert message["reasoning"] is None
+        streamed = await post(emu, ask(emu, stream=True))
+        assert joined(streamed, "content") == "<think>\nParis.\n</think>\n\nSunny."
+        assert joined(streamed, "reasoning") == ""
+
+
+async def test_think_prefilled_sends_only_the_closing_tag() -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False, think_prefilled=True) as emu:
+        emu.script(Reply(text="Sunny.", reasoning="Paris."))
+        message = (await post(emu, ask(emu))).json()["choices"][0]["message"]
+    assert message["content"] == "Paris.\n</think>\n\nSunny."
+
+
+async def test_reasoning_field_override_for_older_vllm() -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_field="reasoning_content") as emu:
+        emu.script(Reply(text="Sunny.", reasoning="Paris."))
+        message = (await post(emu, ask(emu))).json()["choices"][0]["message"]
+    assert message["reasoning_content"] == "Paris."
+    assert "reasoning" not in message
+
+
+# ---------------------------------------------------------------------------------------------- tool calls
+
+
+async def test_parsed_tool_calls(emu: SelfHostedQwenEmulator, sdk: openai.AsyncOpenAI) -> None:
+    emu.script(Reply.calling(WEATHER))
+    response = await sdk.chat.completions.create(**ask(emu, tools=TOOLS))
+    choice = response.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    call = (choice.message.tool_calls or [])[0]
+    assert (call.id, call.function.name, json.loads(call.function.arguments)) == (
+        "call_weather_1",
+        "get_weather",
+        {"city": "Paris", "days": 3},
+    )
+
+
+async def test_parsed_tool_calls_streamed(emu: SelfHostedQwenEmulator, sdk: openai.AsyncOpenAI) -> None:
+    emu.script(Reply.calling(WEATHER, ToolCall("get_time", {"city": "Paris"}, id="call_time_2")))
+    stream = await sdk.chat.completions.create(**ask(emu, tools=TOOLS), stream=True)
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    async for chunk in stream:
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for fragment in choice.delta.tool_calls or ():
+                slot = calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] += fragment.id or ""
+                if fragment.function:
+                    slot["name"] += fragment.function.name or ""
+                    slot["arguments"] += fragment.function.arguments or ""
+    assert finish == "tool_calls"
+    assert [(c["id"], c["name"], json.loads(c["arguments"])) for c in calls.values()] == [
+        ("call_weather_1", "get_weather", {"city": "Paris", "days": 3}),
+        ("call_time_2", "get_time", {"city": "Paris"}),
+    ]
+
+
+@pytest.mark.parametrize("tool_format", ["hermes", "xml"])
+async def test_without_a_tool_parser_calls_leak_into_content(tool_format: str) -> None:
+    with SelfHostedQwenEmulator("vllm", tool_parser=False, tool_format=tool_format) as emu:  # type: ignore[arg-type]
+        emu.script(Reply.calling(WEATHER, text="Let me check."), Reply.calling(WEATHER, text="Let me check."))
+        body = (await post(emu, ask(emu, tools=TOOLS))).json()
+        streamed = await post(emu, ask(emu, tools=TOOLS, stream=True))
+    choice = body["choices"][0]
+    expected = "Let me check.\n" + tool_call_text(WEATHER, tool_format)  # type: ignore[arg-type]
+    assert choice["message"]["content"] == expected
+    assert "tool_calls" not in choice["message"]
+    assert choice["finish_reason"] == "stop"
+    assert joined(streamed, "content") == expected
+    assert not any("tool_calls" in d for d in deltas(streamed))
+
+
+def test_tool_call_text_formats() -> None:
+    assert tool_call_text(WEATHER) == (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
+    )
+    assert tool_call_text(WEATHER, "xml") == (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n"
+        "</parameter>\n</function>\n</tool_call>"
+    )
+    broken = ToolCall("get_weather", '{"city": "Par')
+    assert tool_call_text(broken) == '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par}\n</tool_call>'
+
+
+# ---------------------------------------------------------------------------------------------- keys and errors
+
+
+async def test_api_key_checked_by_vllm(vllm: SelfHostedQwenEmulator) -> None:
+    for key in (None, "sk-wrong"):
+        response = await post(vllm, ask(vllm), key=key)
+        assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(f"{vllm.base_url}/models")).status_code == 401
+    assert vllm.pending == 0
+    assert len(vllm.requests) == 2
+
+
+async def test_vllm_unknown_model(vllm: SelfHostedQwenEmulator) -> None:
+    response = await post(vllm, ask(vllm, model="Qwen/Qwen3-9B"))
+    assert response.status_code == 404
+    assert response.json() == {
+        "error": {"message": "The model `Qwen/Qwen3-9B` does not exist.", "type": "NotFoundError",
+                  "param": "model", "code": 404}
+    }  # fmt: skip
+
+
+async def test_vllm_prompt_over_max_model_len() -> None:
+    with SelfHostedQwenEmulator("vllm", max_model_len=50) as emu:
+        response = await post(emu, {"model": emu.model, "messages": [{"role": "user", "content": "word " * 60}]})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["message"].startswith("This model's maximum context length is 50 tokens.")
+    assert error["code"] == 400
+
+
+async def test_scripted_errors_in_each_servers_shape(emu: SelfHostedQwenEmulator) -> None:
+    emu.script(emu.failing("server"))
+    response = await post(emu, ask(emu))
+    assert response.status_code == 500
+    body = response.json()
+    if emu.server == "ollama":
+        assert body["error"]["type"] == "api_error"
+        assert body["error"]["code"] is None
+    elif emu.server == "sglang":
+        assert (body["object"], body["code"], body["type"]) == ("error", 500, "InternalServerError")
+    else:
+        assert (body["error"]["code"], body["error"]["type"]) == (500, "InternalServerError")
+
+
+async def test_an_error_through_the_sdk(emu: SelfHostedQwenEmulator, sdk: openai.AsyncOpenAI) -> None:
+    emu.script(emu.failing("bad_request"))
+    with pytest.raises(openai.BadRequestError):
+        await sdk.chat.completions.create(**ask(emu))
+
+
+def test_bad_settings() -> None:
+    with pytest.raises(ValueError, match="server='tgi'"):
+        SelfHostedQwenEmulator("tgi")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tool_format"):
+        SelfHostedQwenEmulator(tool_format="json")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_model_len"):
+        SelfHostedQwenEmulator(max_model_len=0)
+
+
+def test_records_are_selfhosted_requests(vllm: SelfHostedQwenEmulator) -> None:
+    httpx.post(f"{vllm.base_url}/chat/completions", json=ask(vllm), headers={"Authorization": f"Bearer {KEY}"})
+    (request,) = vllm.requests
+    assert isinstance(request, SelfHostedRecordedRequest)
+    assert request.server == "vllm"
+    assert request.last_user_text == "Weather in Paris?"
+
+
+PNG_URI = "data:image/png;base64," + base64.b64encode(PNG).decode()
