@@ -27,8 +27,9 @@ from clients.core.conversion import (
 from clients.core.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
 from clients.core.tool_media import hoist_tool_media
 from qwen3.cache import CACHE_KEY, apply_cache, marked, system_marker
+from qwen3.errors import media_advice
 from qwen3.options import convert_options, structured_output_instruction
-from qwen3.routing import Endpoint, model_family
+from qwen3.routing import Endpoint, known_family, model_family
 
 logger = logging.getLogger("agent_framework.qwen3")
 
@@ -312,6 +313,12 @@ def check_file_ids(messages: Sequence[Message], model: str) -> None:
         raise invalid(f"{count} documents in one request: DashScope reads at most {MAX_FILE_IDS} (Qwen-Long limits).")
 
 
+def _known_text_model(model: str) -> bool:
+    """Whether the model table knows ``model`` as one served on the text endpoint only, so reads no media."""
+    family = known_family(model)
+    return family is not None and family.endpoint == "text"
+
+
 def request_messages(
     messages: Sequence[Message], options: Mapping[str, Any], *, model: str, endpoint: Endpoint
 ) -> list[dict[str, Any]]:
@@ -320,12 +327,15 @@ def request_messages(
     which turns carry their reasoning back (``replay_reasoning``, `replay_policy`), ``partial`` on the last turn.
 
     Raises:
-        ChatClientInvalidRequestException: no messages, documents the model cannot read (`check_file_ids`), what
-            ``convert_messages`` refuses, a bad ``replay_reasoning`` or ``partial``.
+        ChatClientInvalidRequestException: no messages, documents the model cannot read (`check_file_ids`), media
+            for a model the table knows as text-only, what ``convert_messages`` refuses, a bad ``replay_reasoning``
+            or ``partial``.
     """
     if not messages:
         raise invalid("No messages to send: DashScope needs at least one user message.")
     check_file_ids(messages, model)
+    if endpoint == "multimodal" and conversation_has_media(messages) and _known_text_model(model):
+        raise invalid(media_advice(model))  # DashScope would answer "url error, please check url!"
     instructions = options.get("instructions")
     schema_text = structured_output_instruction(options.get("response_format"), model)
     if schema_text:

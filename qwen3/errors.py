@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from clients.core.errors import ProviderError, as_text
 from qwen3.headers import WORKSPACE_HEADER
-from qwen3.routing import is_url_error
+from qwen3.routing import is_url_error, known_family, similar_models
 
 AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})
 WORKSPACE_CODES = frozenset({"WorkSpaceNotFound", "Workspace.AccessDenied"})
@@ -77,17 +77,37 @@ def error_from_body(status: int, body: bytes, headers: Mapping[str, str]) -> Pro
     return parse_error(status, None, body[:300].decode("utf-8", "replace") or "empty response", request_id)
 
 
+UNKNOWN_MODEL_CODES = frozenset({"ModelNotFound", "model_not_found", "Model.NotExist"})
+"""DashScope's codes for a model it does not serve (Model Studio "Error codes"; the native API also answers 400
+``InvalidParameter`` "Model not exist.")."""
+
+
+def media_advice(model: str) -> str:
+    """What to do when ``model`` is sent image, video or audio it cannot read."""
+    return (
+        f"The model {model!r} takes no image, video or audio input on DashScope: use QwenVLChatClient or a "
+        "multimodal model such as qwen3-vl-plus (or qwen3.6-plus), or remove the media."
+    )
+
+
+def is_unknown_model(error: ProviderError) -> bool:
+    """Whether ``error`` is DashScope's answer for a model it does not serve."""
+    message = error.message.lower()
+    return error.code in UNKNOWN_MODEL_CODES or "model not exist" in message or "model not found" in message
+
+
 def explained(error: ProviderError, *, model: str, media: bool, headers: Mapping[str, str]) -> ProviderError:
-    """``error`` with a hint where its cause is known: a "url error" for a conversation with ``media`` (sent to the
-    multimodal endpoint) means the model takes no media; a workspace error names the workspace ``headers`` sent."""
+    """``error`` with our advice first where its cause is known: a "url error" for a conversation with ``media``
+    (sent to the multimodal endpoint) means the model takes no media; an unknown model whose name the table does
+    not know but is close to one of its names (`qwen3.routing.similar_models`) gets a did-you-mean; a workspace
+    error names the workspace ``headers`` sent."""
     if media and is_url_error(error.code, error.message):
-        hint = (
-            f" The model {model!r} takes no image, video or audio input on DashScope: use a vision model "
-            "(e.g. QwenVLChatClient with qwen3-vl-plus, or qwen3.6-plus) or remove the media."
-        )
-    elif error.code in WORKSPACE_CODES:
+        return replace(error, advice=media_advice(model))
+    if is_unknown_model(error) and known_family(model) is None and (close := similar_models(model)):
+        names = " or ".join(repr(name) for name in close)
+        return replace(error, advice=f"DashScope does not know the model {model!r}: did you mean {names}?")
+    if error.code in WORKSPACE_CODES:
         sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
         hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"
-    else:
-        return error
-    return replace(error, message=error.message + hint)
+        return replace(error, message=error.message + hint)
+    return error

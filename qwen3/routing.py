@@ -18,6 +18,7 @@ other endpoint when DashScope answers "url error", so a model newer than this ta
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -35,8 +36,10 @@ __all__ = [
     "compatible_base_url",
     "endpoint_for_model",
     "is_url_error",
+    "known_family",
     "model_family",
     "other_endpoint",
+    "similar_models",
     "supports_json_schema",
     "thinking_mode",
     "thinks_by_default",
@@ -151,6 +154,9 @@ class ModelFamily:
     """Keys of `SOURCES`."""
     note: str = ""
     """What could not be confirmed, and the assumption made."""
+    names: tuple[str, ...] = ()
+    """Names of the family's models as Model Studio spells them, without snapshots: what `similar_models`
+    suggests for a misspelt name."""
 
     def matches(self, name: str) -> bool:
         return re.match(self.pattern, name) is not None
@@ -161,9 +167,9 @@ _MM: Endpoint = "multimodal"
 
 MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     # ---- thinking-only families
-    ModelFamily("qvq", _MM, "only", inputs=_IV, sources=("deep-thinking", "vision")),
-    ModelFamily("qwq", _TEXT, "only", sources=("deep-thinking",)),
-    ModelFamily("deepseek-r1", _TEXT, "only", sources=("deep-thinking",)),
+    ModelFamily("qvq", _MM, "only", inputs=_IV, sources=("deep-thinking", "vision"), names=("qvq-max", "qvq-plus")),
+    ModelFamily("qwq", _TEXT, "only", sources=("deep-thinking",), names=("qwq-plus", "qwq-32b")),
+    ModelFamily("deepseek-r1", _TEXT, "only", sources=("deep-thinking",), names=("deepseek-r1",)),
     ModelFamily(
         r"qwen3\.7-max-(preview|2026-05-17)",
         _MM,
@@ -171,6 +177,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         preserve_thinking=True,
         inputs=_IV,
         sources=("deep-thinking",),
+        names=("qwen3.7-max-preview",),
     ),
     # ---- Qwen 3.5 and later: one multimodal endpoint for text and media ("The DashScope API for the Qwen3.5 series
     # uses a multimodal interface", deep-thinking)
@@ -196,6 +203,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         sources=("deep-thinking", "compatible-reference"),
         note="preserve_thinking defaults to true and every earlier reasoning_content must come back "
         "(compatible-reference); json_schema only third-party-documented: json_object kept",
+        names=("qwen3.8-max", "qwen3.8-flash"),
     ),
     ModelFamily(
         r"qwen3\.7-(max|plus|flash)",
@@ -206,6 +214,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         inputs=_IV,
         sources=("deep-thinking", "compatible-reference"),
         note="not on the explicit-cache lists read (qwen3.7-plus unverified)",
+        names=("qwen3.7-max", "qwen3.7-plus", "qwen3.7-flash"),
     ),
     ModelFamily(
         r"qwen3\.6-plus",
@@ -216,6 +225,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         explicit_cache=True,
         inputs=_IV,
         sources=("deep-thinking", "qwencloud-cache", "vision"),
+        names=("qwen3.6-plus",),
     ),
     ModelFamily(
         r"qwen3\.6-(max|flash)",
@@ -226,6 +236,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         inputs=_IV,
         sources=("deep-thinking", "compatible-reference"),
         note="qwen3.6-flash takes preserve_thinking per the compatible-mode reference, not the deep-thinking page",
+        names=("qwen3.6-max-preview", "qwen3.6-flash"),
     ),
     ModelFamily(
         r"qwen3\.5-(plus|flash)",
@@ -236,6 +247,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         inputs=_IV,
         sources=("deep-thinking", "context-cache", "structured-output"),
         note="json_schema not confirmed (the 2026 structured-output page lists it without naming the mode)",
+        names=("qwen3.5-plus", "qwen3.5-flash"),
     ),
     ModelFamily(
         r"qwen3\.\d+-omni",
@@ -244,6 +256,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         inputs=_IVA,
         sources=("compatible-reference", "omni"),
         note="Omni models are documented on compatible mode (streaming only); the native endpoint is assumed",
+        names=("qwen3.5-omni-plus", "qwen3.5-omni-flash"),
     ),
     ModelFamily(
         r"qwen(3\.([5-9]|[1-9]\d)|[4-9])",
@@ -254,17 +267,35 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         sources=("deep-thinking",),
         note="any later Qwen generation (open-source qwen3.5-397b-a17b, qwen3.6-35b-a3b, newer names) is taken to "
         "behave like Qwen 3.5: multimodal endpoint, thinking on by default",
+        names=("qwen3.5-397b-a17b", "qwen3.6-35b-a3b"),
     ),
     # ---- Qwen3 vision and omni
     ModelFamily(r"qwen3-(vl|omni)-.*-thinking", _MM, "only", inputs=_IV, sources=("deep-thinking", "vision")),
     ModelFamily(r"qwen3-(vl|omni)-.*-instruct", _MM, "none", inputs=_IV, sources=("vision",)),
-    ModelFamily(r"qwen3-vl-plus", _MM, "hybrid", explicit_cache=True, inputs=_IV, sources=("vision", "context-cache")),
-    ModelFamily(r"qwen3-vl", _MM, "hybrid", inputs=_IV, sources=("vision",)),
-    ModelFamily(r"qwen3-omni", _MM, "hybrid", inputs=_IVA, sources=("compatible-reference", "omni")),
+    ModelFamily(
+        r"qwen3-vl-plus",
+        _MM,
+        "hybrid",
+        explicit_cache=True,
+        inputs=_IV,
+        sources=("vision", "context-cache"),
+        names=("qwen3-vl-plus",),
+    ),
+    ModelFamily(r"qwen3-vl", _MM, "hybrid", inputs=_IV, sources=("vision",), names=("qwen3-vl-flash",)),
+    ModelFamily(
+        r"qwen3-omni", _MM, "hybrid", inputs=_IVA, sources=("compatible-reference", "omni"), names=("qwen3-omni-flash",)
+    ),
     # ---- Qwen3 text
     ModelFamily(r"qwen3-.*-thinking", _TEXT, "only", sources=("deep-thinking",)),
     ModelFamily(r"qwen3-.*-instruct", _TEXT, "none", sources=("deep-thinking",)),
-    ModelFamily(r"qwen3-\d+(\.\d+)?b", _TEXT, "hybrid", thinks_by_default=True, sources=("deep-thinking",)),
+    ModelFamily(
+        r"qwen3-\d+(\.\d+)?b",
+        _TEXT,
+        "hybrid",
+        thinks_by_default=True,
+        sources=("deep-thinking",),
+        names=("qwen3-235b-a22b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-14b", "qwen3-8b", "qwen3-4b"),
+    ),
     ModelFamily(
         r"qwen3-max",
         _TEXT,
@@ -272,8 +303,16 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         json_schema=True,
         explicit_cache=True,
         sources=("deep-thinking", "structured-output", "context-cache"),
+        names=("qwen3-max", "qwen3-max-preview"),
     ),
-    ModelFamily(r"qwen3-coder", _TEXT, "none", explicit_cache=True, sources=("context-cache", "structured-output")),
+    ModelFamily(
+        r"qwen3-coder",
+        _TEXT,
+        "none",
+        explicit_cache=True,
+        sources=("context-cache", "structured-output"),
+        names=("qwen3-coder-plus", "qwen3-coder-flash"),
+    ),
     # ---- commercial Qwen (Qwen3 inside)
     ModelFamily(
         r"qwen-plus",
@@ -282,6 +321,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         json_schema=True,
         explicit_cache=True,
         sources=("deep-thinking", "structured-output", "context-cache"),
+        names=("qwen-plus",),
     ),
     ModelFamily(
         r"qwen-flash",
@@ -290,9 +330,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         json_schema=True,
         explicit_cache=True,
         sources=("deep-thinking", "structured-output", "context-cache"),
+        names=("qwen-flash",),
     ),
-    ModelFamily(r"qwen-turbo", _TEXT, "hybrid", sources=("deep-thinking",)),
-    ModelFamily(r"qwen-max", _TEXT, "none", sources=("structured-output",)),
+    ModelFamily(r"qwen-turbo", _TEXT, "hybrid", sources=("deep-thinking",), names=("qwen-turbo",)),
+    ModelFamily(r"qwen-max", _TEXT, "none", sources=("structured-output",), names=("qwen-max",)),
     ModelFamily(
         r"qwen-long",
         _TEXT,
@@ -302,6 +343,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         context_window=10_000_000,
         sources=("qwen-long", "file-interface"),
         note="context window: the Qwen-Long page; maximum output not confirmed",
+        names=("qwen-long",),
     ),
     ModelFamily(
         r"qwen-doc",
@@ -310,17 +352,29 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         file_ids=True,
         sources=("file-interface",),
         note="documented on compatible mode; the native text endpoint is assumed",
+        names=("qwen-doc-turbo",),
     ),
     # ---- earlier vision, audio, omni and image models
-    ModelFamily(r"qwen-vl-ocr", _MM, "hybrid", inputs=frozenset({"image"}), sources=("vision",)),
-    ModelFamily(r"qwen-vl-(max|plus)", _MM, "none", inputs=_IV, sources=("vision", "structured-output")),
-    ModelFamily(r"qwen[\d.]*-vl", _MM, "none", inputs=_IV, sources=("vision",)),
-    ModelFamily(r"qwen-audio", _MM, "hybrid", inputs=frozenset({"audio"}), sources=("models",)),
+    ModelFamily(
+        r"qwen-vl-ocr", _MM, "hybrid", inputs=frozenset({"image"}), sources=("vision",), names=("qwen-vl-ocr",)
+    ),
+    ModelFamily(
+        r"qwen-vl-(max|plus)",
+        _MM,
+        "none",
+        inputs=_IV,
+        sources=("vision", "structured-output"),
+        names=("qwen-vl-max", "qwen-vl-plus"),
+    ),
+    ModelFamily(r"qwen[\d.]*-vl", _MM, "none", inputs=_IV, sources=("vision",), names=("qwen2.5-vl-72b-instruct",)),
+    ModelFamily(
+        r"qwen-audio", _MM, "hybrid", inputs=frozenset({"audio"}), sources=("models",), names=("qwen-audio-turbo",)
+    ),
     ModelFamily(r"qwen[\d.]*-audio", _MM, "none", inputs=frozenset({"audio"}), sources=("models",)),
-    ModelFamily(r"qwen[\d.]*-omni", _MM, "none", inputs=_IVA, sources=("omni",)),
+    ModelFamily(r"qwen[\d.]*-omni", _MM, "none", inputs=_IVA, sources=("omni",), names=("qwen-omni-turbo",)),
     ModelFamily(r"qwen[\d.]*-image", _MM, "hybrid", sources=("models",)),
     ModelFamily(r"qwen2\.5|qwen2-", _TEXT, "none", sources=("models",)),
-    ModelFamily(r"qwen-mt", _TEXT, "none", sources=("models",)),
+    ModelFamily(r"qwen-mt", _TEXT, "none", sources=("models",), names=("qwen-mt-plus", "qwen-mt-turbo")),
     # ---- other vendors' models served by Model Studio
     ModelFamily(
         r"deepseek-v3\.2",
@@ -329,8 +383,11 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         json_schema=True,
         explicit_cache=True,
         sources=("deep-thinking", "structured-output", "context-cache"),
+        names=("deepseek-v3.2",),
     ),
-    ModelFamily(r"deepseek-v[34]", _TEXT, "hybrid", sources=("deep-thinking",)),
+    ModelFamily(
+        r"deepseek-v[34](\.\d+)?", _TEXT, "hybrid", sources=("deep-thinking",), names=("deepseek-v3", "deepseek-v3.1")
+    ),
 )
 """Model families, most specific first: the first row whose ``pattern`` matches a model name describes it. Edit a
 row, not the code, when Alibaba's lists change; docs/models.md prints the table with its sources."""
@@ -348,6 +405,45 @@ def model_family(model: str) -> ModelFamily:
     """The `MODEL_FAMILIES` row for ``model`` (case-insensitive), or `UNKNOWN_FAMILY`."""
     name = model.strip().lower()
     return next((family for family in MODEL_FAMILIES if family.matches(name)), UNKNOWN_FAMILY)
+
+
+# What may follow a row's pattern in a name DashScope serves: "-"-separated parts of the kinds Model Studio's model
+# list spells: snapshots (``-latest``, ``-preview``, dated ``-2025-07-28`` / ``-0919`` / ``-2507``), sizes
+# (``-72b``, ``-a22b``, ``-1.5b``, ``-1m``), checkpoints (``-instruct``, ``-thinking``), tiers (``-plus``…) and
+# variants (``-realtime``, ``-us``…).
+_NAME_PARTS = re.compile(
+    r"(-(latest|preview|exp|\d{4}(-\d{2}-\d{2})?|a?\d+(\.\d+)?[bkm]|instruct|thinking|chat|max|plus|flash|turbo|lite|"
+    r"pro|coder|math|realtime|ocr|edit|captioner|character|us|distill-(qwen|llama)))*"
+)
+
+
+def known_family(model: str) -> ModelFamily | None:
+    """The `MODEL_FAMILIES` row of ``model`` when the name is one DashScope serves by this table's reckoning, else
+    None (what the emulator answers "Model not exist." for).
+
+    The rule: the first row whose pattern matches the start of the (lower-cased) name, followed by nothing or by
+    ``-`` parts of the kinds Model Studio names its models with: snapshots (``qwen-plus-latest``,
+    ``qwen-plus-2025-07-28``), sizes (``qwen3-30b-a3b``), ``-instruct`` / ``-thinking`` and tiers
+    (``qwen3-coder-plus``). So ``qwen-vl-maxx`` and ``qwen-plus-lates`` are unknown; a size that does not exist
+    (``qwen3-31b``) is not caught. Not a list of what DashScope serves today: a model newer than the table, a
+    fine-tune or another vendor's model is unknown here and may still exist.
+    """
+    name = model.strip().lower()
+    family = model_family(name)
+    match = re.match(family.pattern, name) if family is not UNKNOWN_FAMILY else None
+    if match is None:
+        return None
+    rest = name[match.end() :]
+    if match.group().endswith("-"):  # a pattern ending in "-" (``qwen2-``) took the part's separator
+        rest = "-" + rest
+    return family if _NAME_PARTS.fullmatch(rest) else None
+
+
+def similar_models(model: str) -> list[str]:
+    """Up to three model names of the table (`ModelFamily.names`) that look like ``model``, closest first (for a
+    misspelt name: ``qwen-vl-maxx`` → ``["qwen-vl-max"]``, ``qwen-plus-lates`` → ``["qwen-plus-latest"]``)."""
+    names = [name + latest for family in MODEL_FAMILIES for name in family.names for latest in ("", "-latest")]
+    return difflib.get_close_matches(model.strip().lower(), names, n=3, cutoff=0.8)
 
 
 def thinking_mode(model: str) -> ThinkingMode:

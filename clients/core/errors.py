@@ -49,6 +49,7 @@ class ProviderError:
         message: the provider's message.
         request_id: the provider's request id, or None.
         auth_codes: codes that mean bad credentials; ``filter_codes``: codes that mean content moderation.
+        advice: what to do, in our words, put before the provider's text (empty: none).
     """
 
     provider: str
@@ -58,6 +59,7 @@ class ProviderError:
     request_id: str | None = None
     auth_codes: frozenset[str] = frozenset()
     filter_codes: frozenset[str] = frozenset()
+    advice: str = ""
 
     def __post_init__(self) -> None:
         """Fields read from an error body hold whatever the server sent (a number or a list for ``code``, an object
@@ -75,7 +77,8 @@ class ProviderError:
     def __str__(self) -> str:
         status = f"HTTP {self.status}" if self.status is not None else "no HTTP status"
         rid = f" (request_id={self.request_id})" if self.request_id else ""
-        return redact(f"{self.provider} error {self.code or 'unknown'} [{status}]: {self.message}{rid}")
+        advice = f"{self.advice} " if self.advice else ""
+        return redact(f"{advice}{self.provider} error {self.code or 'unknown'} [{status}]: {self.message}{rid}")
 
 
 _SHORT = reprlib.Repr()

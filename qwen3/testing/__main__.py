@@ -3,7 +3,9 @@ variables that point the clients at them, so that code which reads its settings 
 README's own examples) runs offline unchanged.
 
 The DashScope emulator always; the OpenAI, Anthropic and Gemini emulators too unless ``--dashscope-only``.
-Each answers with its default reply (an echo of the last user message) and accepts only the printed key.
+Each answers with its default reply (an echo of the last user message) and accepts only the printed key. The
+DashScope emulator refuses a model name the model table does not know, as DashScope does ("Model not exist.");
+``--model NAME=text`` (or ``=multimodal``) serves one more.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from contextlib import ExitStack
 from types import FrameType
 from typing import Any
 
-from qwen3.testing import DashScopeEmulator
+from qwen3.testing import DashScopeEmulator, Endpoint
 
 DEFAULT_KEY = "sk-emulator"
 
@@ -31,7 +33,21 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="the DashScope emulator's port (default: a free one)")
     parser.add_argument("--api-key", default=DEFAULT_KEY, help=f"the key the emulators accept (default {DEFAULT_KEY})")
     parser.add_argument("--dashscope-only", action="store_true", help="serve the DashScope emulator alone")
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME=ENDPOINT",
+        help="serve a model the model table does not know (a newer one, a fine-tune; NAME may be a glob) on "
+        "ENDPOINT, text or multimodal; repeatable",
+    )
     args = parser.parse_args(argv)
+    args.models = {}
+    for entry in args.model:
+        name, _, endpoint = entry.partition("=")
+        if not name.strip() or endpoint not in ("text", "multimodal"):
+            parser.error(f"--model {entry}: NAME=text or NAME=multimodal, e.g. --model my-finetune=text")
+        args.models[name.strip()] = endpoint
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: a port number from 1 to 65535 (or 0 for a free one)")
     if not args.api_key or any(c.isspace() for c in args.api_key):
@@ -66,16 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        return _serve(args.api_key, args.port, peers=not args.dashscope_only)
+        return _serve(args.api_key, args.port, peers=not args.dashscope_only, models=args.models)
     except KeyboardInterrupt:  # also while starting (the peers' SDKs take a moment to import)
         print("stopped", flush=True)
         return 0
 
 
-def _serve(key: str, port: int, *, peers: bool) -> int:
+def _serve(key: str, port: int, *, peers: bool, models: dict[str, Endpoint]) -> int:
     with ExitStack() as stack:
         try:
-            dashscope = stack.enter_context(DashScopeEmulator(api_key=key, port=port))
+            dashscope = stack.enter_context(DashScopeEmulator(api_key=key, port=port, models=models))
         except OSError as exc:
             print(f"python -m qwen3.testing: cannot listen on 127.0.0.1:{port}: {exc}", file=sys.stderr)
             return 1

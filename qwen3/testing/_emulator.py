@@ -81,8 +81,9 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
       ``InvalidApiKey`` (capture auth-error-nosse), streams included.
     * ``validate``: check request shapes and answer like DashScope would (see ``_validation.py`` for the rules
       and their sources).
-    * ``models``: extra ``{model name or glob: "text" | "multimodal"}`` entries, checked before the built-in
-      table (Model Studio "Image and video understanding"); models matching nothing are accepted on both endpoints.
+    * ``models``: extra ``{model name or glob: "text" | "multimodal"}`` entries, checked before the model table
+      (`qwen3.routing.known_family`); a model neither knows gets DashScope's 400 ``InvalidParameter`` "Model not
+      exist." on both endpoints, so a misspelt name fails as it would on the service.
     * ``default_reply``: a `Reply` or ``(RecordedRequest) -> Reply`` used when the script is empty; default
       `Reply.echo`.
     * ``workspaces``: the workspace ids that exist; a request naming another in ``X-DashScope-WorkSpace`` gets

@@ -16,6 +16,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from clients.testing import text_of
+from qwen3.routing import known_family
 
 from ._types import Endpoint
 
@@ -68,38 +69,6 @@ BAD_CACHE_CONTROL = "The cache_control field must be an object whose type is 'ep
 PARTIAL_LAST = "The partial parameter is only allowed on the last message, which must be an assistant message."
 PARTIAL_THINKING = "Partial mode is not supported when enable_thinking is true."
 
-BUILTIN_MODELS: tuple[tuple[str, Endpoint], ...] = (
-    # Model Studio "Image and video understanding". Globs (fnmatch); multimodal first so qwen2.5-vl-*-instruct is not
-    # taken as text.
-    ("qwen-vl*", "multimodal"),
-    ("qwen2.5-vl*", "multimodal"),
-    ("qwen3-vl*", "multimodal"),
-    ("qvq*", "multimodal"),
-    ("qwen-audio*", "multimodal"),
-    ("qwen2-audio*", "multimodal"),
-    ("qwen-omni*", "multimodal"),
-    ("qwen3-omni*", "multimodal"),
-    (
-        "qwen3.5*",
-        "multimodal",
-    ),  # unified models: multimodal even for text-only input (Model Studio "Image and video understanding")
-    ("qwen3.6*", "multimodal"),
-    ("qwen3.7*", "multimodal"),
-    ("qwen3.8*", "multimodal"),  # deep-thinking page (Sep 2026): the Qwen 3.5+ multimodal interface
-    *(
-        (f"qwen-{tier}{suffix}", "text")
-        for tier in ("max", "plus", "turbo", "flash")
-        for suffix in ("", "-latest", "-[0-9]*")
-    ),
-    ("qwen3-max*", "text"),
-    ("qwq*", "text"),
-    ("qwen2.5-*-instruct*", "text"),
-    ("qwen3-[0-9]*b*", "text"),
-    ("qwen3-coder*", "text"),
-    ("qwen-long*", "text"),  # Model Studio "Long context (Qwen-Long)": the text-generation endpoint
-    ("qwen-doc*", "text"),
-)
-
 _MODALS = frozenset({"text", "image", "video", "audio"})
 # Model Studio "Image and video understanding"; enable_rotate: OCR hint accepted by the real server (capture
 # multimodal-generation-vl-ocr-sse)
@@ -109,14 +78,17 @@ _DATA_URI = re.compile(r"data:[^,;]*(;[^,;]*)*;base64,", re.IGNORECASE)
 
 
 def endpoint_for(model: str, models: Mapping[str, Endpoint] | None = None) -> Endpoint | None:
-    """The endpoint serving ``model``: ``models`` entries (exact names or globs) first, then `BUILTIN_MODELS`;
-    None when nothing matches: the emulator then answers as DashScope does for a model it does not serve
-    (400 ``InvalidParameter`` "Model not exist."); name newer models with ``DashScopeEmulator(models=...)``."""
+    """The endpoint serving ``model``: ``models`` entries (exact names or globs) first, then the model table
+    (`qwen3.routing.known_family`: a family's name, with snapshot, size or tier parts); None when neither knows it:
+    the emulator then answers as DashScope does for a model it does not serve (400 ``InvalidParameter`` "Model not
+    exist."). Name a model the table does not know (a newer one, a fine-tune) with
+    ``DashScopeEmulator(models=...)``."""
     name = model.lower()
-    for pattern, endpoint in (*(models or {}).items(), *BUILTIN_MODELS):
+    for pattern, endpoint in (models or {}).items():
         if fnmatchcase(name, pattern.lower()):
             return endpoint
-    return None
+    family = known_family(name)
+    return None if family is None else family.endpoint
 
 
 def _invalid(message: str) -> ApiError:

@@ -163,8 +163,9 @@ async def test_text_client_routes_by_model_and_by_media(emu: DashScopeEmulator) 
 
 
 async def test_image_for_a_text_only_model_explains_what_to_do(emu: DashScopeEmulator) -> None:
-    with pytest.raises(ChatClientInvalidRequestException, match=r"url error.*'qwen-plus' takes no image"):
+    with pytest.raises(ChatClientInvalidRequestException, match=r"^The model 'qwen-plus' takes no image"):
         await qwen(emu, "qwen-plus").get_response([Message("user", ["look", image_content(PNG)])])
+    assert emu.requests == []  # the model table knows qwen-plus is text-only: nothing sent
 
 
 @pytest.mark.parametrize("stream", [False, True])
