@@ -74,7 +74,7 @@ DEFAULT_EMBEDDING_MODEL = "text-embedding-v4"
 BYTES_PER_ROW = 1024 * 1024
 """The most bytes read of one call's answer, per input row (and as much again for the envelope): a 2,560-size
 vector is ~60 KB as JSON, a long text's sparse vector a few hundred KB."""
-OVER_LIMIT = re.compile(r"should not be larger than (\d+)")
+OVER_LIMIT = re.compile(r"batch size is invalid, it should not be larger than (\d+)")
 """DashScope's 400 for too many rows in one call: "<400> InternalError.Algo.InvalidParameter: Value error, batch
 size is invalid, it should not be larger than 10.: input.contents" (reported by many users of the API)."""
 AS_INTEGRATION: tuple[tuple[type[ChatClientException], type[IntegrationException]], ...] = (
@@ -111,7 +111,8 @@ def integration_exception(exc: ChatClientException) -> IntegrationException:
 
 
 def rows_allowed(failure: Failure) -> int | None:
-    """The row limit a 400 "… should not be larger than N" names, else None."""
+    """The row limit a 400 "… batch size is invalid, it should not be larger than N" names, else None (another
+    limit, such as a text's length, is not a row limit)."""
     found = OVER_LIMIT.search(failure.error.message) if failure.error.status == 400 else None
     return int(found.group(1)) if found else None
 
@@ -275,6 +276,10 @@ class RawQwenEmbeddingClient(
             IntegrationInvalidResponseException: an answer of the wrong shape (not one vector per input…).
             IntegrationException: DashScope failed (429 or 5xx after the retries) or did not answer.
         """
+        if isinstance(values, (str, bytes)):
+            raise IntegrationInvalidRequestException(
+                "values must be a list of values to embed, not one str (each character would be embedded)."
+            )
         if not values:
             return GeneratedEmbeddings([], options=options)
         opts: Mapping[str, Any] = options or {}
@@ -284,7 +289,7 @@ class RawQwenEmbeddingClient(
             raise integration_exception(to_chat_client_exception(failure.error)) from None
         except ChatClientException as exc:
             raise integration_exception(exc) from exc
-        return GeneratedEmbeddings(embeddings, options=options, usage=usage)
+        return GeneratedEmbeddings(embeddings, options=options, usage=usage or None)
 
     async def _embed(
         self, values: Sequence[Any], options: Mapping[str, Any]

@@ -72,8 +72,11 @@ class EmbeddingModel:
     takes_dimension: bool = True
     takes_instruct: bool = False
     output_types: tuple[str, ...] = ("dense",)
+    image_bytes: int | None = None
+    """The largest image it takes, in bytes (None: not known); an inline image over it is refused before sending."""
 
 
+_3_MB, _5_MB = 3 * 1024 * 1024, 5 * 1024 * 1024  # the multimodal page's image size limits
 _V4_SIZES = (1024, 2048, 1536, 768, 512, 256, 128, 64)
 EMBEDDING_MODELS: dict[str, EmbeddingModel] = {
     model.name: model
@@ -88,10 +91,20 @@ EMBEDDING_MODELS: dict[str, EmbeddingModel] = {
         ),
         # Model Studio "Multimodal embedding API details": v1 takes one combination per call; the vision models
         # take at most 8 images per call; qwen3-vl-embedding one image
-        EmbeddingModel("multimodal-embedding-v1", "multimodal", (1024,), 1, False),
-        EmbeddingModel("tongyi-embedding-vision-plus", "multimodal", (1152, 1024, 512, 256, 128, 64), 8),
-        EmbeddingModel("tongyi-embedding-vision-flash", "multimodal", (768, 512, 256, 128, 64), 8),
-        EmbeddingModel("qwen3-vl-embedding", "multimodal", (2560, 2048, 1536, 1024, 768, 512, 256), 1, True, True),
+        EmbeddingModel("multimodal-embedding-v1", "multimodal", (1024,), 1, False, image_bytes=_3_MB),
+        EmbeddingModel(
+            "tongyi-embedding-vision-plus", "multimodal", (1152, 1024, 512, 256, 128, 64), 8, image_bytes=_3_MB
+        ),
+        EmbeddingModel("tongyi-embedding-vision-flash", "multimodal", (768, 512, 256, 128, 64), 8, image_bytes=_3_MB),
+        EmbeddingModel(
+            "qwen3-vl-embedding",
+            "multimodal",
+            (2560, 2048, 1536, 1024, 768, 512, 256),
+            1,
+            True,
+            True,
+            image_bytes=_5_MB,
+        ),
         EmbeddingModel("qwen2.5-vl-embedding", "multimodal", (), 1, True, True),
     )
 }
@@ -123,8 +136,9 @@ def _image_advice(model: EmbeddingModel) -> str:
     )
 
 
-def _media_item(value: Content, index: int) -> dict[str, str]:
-    """An image (or video) `Content` → ``{"image": url}`` (``{"video": url}``): a ``data:`` URI or an http(s) URL."""
+def _media_item(value: Content, index: int, model: EmbeddingModel) -> dict[str, str]:
+    """An image (or video) `Content` → ``{"image": url}`` (``{"video": url}``): a ``data:`` URI (an image no larger
+    than the model takes) or an http(s) URL."""
     media_type = value.media_type or ""
     uri = value.uri or ""
     kind = "image" if media_type.startswith("image/") else "video" if media_type.startswith("video/") else None
@@ -139,6 +153,12 @@ def _media_item(value: Content, index: int) -> dict[str, str]:
         raise _refuse(
             f"Value {index} is a {kind} at {uri[:80]!r}: pass a data: URI or an http(s) URL "
             "(qwen3.image_content(path) reads a local file into one)."
+        )
+    size = (len(uri) - uri.find(",") - 1) * 3 // 4  # the bytes a data: URI's base64 holds
+    if uri.startswith("data:") and model.image_bytes is not None and size > model.image_bytes:
+        raise _refuse(
+            f"Value {index} is an image of about {size / 2**20:.1f} MB; {model.name!r} takes images up to "
+            f"{model.image_bytes / 2**20:g} MB: scale it down, or pass an http(s) URL of a smaller one."
         )
     return {kind: uri}
 
@@ -159,7 +179,7 @@ def request_items(values: Sequence[Any], model: EmbeddingModel) -> list[Any]:
         elif isinstance(value, Content) and value.type == "text":
             text = value.text or ""
         elif isinstance(value, Content) and value.type in ("data", "uri"):
-            media = _media_item(value, index)
+            media = _media_item(value, index, model)
             if model.endpoint == "text":
                 raise _refuse(f"Value {index} is an image or video, but {_image_advice(model)}")
             items.append(media)

@@ -184,3 +184,18 @@ async def test_workspace_goes_as_a_header(emu: DashScopeEmulator) -> None:
     async with client(emu, workspace="ws_abc123") as embedder:
         await embedder.get_embeddings(["x"])
     assert emu.embeddings.calls[0].headers["x-dashscope-workspace"] == "ws_abc123"
+
+
+async def test_one_str_is_refused_not_embedded_character_by_character(emu: DashScopeEmulator) -> None:
+    async with client(emu) as embedder:
+        with pytest.raises(IntegrationInvalidRequestException, match="not one str"):
+            await embedder.get_embeddings("hello")
+    assert emu.embeddings.calls == []
+
+
+async def test_an_answer_without_usage_reports_none(emu: DashScopeEmulator) -> None:
+    emu.embeddings.script(lambda body: {"output": {"embeddings": [{"embedding": [0.6, 0.8], "text_index": 0}]}})
+    async with client(emu) as embedder:
+        result = await embedder.get_embeddings(["a"])
+    assert result.usage is None
+    assert result[0].vector == [0.6, 0.8]

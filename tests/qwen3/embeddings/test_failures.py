@@ -160,3 +160,11 @@ async def test_nothing_listening_is_a_maf_exception() -> None:
     async with QwenEmbeddingClient(model="text-embedding-v4", api_key=KEY, base_url=url, retry_policy=FAST) as e:
         with pytest.raises(IntegrationException, match=r"Cannot reach DashScope.*gave up after 3 attempts"):
             await e.get_embeddings(["a"])
+
+
+async def test_another_limit_in_a_400_is_not_taken_for_the_row_limit(emu: DashScopeEmulator) -> None:
+    emu.embeddings.script(Reply(error=(400, "InvalidParameter", "Range of input length should not be larger than 2")))
+    async with client(emu) as embedder:
+        with pytest.raises(IntegrationInvalidRequestException, match="input length"):
+            await embedder.get_embeddings(["a", "b", "c"])
+    assert [len(call.items) for call in emu.embeddings.calls] == [3]  # refused, not re-split

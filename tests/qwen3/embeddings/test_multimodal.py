@@ -74,3 +74,13 @@ async def test_an_inline_video_is_refused(emu: DashScopeEmulator) -> None:
         result = await e.get_embeddings([Content.from_uri("https://example.com/a.mp4", media_type="video/mp4")])
     assert emu.embeddings.calls[0].items == [{"video": "https://example.com/a.mp4"}]
     assert result[0].additional_properties["type"] == "video"
+
+
+async def test_an_inline_image_over_the_models_limit_is_refused_before_sending(emu: DashScopeEmulator) -> None:
+    big = Content.from_data(PNG + b"\x00" * (4 * 1024 * 1024), "image/png")  # 4 MB: over 3 MB, under 5 MB
+    async with QwenEmbeddingClient(model="tongyi-embedding-vision-plus", api_key=KEY, base_url=emu.base_url) as e:
+        with pytest.raises(IntegrationInvalidRequestException, match=r"about 4\.0 MB; .* takes images up to 3 MB"):
+            await e.get_embeddings(["text", big])
+    assert emu.embeddings.calls == []
+    async with QwenEmbeddingClient(model="qwen3-vl-embedding", api_key=KEY, base_url=emu.base_url) as e:
+        assert len(await e.get_embeddings([big])) == 1
