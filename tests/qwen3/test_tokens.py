@@ -103,6 +103,38 @@ def test_context_windows_only_where_confirmed() -> None:
             assert family.max_output_tokens < family.context_window, family.pattern
 
 
+def test_every_figure_names_the_page_it_comes_from() -> None:
+    """A window or output figure in the table is one an Alibaba page states: the row's note names which of its
+    sources (none of the figures is a guess, a mirror's or a model card's: DashScope may serve a model with less
+    than its weights' native context)."""
+    with_figures = [f for f in MODEL_FAMILIES if f.context_window is not None or f.max_output_tokens is not None]
+    assert with_figures
+    for family in with_figures:
+        assert [key for key in family.sources if key in family.note.lower()], family.pattern
+
+
+@pytest.mark.parametrize("family", [f for f in MODEL_FAMILIES if f.names], ids=lambda f: f.pattern)
+def test_compaction_for_each_family_uses_its_figures_or_names_the_missing_ones(family: Any) -> None:
+    model = family.names[0]
+    figures = {"context_window": family.context_window, "max_output_tokens": family.max_output_tokens}
+    missing = [name for name, value in figures.items() if value is None]
+    if not missing:
+        strategy = compaction_for(model)
+        assert strategy.max_context_window_tokens == family.context_window
+        assert strategy.input_budget_tokens == family.context_window - family.max_output_tokens
+        return
+    with pytest.raises(ValueError, match="The model table has no figure for") as caught:
+        compaction_for(model)
+    message = str(caught.value)
+    assert f"of {model!r}" in message
+    assert all(f"{name}=" in message for name in missing)
+    assert all(f"{name}=" not in message for name in figures.keys() - set(missing))
+    given = {name: {"context_window": 64_000, "max_output_tokens": 8_000}[name] for name in missing}
+    strategy = compaction_for(model, **given)
+    window = family.context_window or given["context_window"]
+    assert strategy.max_context_window_tokens == window
+
+
 def test_compaction_for_uses_the_table_and_qwen_tokens() -> None:
     strategy = compaction_for("qwen-long", max_output_tokens=32_000)
     assert isinstance(strategy, ContextWindowCompactionStrategy)
