@@ -362,9 +362,9 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         r"qwen-vl-(max|plus)",
         _MM,
         "none",
+        names=("qwen-vl-max", "qwen-vl-plus"),
         inputs=_IV,
         sources=("vision", "structured-output"),
-        names=("qwen-vl-max", "qwen-vl-plus"),
     ),
     ModelFamily(r"qwen[\d.]*-vl", _MM, "none", inputs=_IV, sources=("vision",), names=("qwen2.5-vl-72b-instruct",)),
     ModelFamily(
@@ -410,7 +410,7 @@ def model_family(model: str) -> ModelFamily:
 # What may follow a row's pattern in a name DashScope serves: "-"-separated parts of the kinds Model Studio's model
 # list spells: snapshots (``-latest``, ``-preview``, dated ``-2025-07-28`` / ``-0919`` / ``-2507``), sizes
 # (``-72b``, ``-a22b``, ``-1.5b``, ``-1m``), checkpoints (``-instruct``, ``-thinking``), tiers (``-plus``…) and
-# variants (``-realtime``, ``-us``…).
+# variants (``-realtime``, ``-captioner``, ``-character``, ``-us``…).
 _NAME_PARTS = re.compile(
     r"(-(latest|preview|exp|\d{4}(-\d{2}-\d{2})?|a?\d+(\.\d+)?[bkm]|instruct|thinking|chat|max|plus|flash|turbo|lite|"
     r"pro|coder|math|realtime|ocr|edit|captioner|character|us|distill-(qwen|llama)))*"
