@@ -48,6 +48,7 @@ def _docs_offline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
         pytest.skip(f"this block needs {', '.join(missing)}, which is not installed")
     from clients.testing import Reply
     from qwen3.testing import DashScopeEmulator
+    from tests.conftest import one_ca_bundle
 
     answer = Reply(text="(an emulated answer)")
     with ExitStack() as stack:
@@ -69,6 +70,8 @@ def _docs_offline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
         for prefix, server in servers.items():
             monkeypatch.setenv(f"{prefix}_API_KEY", "sk-docs")
             monkeypatch.setenv(f"{prefix}_BASE_URL", server.base_url)
+        monkeypatch.setenv("SSL_CERT_FILE", one_ca_bundle(tmp_path))  # plain http to 127.0.0.1: no CA needed
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
         (tmp_path / "chart.png").write_bytes(_PNG)
         monkeypatch.chdir(tmp_path)
         yield

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conformance.scenarios import SCENARIOS, NotApplicable, Scenario, execute
-from tests.conformance.targets import FEATURES, TARGETS, Target, one_ca_bundle
+from tests.conformance.targets import FEATURES, TARGETS, Target
+from tests.conftest import one_ca_bundle
 
 __all__ = ["COMMAND", "DOC", "PACKAGES", "Outcome", "Scorecard", "read_scorecard", "render", "run_all"]
 

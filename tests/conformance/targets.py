@@ -16,7 +16,6 @@ import importlib
 import importlib.metadata
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from clients.anthropic.testing import AnthropicEmulator
@@ -36,7 +35,6 @@ __all__ = [
     "Feature",
     "Target",
     "collect_clients",
-    "one_ca_bundle",
 ]
 
 KEY = "sk-conformance-0123456789abcdef"
@@ -172,24 +170,6 @@ class collect_clients:
         for closer in self._closers:
             with contextlib.suppress(Exception):  # closing a client the emulator already dropped is harmless
                 await closer()
-
-
-def one_ca_bundle(directory: Path) -> str:
-    """Write a CA bundle holding a single certificate (the first of certifi's) into ``directory``; return its path.
-
-    Every client under test talks plain ``http://`` to 127.0.0.1, so TLS trust is never used, yet each SDK client
-    builds an SSL context that loads the full certifi bundle (~40 ms each, most of a scenario's time). Pointing
-    ``SSL_CERT_FILE`` (which httpx, httpx2 and the SDKs on them honour) at a one-certificate bundle removes that
-    cost without changing anything on the wire.
-    """
-    import certifi
-
-    pem = Path(certifi.where()).read_text(encoding="ascii")
-    end = "-----END CERTIFICATE-----"
-    first = pem[pem.index("-----BEGIN CERTIFICATE-----") : pem.index(end) + len(end)]
-    path = directory / "one-ca.pem"
-    path.write_text(first + "\n", encoding="ascii")
-    return str(path)
 
 
 # ------------------------------------------------------------------------------------------------- makers
