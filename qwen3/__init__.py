@@ -6,10 +6,13 @@ DashScope's parameters to MAF's ``ChatOptions``. ``image_content`` builds image 
 bytes (older MAF code wrote ``ImageContent(url=...)``). ``QwenTokenizer`` counts Qwen tokens for MAF's
 compaction strategies; ``compaction_for(model)`` builds MAF's context-window compaction for a model.
 ``QwenEmbeddingClient`` is MAF's embedding client on DashScope's text and multimodal embeddings (``qwen3.embeddings``).
-``qwen3.testing`` has a loopback DashScope emulator.
+``SelfHostedQwenChatClient`` speaks to Qwen served by vLLM, SGLang or Ollama (the ``openai`` extra; imported on first
+use, so ``import qwen3`` loads no other SDK). ``qwen3.testing`` has loopback emulators.
 """
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from clients.core.media import image_content, video_frames
 from qwen3.client import DEFAULT_BASE_URL, INTL_BASE_URL, QwenChatClient, QwenVLChatClient, RawQwenChatClient
@@ -17,6 +20,31 @@ from qwen3.embeddings import QwenEmbeddingClient, QwenEmbeddingOptions
 from qwen3.options import QwenChatOptions
 from qwen3.routing import endpoint_for_model
 from qwen3.tokens import QwenTokenizer, compaction_for
+
+if TYPE_CHECKING:
+    from qwen3.selfhosted import SelfHostedQwenChatClient, SelfHostedQwenChatOptions
+
+_SELFHOSTED = ("SelfHostedQwenChatClient", "SelfHostedQwenChatOptions")
+
+
+def __getattr__(name: str) -> Any:
+    """The self-hosted client names, imported when first asked for (PEP 562).
+
+    Raises:
+        ImportError: the ``openai`` SDK is not installed; the message names the extra that installs it.
+    """
+    if name not in _SELFHOSTED:
+        raise AttributeError(f"module 'qwen3' has no attribute {name!r}")
+    try:
+        return getattr(importlib.import_module("qwen3.selfhosted"), name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("qwen3", "clients", "agent_framework"):
+            raise
+        raise ImportError(
+            f"{name} needs the 'openai' extra ({exc.name} is not installed): "
+            'pip install "agent-framework-qwen3[openai]"'
+        ) from exc
+
 
 try:
     __version__ = version("agent-framework-qwen3")  # the one version source: pyproject.toml
@@ -33,6 +61,8 @@ __all__ = [
     "QwenTokenizer",
     "QwenVLChatClient",
     "RawQwenChatClient",
+    "SelfHostedQwenChatClient",
+    "SelfHostedQwenChatOptions",
     "__version__",
     "compaction_for",
     "endpoint_for_model",

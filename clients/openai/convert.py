@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent_framework import (
@@ -93,9 +93,13 @@ def _audio_part(content: Content, where: str) -> dict[str, Any]:
     return {"type": "input_audio", "input_audio": {"data": payload, "format": audio_format[subtype]}}
 
 
-def _media_part(content: Content, where: str, image_detail: str | None) -> dict[str, Any]:
+def media_part(content: Content, where: str, image_detail: str | None) -> dict[str, Any]:
     """One media content → an ``image_url``, ``input_audio`` or ``file`` part (SDK ``ChatCompletionContentPartParam``;
-    recorded exchanges ``mirascope__test_call_with_image_content`` / ``_image_url``)."""
+    recorded exchanges ``mirascope__test_call_with_image_content`` / ``_image_url``).
+
+    Raises:
+        ChatClientInvalidRequestException: media OpenAI cannot take (video, other types), an unreadable file.
+    """
     if content.type == "hosted_file":
         return {"type": "file", "file": {"file_id": content.file_id}}
     try:
@@ -132,7 +136,16 @@ def _media_part(content: Content, where: str, image_detail: str | None) -> dict[
     )
 
 
-def _user_message(message: Message, where: str, image_detail: str | None) -> dict[str, Any]:
+MediaParts = Callable[[Content, str, "str | None"], list[dict[str, Any]]]
+"""``(content, where, image_detail) → parts``: how one media content of a user message is sent (`convert_messages`'
+``media``; by default the one part `media_part` makes)."""
+
+
+def _one_media_part(content: Content, where: str, image_detail: str | None) -> list[dict[str, Any]]:
+    return [media_part(content, where, image_detail)]
+
+
+def _user_message(message: Message, where: str, image_detail: str | None, media: MediaParts) -> dict[str, Any]:
     """All parts of one MAF user message stay ONE OpenAI message (MAF's official client splits them,
     MAF 1.23's source): a single text → a string, anything else → a list of
     parts in order."""
@@ -142,7 +155,7 @@ def _user_message(message: Message, where: str, image_detail: str | None) -> dic
             if content.text:
                 parts.append({"type": "text", "text": content.text})
         elif content.type in _MEDIA:
-            parts.append(_media_part(content, where, image_detail))
+            parts.extend(media(content, where, image_detail))
         elif content.type not in NOT_SENT and content.type != "text_reasoning":
             raise invalid(f"{where}: content of type {content.type!r} cannot be sent to OpenAI in a user message.")
     if not parts:
@@ -168,7 +181,9 @@ def _system_message(message: Message, where: str) -> dict[str, Any] | None:
     return {"role": message.role, "content": value, **_name(message)}
 
 
-def _reasoning_field(content: Content) -> str:
+def _reasoning_field(content: Content, forced: str | None) -> str:
+    if forced is not None:
+        return forced
     props = (content.additional_properties or {}).get("openai")
     field_name = props.get("reasoning_field") if isinstance(props, Mapping) else None
     return field_name if field_name in REASONING_FIELDS else "reasoning_content"
@@ -186,7 +201,9 @@ def _replayable(content: Content, marked_only: bool) -> bool:
     return isinstance(props, Mapping) and props.get("reasoning_field") in REASONING_FIELDS
 
 
-def _assistant_message(message: Message, where: str, replay: bool | None, in_tool_loop: bool) -> dict[str, Any] | None:
+def _assistant_message(
+    message: Message, where: str, replay: bool | None, in_tool_loop: bool, field_name: str | None
+) -> dict[str, Any] | None:
     """Text (a string; several texts as text parts, never glued together), refusals in ``refusal``, ``tool_calls``
     with JSON-object string arguments (``json_object_arguments``) and, per ``replay``, reasoning (docs/openai.md
     "Thinking"); ``None`` for a turn with nothing OpenAI accepts."""
@@ -209,9 +226,10 @@ def _assistant_message(message: Message, where: str, replay: bool | None, in_too
     if tool_calls:
         wire["tool_calls"] = tool_calls
     if replay is not False and (replay or tool_calls or in_tool_loop):
-        reasoning = [c for c in message.contents if _replayable(c, marked_only=replay is None)]
+        marked_only = replay is None and field_name is None
+        reasoning = [c for c in message.contents if _replayable(c, marked_only=marked_only)]
         if reasoning:
-            wire[_reasoning_field(reasoning[0])] = "".join(c.text or "" for c in reasoning)
+            wire[_reasoning_field(reasoning[0], field_name)] = "".join(c.text or "" for c in reasoning)
     wire.update(_name(message))
     return wire
 
@@ -239,8 +257,15 @@ def convert_messages(
     instructions: str | None = None,
     replay_reasoning: bool | None = None,
     image_detail: str | None = None,
+    reasoning_field: str | None = None,
+    media: MediaParts = _one_media_part,
 ) -> list[dict[str, Any]]:
     """MAF messages → OpenAI ``messages``.
+
+    For an OpenAI-compatible server whose rules are known (``qwen3.selfhosted``): ``reasoning_field`` names the
+    field every replayed reasoning goes under (default: the field it came in, ``reasoning_content`` for reasoning
+    from elsewhere, which the automatic mode then leaves out), ``media`` makes the parts of each media content
+    (default: `media_part`).
 
     - ``instructions`` become a leading system message (unless the history already starts with that text); every
       ``system`` (or ``developer``) message stays where it is, as its own message (OpenAI reads system messages
@@ -267,9 +292,9 @@ def convert_messages(
             wire = _system_message(message, where)
         elif role == "user":
             in_tool_loop = in_tool_loop and id(message) not in given  # a tool's media (hoisted) keep the loop going
-            wire = _user_message(message, where, image_detail)
+            wire = _user_message(message, where, image_detail, media)
         elif role == "assistant":
-            wire = _assistant_message(message, where, replay_reasoning, in_tool_loop)
+            wire = _assistant_message(message, where, replay_reasoning, in_tool_loop, reasoning_field)
         elif role == "tool":
             in_tool_loop = True
             out.extend(_tool_messages(message))

@@ -1,0 +1,270 @@
+"""``SelfHostedQwenChatClient``: Qwen served by vLLM, SGLang or Ollama, as a MAF chat client.
+
+The OpenAI peer (``clients.openai.client``) does the transport, retries and stream reading; this subclass fills in
+what differs: which server answers (`RawSelfHostedQwenChatClient.detect_server`, once per client), the request for
+that server (``qwen3.selfhosted.convert``) and reasoning and tool calls wherever the server left them
+(``qwen3.selfhosted.parse``). Decisions and sources: docs/self-hosted.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Generic, TypedDict
+
+from agent_framework import (
+    ChatMiddlewareLayer,
+    ChatResponse,
+    ChatResponseUpdate,
+    FunctionInvocationLayer,
+    Message,
+    SecretString,
+    load_settings,
+)
+from agent_framework.exceptions import ChatClientException, SettingNotFoundError
+from agent_framework.observability import ChatTelemetryLayer
+from typing_extensions import TypeVar
+
+from clients.core.client import ProviderRequest
+from clients.core.errors import to_chat_client_exception
+from clients.core.keywords import ClientSettings, refuse_unexpected
+from clients.core.retry import Failure, RetryPolicy
+from clients.openai.client import RawOpenAIChatCompletionClient
+from clients.openai.parse import StreamState
+from qwen3.selfhosted import servers
+from qwen3.selfhosted.convert import SelfHostedQwenChatOptions, check_options, convert_messages, request_body
+from qwen3.selfhosted.parse import SelfHostedStreamState, parse_response, parse_stream_event, tool_schemas
+from qwen3.selfhosted.servers import PROFILES, SERVERS, Server, ServerProfile
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "RawSelfHostedQwenChatClient",
+    "SelfHostedClientSettings",
+    "SelfHostedQwenChatClient",
+    "SelfHostedSettings",
+]
+
+DEFAULT_BASE_URL = "http://localhost:8000/v1"
+"""vLLM's default address (``vllm serve`` listens on port 8000); SGLang's is ``http://localhost:30000/v1``,
+Ollama's ``http://localhost:11434/v1``."""
+
+SelfHostedOptionsT = TypeVar("SelfHostedOptionsT", bound=TypedDict, default="SelfHostedQwenChatOptions", covariant=True)  # type: ignore[valid-type]
+
+
+class SelfHostedSettings(TypedDict, total=False):
+    """Settings read by ``load_settings`` with prefix ``QWEN_SELFHOSTED_``: ``QWEN_SELFHOSTED_BASE_URL``,
+    ``QWEN_SELFHOSTED_MODEL``, ``QWEN_SELFHOSTED_API_KEY``, ``QWEN_SELFHOSTED_SERVER``."""
+
+    api_key: SecretString | None
+    base_url: str | None
+    model: str | None
+    server: str | None
+
+
+@dataclass(frozen=True)
+class SelfHostedClientSettings(ClientSettings):
+    """``SelfHostedQwenChatClient``'s keywords as one object: the common ones and ``server``."""
+
+    server: Server | None = None
+
+
+class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOptionsT], Generic[SelfHostedOptionsT]):
+    """Self-hosted Qwen without MAF's function, middleware and telemetry layers (use ``SelfHostedQwenChatClient``)."""
+
+    OTEL_PROVIDER_NAME: ClassVar[str] = "qwen.selfhosted"
+    _PROVIDER: ClassVar[str] = "self-hosted Qwen"
+
+    def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
+        """``settings``: a `SelfHostedClientSettings` (built from ``kwargs`` when not given); the rest as
+        ``ProviderChatClient`` takes it."""
+        if settings is None:
+            settings = SelfHostedClientSettings.taken_from(kwargs)
+        own = settings if isinstance(settings, SelfHostedClientSettings) else SelfHostedClientSettings()
+        self._server_setting: str | None = None  # QWEN_SELFHOSTED_SERVER, read by _settings
+        super().__init__(settings=settings, **kwargs)
+        given = own.server if own.server is not None else self._server_setting
+        if given is not None and given not in SERVERS:
+            raise ValueError(f"server must be 'vllm', 'sglang', 'ollama' or None (detected), not {given!r}.")
+        self._given_server: Server | None = given  # type: ignore[assignment]
+        self._profile: ServerProfile | None = None
+        self.max_model_len: int | None = None
+        """The context length the server reports for its model (vLLM, SGLang), once detected."""
+
+    def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
+        settings = load_settings(SelfHostedSettings, env_prefix="QWEN_SELFHOSTED_", **keywords.given())
+        self._server_setting = settings.get("server") or None
+        if not settings.get("model"):
+            raise SettingNotFoundError(
+                "No model given: pass model= (the name the server serves, e.g. 'Qwen/Qwen3-8B' for vLLM or "
+                "'qwen3:8b' for Ollama; GET <base_url>/models lists them) or set QWEN_SELFHOSTED_MODEL."
+            )
+        url = (settings.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+        if servers.is_dashscope(url):
+            raise ValueError(str(servers.dashscope_error(url)))
+        return str(settings["model"]), settings.get("api_key") or "EMPTY", url  # the SDK needs some key
+
+    @property
+    def server(self) -> Server | None:
+        """The server this client speaks to: the one given (``server=``), else the one detected, else None (not
+        detected yet: the first request does it)."""
+        return self._profile.name if self._profile is not None else self._given_server
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, server={self.server!r})"
+
+    async def detect_server(self) -> Server:
+        """Which server answers at ``base_url`` (``qwen3.selfhosted.servers.detect_server``), asked once per client
+        (the first request does it); a given ``server=`` is checked the same way.
+
+        Raises:
+            ChatClientInvalidRequestException: ``server=`` and the server differ, nothing was given and the server
+                cannot be told, or the URL is DashScope's.
+            ChatClientException: the server cannot be reached.
+        """
+        if self._profile is None:
+            key = self._api_key.get_secret_value()
+            info = await servers.detect_server(self.base_url, key, timeout=min(servers.PROBE_TIMEOUT, self.timeout))
+            name = servers.checked_server(self._given_server, info, self.base_url)
+            self.max_model_len = info.max_model_len
+            self._profile = PROFILES[name]
+        return self._profile.name
+
+    def _server_profile(self) -> ServerProfile:
+        if self._profile is None:
+            raise ChatClientException("The server is not known yet: await client.detect_server() first.")
+        return self._profile
+
+    # ------------------------------------------------------------------------------------------ conversion
+
+    async def _build_request(
+        self,
+        messages: Sequence[Message],
+        options: dict[str, Any],
+        *,
+        model: str,
+        stream: bool,
+        client_kwargs: Mapping[str, Any],
+    ) -> ProviderRequest:
+        """The options' types checked, the server detected (first request only), then the request for it."""
+        check_options(options)
+        await self.detect_server()
+        return await super()._build_request(messages, options, model=model, stream=stream, client_kwargs=client_kwargs)
+
+    def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """MAF messages → ``messages`` for the server (``qwen3.selfhosted.convert.convert_messages``)."""
+        return convert_messages(messages, options, self._server_profile())
+
+    def _request_body(
+        self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return request_body(converted, options, self._server_profile(), model=model, stream=stream)
+
+    def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
+        options = request.options
+        return parse_response(
+            body,
+            model=request.model,
+            response_format=options.get("response_format"),
+            tools=tool_schemas(options),
+            may_think=options.get("enable_thinking") is not False,
+            split=options.get("split_think") is not False,
+        )
+
+    def _stream_state(self, request: ProviderRequest) -> SelfHostedStreamState:
+        options = request.options
+        return SelfHostedStreamState(
+            tools=tool_schemas(options),
+            may_think=options.get("enable_thinking") is not False,
+            split=options.get("split_think") is not False,
+        )
+
+    def _parse_stream_event(
+        self, event: Mapping[str, Any] | str, state: StreamState, request: ProviderRequest
+    ) -> ChatResponseUpdate | None:
+        assert isinstance(state, SelfHostedStreamState)  # made by _stream_state
+        return parse_stream_event(event, state, model=request.model)
+
+    def _exception(self, failure: Failure, request: ProviderRequest) -> ChatClientException:
+        """The server's error answer, named after the server (the OpenAI error shape is read the same)."""
+        label = self._profile.label if self._profile is not None else self._PROVIDER
+        return to_chat_client_exception(replace(failure.error, provider=label))
+
+
+class SelfHostedQwenChatClient(
+    FunctionInvocationLayer[SelfHostedOptionsT],
+    ChatMiddlewareLayer[SelfHostedOptionsT],
+    ChatTelemetryLayer[SelfHostedOptionsT],
+    RawSelfHostedQwenChatClient[SelfHostedOptionsT],
+    Generic[SelfHostedOptionsT],
+):
+    """Qwen served by vLLM, SGLang or Ollama (their OpenAI-compatible ``/v1``), as a MAF chat client with tools,
+    middleware and telemetry.
+
+    Reasoning is read from ``reasoning``, ``reasoning_content`` or ``<think>`` in the text and replayed in tool
+    loops under the field the server reads; ``enable_thinking`` / ``thinking_budget`` go where the server takes
+    them; Qwen3 tool calls the server left in the text become function calls. See docs/self-hosted.md.
+
+    Example::
+
+        from agent_framework import Agent
+        from qwen3 import SelfHostedQwenChatClient
+
+        client = SelfHostedQwenChatClient(model="Qwen/Qwen3-8B", base_url="http://localhost:8000/v1")
+        agent = Agent(client=client, name="helper", instructions="Be brief.")
+        print(await agent.run("Hello", options={"enable_thinking": False}))
+
+    Keyword Args:
+        model: the model name the server serves (``GET <base_url>/models`` lists them), e.g. ``"Qwen/Qwen3-8B"``
+            (vLLM, SGLang) or ``"qwen3:8b"`` (Ollama); default from ``QWEN_SELFHOSTED_MODEL``.
+        base_url: the server's OpenAI-compatible base, ``/v1`` included; default ``QWEN_SELFHOSTED_BASE_URL``, then
+            ``http://localhost:8000/v1`` (vLLM's; SGLang ``http://localhost:30000/v1``, Ollama
+            ``http://localhost:11434/v1``).
+        server: ``"vllm"``, ``"sglang"``, ``"ollama"``, or None (default ``QWEN_SELFHOSTED_SERVER``, else detected
+            by the first request with ``GET <base_url>/models``, then ``GET <root>/api/version``). A given server is
+            checked the same way once: a different one raises ``ChatClientInvalidRequestException`` naming both.
+        api_key: only if the server was started with one (vLLM ``--api-key``); default ``QWEN_SELFHOSTED_API_KEY``,
+            else none (the SDK is given the placeholder ``"EMPTY"``). Never logged, repr'd or serialised.
+        timeout, connect_timeout, stream_idle_timeout, stream_timeout, max_event_bytes, max_retries, retry_policy,
+            rewrite_other_agents, env_file_path, env_file_encoding: as ``clients.OpenAIChatCompletionClient``.
+        middleware, function_invocation_configuration: MAF's tool and middleware layers.
+        additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
+
+    Raises:
+        SettingNotFoundError: no model.
+        ValueError: an unknown ``server``, a DashScope ``base_url`` (use ``QwenChatClient``), a timeout that is not a
+            positive number.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        server: Server | None = None,
+        api_key: str | SecretString | None = None,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        stream_idle_timeout: float | None = None,
+        stream_timeout: float | None = None,
+        max_event_bytes: int | None = None,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        rewrite_other_agents: bool = True,
+        env_file_path: str | None = None,
+        env_file_encoding: str | None = None,
+        middleware: Sequence[Any] | None = None,
+        function_invocation_configuration: Any = None,
+        additional_properties: dict[str, Any] | None = None,
+        compaction_strategy: Any = None,
+        tokenizer: Any = None,
+        **unexpected: Any,
+    ) -> None:
+        refuse_unexpected(self, unexpected)
+        super().__init__(
+            settings=SelfHostedClientSettings.of(locals()),
+            middleware=middleware,
+            function_invocation_configuration=function_invocation_configuration,
+            additional_properties=additional_properties,
+            compaction_strategy=compaction_strategy,
+            tokenizer=tokenizer,
+        )

@@ -1,0 +1,209 @@
+"""Self-hosted Qwen, response side, on top of ``clients.openai.parse``: reasoning and Qwen3 tool calls wherever the
+server left them.
+
+- Reasoning: ``reasoning`` (vLLM ≥ 0.11, Ollama) or ``reasoning_content`` (SGLang, older vLLM), read by the OpenAI
+  parser; or ``<think>…</think>`` in the answer when the server runs no reasoning parser, split by
+  ``clients.core.think``. Qwen3.5+ templates put ``<think>`` in the prompt, so only ``</think>`` is generated
+  (docs.vllm.ai ``vllm/reasoning/qwen3_reasoning_parser``): while a request may think and no reasoning field has
+  arrived, text before a first ``</think>`` is reasoning (``split_think``'s missing-open rule), so such a stream
+  holds its text until the first tag (or its end); otherwise only an answer that opens with ``<think>`` is split.
+- Tool calls: a Qwen3 tool call the server's tool parser missed arrives as text, in the answer or in the reasoning
+  (vllm-project/vllm#42021: XML in ``content`` with thinking on). For the tools the request declared (and unless
+  ``recover_tool_calls=False``), ``qwen3.selfhosted.tool_text`` turns each ``<tool_call>`` JSON or
+  ``<function=…>`` XML block into a function call with a new ``call_…`` id, and the finish reason becomes
+  ``tool_calls``; a block it cannot read stays text, with a warning.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from agent_framework import ChatResponse, ChatResponseUpdate, Content
+
+from clients.core.conversion import as_list, function_spec, text_delta
+from clients.core.think import LeadingThinkSplitter, ThinkPiece, ThinkSplitter, split_leading_think, split_think
+from clients.openai.parse import StreamState
+from clients.openai.parse import parse_response as openai_response
+from clients.openai.parse import parse_stream_event as openai_stream_event
+from qwen3.selfhosted.tool_text import ToolCallTextSplitter, ToolSchemas, ToolTextPiece, split_tool_calls
+
+__all__ = ["SelfHostedStreamState", "parse_response", "parse_stream_event", "tool_schemas"]
+
+
+def tool_schemas(options: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The function tools a request declared, name → JSON-schema ``parameters``: what may be recovered from text
+    (nothing with ``recover_tool_calls=False``)."""
+    if options.get("recover_tool_calls") is False:
+        return {}
+    schemas: dict[str, Mapping[str, Any]] = {}
+    for tool in as_list(options.get("tools")):
+        spec = function_spec(tool)
+        if spec and isinstance(spec.get("name"), str):
+            parameters = spec.get("parameters")
+            schemas[spec["name"]] = parameters if isinstance(parameters, Mapping) else {}
+    return schemas
+
+
+def _like(content: Content, text: str) -> Content:
+    """A content of ``content``'s kind and properties holding ``text``."""
+    return Content(content.type, text=text, additional_properties=dict(content.additional_properties or {}))
+
+
+def _contents(pieces: list[ToolTextPiece], text: Callable[[str], Content]) -> tuple[list[Content], bool]:
+    """Pieces of ``tool_text`` → contents (text made by ``text``, each call a function call with a new ``call_…``
+    id), and whether there was a call."""
+    out: list[Content] = []
+    called = False
+    for kind, value in pieces:
+        if kind == "call":
+            assert not isinstance(value, str)
+            called = True
+            out.append(
+                Content.from_function_call(f"call_{uuid.uuid4().hex}", value.name, arguments=dict(value.arguments))
+            )
+        elif value:
+            assert isinstance(value, str)
+            out.append(text(value))
+    return out, called
+
+
+def _is_plain(content: Content) -> bool:
+    """Answer text or reasoning that may hold tags (a refusal is neither)."""
+    return content.type == "text_reasoning" or (
+        content.type == "text" and not (content.additional_properties or {}).get("model_output_kind")
+    )
+
+
+def _think_split(text: str, may_think: bool) -> tuple[str, str]:
+    return split_think(text) if may_think else split_leading_think(text)
+
+
+def parse_response(
+    body: Mapping[str, Any],
+    *,
+    model: str | None,
+    response_format: Any,
+    tools: ToolSchemas,
+    may_think: bool,
+    split: bool = True,
+) -> ChatResponse[Any]:
+    """A ``chat.completion`` body → ``ChatResponse``: ``clients.openai.parse.parse_response``, then ``<think>``
+    split out of the answer (``split``; ``may_think``: the request may think, so a lone ``</think>`` ends
+    reasoning unless a reasoning field came) and tool calls recovered from the text (``tools``: what may be)."""
+    response = openai_response(body, model=model, response_format=response_format, split_think=False)
+    message = response.messages[0]
+    contents: list[Content] = []
+    field_seen = any(c.type == "text_reasoning" for c in message.contents)
+    for content in message.contents:
+        if split and content.type == "text" and _is_plain(content) and content.text:
+            reasoning, answer = _think_split(content.text, may_think and not field_seen)
+            if reasoning:
+                contents.append(Content.from_text_reasoning(text=reasoning))
+            if answer:
+                contents.append(Content.from_text(answer, annotations=content.annotations))
+        else:
+            contents.append(content)
+    recovered = False
+    if tools:
+        out: list[Content] = []
+        for content in contents:
+            if not (_is_plain(content) and content.text):
+                out.append(content)
+                continue
+            found, called = _contents(split_tool_calls(content.text, tools), partial(_like, content))
+            out.extend(found)
+            recovered = recovered or called
+        contents = out
+    message.contents = contents
+    if recovered and response.finish_reason in (None, "stop"):
+        response.finish_reason = "tool_calls"
+    return response
+
+
+@dataclass
+class SelfHostedStreamState(StreamState):
+    """`StreamState` plus what recovering reasoning and tool calls from a stream's text needs: the ``<think>``
+    splitter (chosen at the first answer text), one tool-call splitter for the answer and one for the reasoning."""
+
+    tools: ToolSchemas = field(default_factory=dict)
+    may_think: bool = True
+    """The request may think (``enable_thinking`` is not False): a lone ``</think>`` may end reasoning."""
+    split: bool = True
+    think_text: ThinkSplitter | LeadingThinkSplitter | None = None
+    field_seen: bool = False
+    """A reasoning field arrived: the server runs a reasoning parser."""
+    answer_calls: ToolCallTextSplitter | None = None
+    reasoning_calls: ToolCallTextSplitter | None = None
+    recovered: bool = False
+
+    def __post_init__(self) -> None:
+        self.split_think = False  # the answer's <think> is split here, not by the OpenAI parser
+        if self.tools:
+            self.answer_calls = ToolCallTextSplitter(self.tools)
+            self.reasoning_calls = ToolCallTextSplitter(self.tools)
+
+
+def _pieces(state: SelfHostedStreamState, kind: str, text: str, final: bool) -> list[Content]:
+    """Streamed ``text`` / ``text_reasoning`` through its tool-call splitter (``final``: then flushed)."""
+    splitter = state.answer_calls if kind == "text" else state.reasoning_calls
+    if splitter is None:
+        return [text_delta(text, kind)] if text else []
+    pieces = splitter.feed(text) if text else []
+    if final:
+        pieces = [*pieces, *splitter.flush()]
+    out, called = _contents(pieces, lambda text: text_delta(text, kind))
+    state.recovered = state.recovered or called
+    return out
+
+
+def _answer_pieces(state: SelfHostedStreamState, text: str, final: bool) -> list[ThinkPiece]:
+    if not state.split:
+        return [("text", text)] if text else []
+    if state.think_text is None:
+        if not text and final:
+            return []
+        state.think_text = ThinkSplitter() if state.may_think and not state.field_seen else LeadingThinkSplitter()
+    pieces = state.think_text.feed(text) if text else []
+    return [*pieces, *state.think_text.flush()] if final else pieces
+
+
+def parse_stream_event(
+    event: Mapping[str, Any] | str, state: SelfHostedStreamState, *, model: str | None = None
+) -> ChatResponseUpdate | None:
+    """One stream payload → ``ChatResponseUpdate`` or None: ``clients.openai.parse.parse_stream_event``, then the
+    answer's ``<think>`` split and tool calls recovered from the text, everything held back released at the
+    finishing chunk (or ``[DONE]``)."""
+    update = openai_stream_event(event, state, model=model)
+    final = isinstance(event, str) or (update is not None and update.finish_reason is not None)
+    texts: list[Content] = []
+    others: list[Content] = []
+    for content in update.contents if update is not None else ():
+        if content.type == "text_reasoning" and content.text:
+            state.field_seen = True
+            texts.extend(_pieces(state, "text_reasoning", content.text, final=False))
+        elif content.type == "text" and _is_plain(content) and content.text:
+            for kind, piece in _answer_pieces(state, content.text, final=False):
+                texts.extend(_pieces(state, "text_reasoning" if kind == "reasoning" else "text", piece, final=False))
+        else:
+            others.append(content)
+    if final:
+        for kind, piece in _answer_pieces(state, "", final=True):
+            texts.extend(_pieces(state, "text_reasoning" if kind == "reasoning" else "text", piece, final=False))
+        texts.extend(_pieces(state, "text_reasoning", "", final=True))
+        texts.extend(_pieces(state, "text", "", final=True))
+    contents = [*texts, *others]
+    if update is None:
+        if not contents:
+            return None
+        update = ChatResponseUpdate(role="assistant", contents=contents, model=model)
+    else:
+        update.contents = contents
+    if state.recovered and update.finish_reason == "stop":
+        update.finish_reason = "tool_calls"
+    if not update.contents and update.finish_reason is None:
+        return None  # everything it carried is held back (a tag may be starting)
+    return update

@@ -1,0 +1,419 @@
+"""SelfHostedQwenChatClient end to end: the real ``openai`` SDK over real HTTP to the loopback
+``SelfHostedQwenEmulator`` in its vLLM, SGLang and Ollama flavours (reasoning, thinking switch, replay in a MAF tool
+loop, tool calls recovered from text, detection, media, errors before sending)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agent_framework import Agent, ChatResponse, Content, Message
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidRequestException,
+    SettingNotFoundError,
+)
+
+from clients.testing import Reply, ToolCall
+from qwen3 import SelfHostedQwenChatClient, video_frames
+from qwen3.selfhosted import RawSelfHostedQwenChatClient
+from qwen3.testing import SelfHostedQwenEmulator
+from tests.conftest import PNG
+from tests.helpers import FAST, ask, get_weather, hi
+
+SERVERS = ("vllm", "sglang", "ollama")
+MODELS = {"vllm": "Qwen/Qwen3-8B", "sglang": "Qwen/Qwen3-8B", "ollama": "qwen3:8b"}
+PNG_URI = "data:image/png;base64," + base64.b64encode(PNG).decode()
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Hangzhou"}}\n</tool_call>'
+XML_CALL = "<tool_call>\n<function=get_weather>\n<parameter=city>\nHangzhou\n</parameter>\n</function>\n</tool_call>"
+
+
+@pytest.fixture(params=SERVERS)
+def emu(request: pytest.FixtureRequest) -> Iterator[SelfHostedQwenEmulator]:
+    with SelfHostedQwenEmulator(request.param) as server:
+        yield server
+
+
+def client_for(emu: SelfHostedQwenEmulator, **kwargs: Any) -> SelfHostedQwenChatClient:
+    kwargs.setdefault("retry_policy", FAST)
+    return SelfHostedQwenChatClient(model=emu.model, base_url=emu.base_url, **kwargs)
+
+
+def raw_client(emu: SelfHostedQwenEmulator) -> RawSelfHostedQwenChatClient:
+    """Without MAF's tool layer: a recovered call stays in the response instead of being run."""
+    return RawSelfHostedQwenChatClient(model=emu.model, base_url=emu.base_url, retry_policy=FAST)
+
+
+def kinds(response: ChatResponse[Any]) -> list[tuple[str, Any]]:
+    """Each content of the answer as ``(type, text or (name, arguments))``, adjacent texts of a kind joined."""
+    out: list[tuple[str, Any]] = []
+    for content in response.messages[-1].contents:
+        if content.type in ("text", "text_reasoning"):
+            if out and out[-1][0] == content.type:
+                out[-1] = (content.type, out[-1][1] + (content.text or ""))
+            else:
+                out.append((content.type, content.text or ""))
+        elif content.type == "function_call":
+            out.append(("function_call", (content.name, content.parse_arguments())))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- reasoning
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_reasoning_is_read_from_each_servers_field(emu: SelfHostedQwenEmulator, stream: bool) -> None:
+    emu.script(Reply(reasoning="7 × 11 × 13 = 1001.", text="No, 1001 is not prime."))
+    client = client_for(emu)
+    response = await ask(client, "Is 1001 prime?", stream=stream)
+    assert kinds(response) == [("text_reasoning", "7 × 11 × 13 = 1001."), ("text", "No, 1001 is not prime.")]
+    assert client.server == emu.server
+    field = "reasoning_content" if emu.server == "sglang" else "reasoning"
+    raw = response.raw_representation
+    if not stream:
+        assert raw["choices"][0]["message"][field] == "7 × 11 × 13 = 1001."  # type: ignore[index]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("prefilled", [False, True])
+async def test_reasoning_in_think_tags_without_a_reasoning_parser(stream: bool, prefilled: bool) -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False, think_prefilled=prefilled) as emu:
+        emu.script(Reply(reasoning="Check small primes.", text="1001 = 7 × 11 × 13.", chunks=7))
+        response = await ask(client_for(emu), stream=stream)
+    assert kinds(response) == [("text_reasoning", "Check small primes."), ("text", "1001 = 7 × 11 × 13.")]
+
+
+async def test_after_a_reasoning_field_the_answer_streams_as_it_comes(emu: SelfHostedQwenEmulator) -> None:
+    emu.script(Reply(reasoning="Think.", text="One, two, three, four.", chunks=4))
+    updates = [u async for u in client_for(emu).get_response(hi(), stream=True)]
+    texts = [u.text for u in updates if u.text]
+    assert len(texts) == 4  # each chunk as it came, none held back
+    assert "".join(texts) == "One, two, three, four."
+
+
+async def test_thinking_off_streams_text_at_once_and_keeps_a_literal_close_tag() -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False) as emu:
+        emu.script(Reply(text="Write </think> to close a block.", chunks=4))
+        updates = [u async for u in client_for(emu).get_response(hi(), stream=True, options={"enable_thinking": False})]
+    texts = [u.text for u in updates if u.text]
+    assert len(texts) > 1  # streamed as it came, not held until the end
+    assert "".join(texts) == "Write </think> to close a block."
+
+
+# ------------------------------------------------------------------------------------------ thinking switch
+
+
+@pytest.mark.parametrize(
+    ("server", "options", "expected"),
+    [
+        ("vllm", {"enable_thinking": False}, {"chat_template_kwargs": {"enable_thinking": False}}),
+        (
+            "vllm",
+            {"enable_thinking": True, "thinking_budget": 256},
+            {"chat_template_kwargs": {"enable_thinking": True}, "thinking_token_budget": 256},
+        ),
+        (
+            "sglang",
+            {"thinking_budget": 256, "chat_template_kwargs": {"custom": 1}},
+            {"chat_template_kwargs": {"custom": 1, "thinking_budget": 256}},
+        ),
+        ("sglang", {"enable_thinking": False}, {"chat_template_kwargs": {"enable_thinking": False}}),
+        ("ollama", {"enable_thinking": False}, {"reasoning_effort": "none"}),
+        ("ollama", {"enable_thinking": True}, {"reasoning_effort": "high"}),
+        ("ollama", {}, {}),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_thinking_switch_on_the_wire(
+    server: str, options: dict[str, Any], expected: dict[str, Any], stream: bool
+) -> None:
+    with SelfHostedQwenEmulator(server) as emu:  # type: ignore[arg-type]
+        emu.script(Reply(reasoning="Hmm.", text="Hi."))
+        response = await ask(client_for(emu), stream=stream, **options)
+        (request,) = emu.requests
+    sent = {key: request.body[key] for key in ("chat_template_kwargs", "thinking_token_budget", "reasoning_effort")
+            if key in request.body}  # fmt: skip
+    assert sent == expected
+    assert request.dropped == []
+    thinks = options.get("enable_thinking", True)
+    assert request.thinking is thinks
+    assert ("text_reasoning", "Hmm.") in kinds(response) if thinks else kinds(response) == [("text", "Hi.")]
+
+
+@pytest.mark.parametrize(
+    ("server", "options", "words"),
+    [
+        ("ollama", {"thinking_budget": 512}, "no thinking budget"),
+        ("ollama", {"chat_template_kwargs": {"enable_thinking": False}}, "ignores chat_template_kwargs"),
+        ("ollama", {"reasoning_effort": "max"}, "reasoning_effort"),
+        ("ollama", {"enable_thinking": True, "reasoning_effort": "none"}, "contradicts"),
+        ("vllm", {"enable_thinking": False, "chat_template_kwargs": {"enable_thinking": True}}, "contradicts"),
+        ("vllm", {"enable_thinking": False, "thinking_budget": 100}, "thinking_budget"),
+        ("vllm", {"enable_thinking": "no"}, "enable_thinking must be True or False"),
+        ("sglang", {"thinking_budget": 0}, "thinking_budget must be"),
+        ("sglang", {"recover_tool_calls": 1}, "recover_tool_calls"),
+        ("vllm", {"chat_template_kwargs": ["enable_thinking"]}, "chat_template_kwargs must be a mapping"),
+    ],
+)
+async def test_bad_thinking_settings_are_refused_before_sending(
+    server: str, options: dict[str, Any], words: str
+) -> None:
+    with SelfHostedQwenEmulator(server) as emu:  # type: ignore[arg-type]
+        with pytest.raises(ChatClientInvalidRequestException, match=words):
+            await ask(client_for(emu), **options)
+        assert emu.requests == []  # the chat request was never sent
+
+
+# --------------------------------------------------------------------------- reasoning replayed in a tool loop
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_reasoning_goes_back_under_the_field_the_server_reads(emu: SelfHostedQwenEmulator, stream: bool) -> None:
+    emu.script(
+        Reply(reasoning="I need the weather tool.", tool_calls=[ToolCall("get_weather", {"city": "Paris"})]),
+        Reply(text="Sunny in Paris."),
+    )
+    agent = Agent(client=client_for(emu), tools=[get_weather])
+    if stream:
+        result = await agent.run("Weather in Paris?", stream=True).get_final_response()
+    else:
+        result = await agent.run("Weather in Paris?")
+    assert result.text == "Sunny in Paris."
+    second = emu.requests[1]
+    assistant = next(m for m in second.messages if m["role"] == "assistant")
+    field = "reasoning_content" if emu.server == "sglang" else "reasoning"
+    assert assistant[field] == "I need the weather tool."
+    assert second.dropped == []  # nothing sent that the server does not read
+    assert second.messages[-1]["content"] == "Paris: sunny, 21°C"
+
+
+async def test_reasoning_from_think_tags_is_replayed_too() -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False) as emu:
+        emu.script(
+            Reply(reasoning="Call the tool.", tool_calls=[ToolCall("get_weather", {"city": "Oslo"})]),
+            Reply(text="Rain."),
+        )
+        await Agent(client=client_for(emu), tools=[get_weather]).run("Oslo?")
+    assistant = next(m for m in emu.requests[1].messages if m["role"] == "assistant")
+    assert assistant["reasoning"] == "Call the tool."
+
+
+# ------------------------------------------------------------------------------ tool calls left in the text
+
+
+@pytest.mark.parametrize("tool_format", ["hermes", "xml"])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_tool_calls_written_as_text_run_in_the_agents_tool_loop(tool_format: str, stream: bool) -> None:
+    with SelfHostedQwenEmulator("vllm", tool_parser=False, tool_format=tool_format) as emu:  # type: ignore[arg-type]
+        emu.script(
+            Reply(text="Let me check.", tool_calls=[ToolCall("get_weather", {"city": "Hangzhou"})], chunks=9),
+            Reply(text="Sunny, 21°C."),
+        )
+        agent = Agent(client=client_for(emu), tools=[get_weather])
+        if stream:
+            result = await agent.run("Weather?", stream=True).get_final_response()
+        else:
+            result = await agent.run("Weather?")
+    assert result.messages[-1].text == "Sunny, 21°C."
+    calls = [c for m in result.messages for c in m.contents if c.type == "function_call"]
+    assert [(c.name, c.parse_arguments()) for c in calls] == [("get_weather", {"city": "Hangzhou"})]
+    assert (calls[0].call_id or "").startswith("call_")
+    second = emu.requests[1]
+    assistant = next(m for m in second.messages if m["role"] == "assistant")
+    assert assistant["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert assistant["content"] == "Let me check."  # the call's text is gone from the answer
+    assert second.messages[-1] == {"role": "tool", "tool_call_id": calls[0].call_id, "content": "Hangzhou: sunny, 21°C"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("block", [CALL, XML_CALL])
+async def test_a_call_inside_the_reasoning_is_recovered(stream: bool, block: str) -> None:
+    with SelfHostedQwenEmulator("vllm") as emu:
+        emu.script(Reply(reasoning=f"I should call it.\n{block}", text="", chunks=6))
+        response = await ask(raw_client(emu), stream=stream, tools=[get_weather])
+    assert kinds(response) == [
+        ("text_reasoning", "I should call it."),
+        ("function_call", ("get_weather", {"city": "Hangzhou"})),
+    ]
+    assert response.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_inside_think_tags_is_recovered(stream: bool) -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False) as emu:
+        emu.script(Reply(text=f"<think>\nPlan.\n{CALL}\n</think>\n\n", chunks=11))
+        response = await ask(raw_client(emu), stream=stream, tools=[get_weather])
+    assert ("function_call", ("get_weather", {"city": "Hangzhou"})) in kinds(response)
+    assert kinds(response)[0][0] == "text_reasoning"
+    assert response.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('Sure. <tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call>', "JSON"),
+        ('<tool_call>\n{"name": "launch_rocket", "arguments": {}}\n</tool_call>', "launch_rocket"),
+        ('Sure. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa', ""),
+    ],
+)
+async def test_a_block_that_cannot_be_read_stays_text_with_a_warning(
+    text: str, why: str, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with SelfHostedQwenEmulator("sglang") as emu:
+        emu.script(Reply(text=text, chunks=5))
+        with caplog.at_level(logging.WARNING):
+            response = await ask(raw_client(emu), stream=stream, tools=[get_weather])
+    assert kinds(response) == [("text", text)]
+    assert response.finish_reason == "stop"
+    assert any(why in record.getMessage() for record in caplog.records if record.levelno == logging.WARNING)
+
+
+async def test_no_recovery_without_tools_or_when_switched_off() -> None:
+    with SelfHostedQwenEmulator("ollama") as emu:
+        emu.script(Reply(text=CALL), Reply(text=CALL))
+        client = raw_client(emu)
+        plain = await ask(client)
+        off = await ask(client, tools=[get_weather], recover_tool_calls=False)
+    assert kinds(plain) == kinds(off) == [("text", CALL)]
+    assert "recover_tool_calls" not in emu.requests[1].body
+
+
+# ------------------------------------------------------------------------------------------------ detection
+
+
+async def test_the_server_is_detected_once_with_its_context_length(emu: SelfHostedQwenEmulator) -> None:
+    client = client_for(emu)
+    assert client.server is None
+    await ask(client)
+    await ask(client)
+    assert client.server == emu.server
+    assert client.max_model_len == (None if emu.server == "ollama" else 32768)
+    probes = [r for r in emu.requests if r.path != "/v1/chat/completions"]
+    assert probes == []  # the probes are GETs, not chat requests; the chat requests went through
+    assert len(emu.requests) == 2
+
+
+@pytest.mark.parametrize(("given", "actual"), [("sglang", "vllm"), ("vllm", "ollama"), ("ollama", "sglang")])
+async def test_a_server_that_is_not_what_server_says_is_an_error(given: str, actual: str) -> None:
+    with SelfHostedQwenEmulator(actual) as emu:  # type: ignore[arg-type]
+        client = client_for(emu, server=given)
+        with pytest.raises(ChatClientInvalidRequestException, match=f"server='{given}'") as info:
+            await ask(client)
+        assert emu.requests == []
+    labels = {"vllm": "vLLM", "sglang": "SGLang", "ollama": "Ollama"}
+    assert labels[actual] in str(info.value)
+
+
+async def test_a_given_server_that_matches_is_used() -> None:
+    with SelfHostedQwenEmulator("sglang") as emu:
+        client = client_for(emu, server="sglang")
+        assert client.server == "sglang"
+        assert await client.detect_server() == "sglang"
+        emu.script(Reply(text="ok"))
+        assert (await ask(client)).text == "ok"
+
+
+async def test_a_server_that_cannot_be_told_needs_server() -> None:
+    from clients.openai.testing import OpenAIEmulator
+
+    with OpenAIEmulator() as other:  # answers neither /v1/models nor /api/version
+        with pytest.raises(ChatClientInvalidRequestException, match="pass server="):
+            await ask(SelfHostedQwenChatClient(model="m", base_url=other.base_url, retry_policy=FAST))
+        assert other.requests == []
+
+
+async def test_an_unreachable_server_is_a_clear_error() -> None:
+    with SelfHostedQwenEmulator("vllm") as emu:
+        url = emu.base_url
+    with pytest.raises(ChatClientException, match="Cannot reach"):
+        await ask(SelfHostedQwenChatClient(model="m", base_url=url, retry_policy=FAST))
+
+
+def test_settings_and_bad_keywords() -> None:
+    with pytest.raises(ValueError, match="QwenChatClient"):
+        SelfHostedQwenChatClient(model="qwen-plus", base_url="https://dashscope.aliyuncs.com/compatible-mode/v1")
+    with pytest.raises(ValueError, match="server must be"):
+        SelfHostedQwenChatClient(model="m", server="llamacpp")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="did you mean 'server'"):
+        SelfHostedQwenChatClient(model="m", sever="vllm")  # type: ignore[call-arg]
+    client = SelfHostedQwenChatClient(model="m")
+    assert client.base_url == "http://localhost:8000/v1"
+    assert repr(client) == "SelfHostedQwenChatClient(model='m', base_url='http://localhost:8000/v1', server=None)"
+
+
+def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QWEN_SELFHOSTED_MODEL", "qwen3:8b")
+    monkeypatch.setenv("QWEN_SELFHOSTED_BASE_URL", "http://127.0.0.1:11434/v1/")
+    monkeypatch.setenv("QWEN_SELFHOSTED_SERVER", "ollama")
+    client = SelfHostedQwenChatClient()
+    assert (client.model, client.base_url, client.server) == ("qwen3:8b", "http://127.0.0.1:11434/v1", "ollama")
+    monkeypatch.delenv("QWEN_SELFHOSTED_MODEL")
+    with pytest.raises(SettingNotFoundError, match="QWEN_SELFHOSTED_MODEL"):
+        SelfHostedQwenChatClient()
+
+
+async def test_no_key_is_needed_and_a_given_key_is_sent() -> None:
+    with SelfHostedQwenEmulator("vllm") as open_server:
+        await ask(client_for(open_server))
+        assert open_server.requests[0].headers["authorization"] == "Bearer EMPTY"
+    with SelfHostedQwenEmulator("vllm", api_key="secret-key-123") as locked:
+        await ask(client_for(locked, api_key="secret-key-123"))
+        with pytest.raises(ChatClientException) as info:
+            await ask(client_for(locked, api_key="wrong-key-456", server="vllm"))
+    assert "vLLM" in str(info.value)
+    assert "wrong-key-456" not in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------------- media
+
+
+async def test_ollama_takes_images_as_data_uris_only(tmp_path: Any) -> None:
+    path = tmp_path / "chart.png"
+    path.write_bytes(PNG)
+    with SelfHostedQwenEmulator("ollama") as emu:
+        client = client_for(emu)
+        local = Content.from_uri(path.as_uri(), media_type="image/png")
+        await client.get_response([Message("user", ["What is it?", local])])
+        part = emu.requests[0].messages[0]["content"][1]
+        assert part == {"type": "image_url", "image_url": {"url": PNG_URI}}
+        for content, words in [
+            (Content.from_uri("https://example.com/chart.png", media_type="image/png"), "base64 data URIs"),
+            (Content.from_uri("https://example.com/clip.mp4", media_type="video/mp4"), "takes no video"),
+            (Content.from_data(b"GIF89a....", "image/gif"), "JPEG, PNG and WebP"),
+            (Content.from_data(b"RIFF....WAVE", "audio/wav"), "text and images only"),
+        ]:
+            with pytest.raises(ChatClientInvalidRequestException, match=words):
+                await client.get_response([Message("user", ["What is it?", content])])
+        assert len(emu.requests) == 1  # none of them was sent
+
+
+async def test_frames_go_as_images_and_video_as_video_url() -> None:
+    frames = video_frames([PNG, PNG, PNG, PNG])
+    with SelfHostedQwenEmulator("ollama") as ollama:
+        await client_for(ollama).get_response([Message("user", ["Describe.", frames])])
+        parts = ollama.requests[0].messages[0]["content"]
+    assert [p["type"] for p in parts] == ["text"] + ["image_url"] * 4
+    with SelfHostedQwenEmulator("vllm") as vllm:
+        video = Content.from_uri("https://example.com/clip.mp4", media_type="video/mp4")
+        image = Content.from_uri("https://example.com/chart.png", media_type="image/png")
+        await client_for(vllm).get_response([Message("user", ["Describe.", video, image])])
+        parts = vllm.requests[0].messages[0]["content"]
+    assert parts[1:] == [
+        {"type": "video_url", "video_url": {"url": "https://example.com/clip.mp4"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/chart.png"}},
+    ]
+
+
+# -------------------------------------------------------------------------------------------------- errors
+
+
+async def test_a_server_error_names_the_server(emu: SelfHostedQwenEmulator) -> None:
+    emu.script(emu.failing("bad_request"))
+    with pytest.raises(ChatClientInvalidRequestException) as info:
+        await ask(client_for(emu))
+    label = {"vllm": "vLLM", "sglang": "SGLang", "ollama": "Ollama"}[emu.server]
+    assert label in str(info.value)

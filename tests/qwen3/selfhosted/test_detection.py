@@ -1,0 +1,70 @@
+"""Server detection against hostile answers: a ``/v1/models`` body that never ends, one that trickles, one that is
+not JSON. Each probe is bounded (size and a deadline for the whole GET) and ends in a MAF exception, never a hang.
+A small loopback HTTP server plays the hostile host (the emulators answer the probes well)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from agent_framework.exceptions import ChatClientInvalidRequestException
+
+from qwen3.selfhosted import RawSelfHostedQwenChatClient
+from qwen3.selfhosted.servers import MAX_PROBE_BYTES
+from tests.helpers import FAST, ask
+
+
+class Hostile(BaseHTTPRequestHandler):
+    mode = "flood"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path != "/v1/models":
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        try:
+            if self.mode == "flood":  # far more than a model list, without an end in sight
+                for _ in range(4 * MAX_PROBE_BYTES // 65536):
+                    self.wfile.write(b"[" * 65536)
+            elif self.mode == "trickle":  # one byte at a time, each well within a read timeout
+                for _ in range(60):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            else:
+                self.wfile.write(b"<html>not JSON</html>")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+@pytest.fixture(params=["flood", "trickle", "html"])
+def hostile(request: pytest.FixtureRequest) -> Iterator[str]:
+    handler = type("Handler", (Hostile,), {"mode": request.param})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads, server.block_on_close = True, False  # a trickling handler is not waited for
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+async def test_a_hostile_models_answer_ends_in_a_clear_error(hostile: str) -> None:
+    client = RawSelfHostedQwenChatClient(model="m", base_url=hostile, retry_policy=FAST, timeout=1)
+    started = time.monotonic()
+    with pytest.raises(ChatClientInvalidRequestException, match="Cannot tell which server") as info:
+        await ask(client)
+    assert time.monotonic() - started < 10
+    assert "/v1/models" in str(info.value)
+    assert "/api/version: HTTP 404" in str(info.value)
