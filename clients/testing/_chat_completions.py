@@ -71,8 +71,9 @@ def chat_completion_error(status: int, code: str, message: str) -> dict[str, Any
 
 def _media(part: Mapping[str, Any]) -> Media | None:
     kind = part.get("type")
-    if kind == "image_url":
-        return uri_media("image", str((part.get("image_url") or {}).get("url") or ""))
+    if kind in ("image_url", "video_url"):  # video_url: vLLM's and SGLang's video part
+        holder = part.get(kind)
+        return uri_media("image" if kind == "image_url" else "video", str((holder or {}).get("url") or ""))
     if kind == "input_audio":
         audio = part.get("input_audio") or {}
         media_type = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(str(audio.get("format")))

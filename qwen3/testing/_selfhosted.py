@@ -244,8 +244,10 @@ class SelfHostedRenderer(ChatCompletionRenderer):
         counts = {key: usage[key] for key in ("prompt_tokens", "completion_tokens", "total_tokens")}
         if self.server == "ollama":
             return counts
+        # cached tokens as vLLM reports them with --enable-prompt-tokens-details, SGLang with --enable-cache-report
+        cached = {"cached_tokens": self.reply.cached_tokens} if self.reply.cached_tokens else None
         extra = {"reasoning_tokens": usage["completion_tokens_details"]["reasoning_tokens"]}
-        return {**counts, "prompt_tokens_details": None, **(extra if self.server == "sglang" else {})}
+        return {**counts, "prompt_tokens_details": cached, **(extra if self.server == "sglang" else {})}
 
     def _message(self) -> dict[str, Any]:
         reply = self.reply

@@ -48,7 +48,7 @@ _ENV_PREFIXES = ("DASHSCOPE_", "OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_", "GEMINI
 _CELL_REASON = 60
 _REPLAY = {
     "signed": "signed, signature byte for byte",
-    "unsigned": "reasoning_content in tool loops",
+    "unsigned": "unsigned, in tool loops, in the field the server reads (reasoning_content; vLLM: reasoning)",
     "none": "not sent",
 }
 

@@ -23,7 +23,7 @@ from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import LoopbackServer
 from qwen3 import QwenChatClient
-from qwen3.testing import DashScopeEmulator
+from qwen3.testing import DashScopeEmulator, SelfHostedQwenEmulator
 
 __all__ = [
     "FEATURES",
@@ -86,7 +86,8 @@ class Target:
             right after the tool results (OpenAI and DashScope take only text in ``tool`` messages).
         reasoning_replay: what the next request carries of the model's reasoning: ``"signed"`` (Anthropic thinking
             blocks, Gemini thought signatures: the signature byte for byte), ``"unsigned"`` (OpenAI-compatible
-            ``reasoning_content`` inside a tool loop, as DeepSeek requires, and DashScope with ``preserve_thinking``),
+            ``reasoning_content`` inside a tool loop, as DeepSeek requires, and DashScope with ``preserve_thinking``;
+            vLLM's ``reasoning``),
             ``"none"`` (not sent back). Never as plain assistant text.
         call_ids: the provider issues tool-call ids and wants them back on the calls and results (OpenAI, Anthropic,
             DashScope); Gemini before 3 issues none and pairs results with calls by name and order.
@@ -98,6 +99,7 @@ class Target:
         feature_options: the chat options that turn a feature on with this client (its own way: our Qwen client's
             hosted tools, ``extra_body`` for MAF's OpenAI client on DashScope's compatible mode; ``model`` where the
             feature needs a particular model). A feature not listed needs none.
+        server_options: keywords of the emulator besides ``api_key`` (the self-hosted emulator's server and model).
     """
 
     name: str
@@ -117,6 +119,7 @@ class Target:
     filter_as_error: bool
     make: Maker = field(repr=False)
     features: frozenset[Feature] = frozenset()
+    server_options: Mapping[str, Any] = field(default_factory=dict)
     feature_options: Mapping[Feature, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, feature: Feature) -> dict[str, Any]:
@@ -140,7 +143,7 @@ class Target:
 
     def server(self) -> LoopbackServer:
         """A new (not started) emulator for this target, expecting `KEY`."""
-        return self.emulator(api_key=KEY)
+        return self.emulator(api_key=KEY, **self.server_options)
 
     def client(self, server: LoopbackServer, role: ClientRole = "text", *, api_key: str = KEY) -> Any:
         """This target's client, pointed at the started ``server``. Inside `collect_clients` it is closed at the
@@ -297,6 +300,24 @@ _COMPATIBLE: _Provider = {**_QWEN, "thinking_options": {"extra_body": {"enable_t
 """DashScope through its OpenAI-compatible mode: the same provider (emulator, models, capabilities); its own parameters
 go in ``extra_body``, as Model Studio's OpenAI-SDK samples send them."""
 _CONTINUITY_MODEL = "qwen3.6-plus"  # thinks by default and takes preserve_thinking (Model Studio "Deep thinking")
+_SELFHOSTED_MODEL = "Qwen/Qwen3.6-27B"  # hybrid thinking and vision in one model, as vLLM serves one model
+_SELFHOSTED: _Provider = {
+    "emulator": SelfHostedQwenEmulator,
+    "model": _SELFHOSTED_MODEL,
+    "vision_model": _SELFHOSTED_MODEL,
+    "thinking_model": _SELFHOSTED_MODEL,
+    "thinking_options": {"extra_body": {"chat_template_kwargs": {"enable_thinking": True}}},
+    "system_in_place": True,
+    "tool_result_media": "user_turn",
+    "reasoning_replay": "unsigned",
+    "call_ids": True,
+    "filter_as_error": False,
+    "features": frozenset({"video"}),
+}
+"""Qwen served by vLLM (``SelfHostedQwenEmulator("vllm")``, parsers on): Chat Completions with vLLM's ``reasoning``
+field, ``chat_template_kwargs`` for the thinking switch, ``video_url`` parts; no content filter of its own (a refusal
+is the model's answer)."""
+_SELFHOSTED_SERVER = {"server": "vllm", "model": _SELFHOSTED_MODEL}
 _OPENAI: _Provider = {
     "emulator": OpenAIEmulator,
     "model": "gpt-4o-mini",
@@ -414,6 +435,16 @@ OFFICIAL: list[Target] = [
         **_COMPATIBLE,
     ),
     Target(
+        name="Qwen self-hosted via MAF OpenAIChatCompletionClient (vLLM)",
+        ours=False,
+        classes="agent_framework_openai.OpenAIChatCompletionClient",
+        package="agent-framework-openai",
+        module="agent_framework_openai",
+        make=_maf_openai,
+        server_options=_SELFHOSTED_SERVER,
+        **_SELFHOSTED,
+    ),
+    Target(
         name="Anthropic (MAF)",
         ours=False,
         classes="agent_framework_anthropic.AnthropicClient",
@@ -432,8 +463,9 @@ OFFICIAL: list[Target] = [
         **_GEMINI,
     ),
 ]
-"""MAF's official clients, pointed at the same emulators (report only); MAF's OpenAI client twice: on OpenAI, and on
-DashScope's OpenAI-compatible mode with Qwen models (what a Qwen user gets without this package)."""
+"""MAF's official clients, pointed at the same emulators (report only); MAF's OpenAI client three times: on OpenAI, on
+DashScope's OpenAI-compatible mode with Qwen models, and on Qwen served by vLLM (what a Qwen user gets without this
+package)."""
 
 TARGETS: list[Target] = OURS + OFFICIAL
 """The columns of docs/conformance.md, in order."""

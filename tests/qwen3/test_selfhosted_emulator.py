@@ -309,4 +309,201 @@ def test_records_are_selfhosted_requests(vllm: SelfHostedQwenEmulator) -> None:
     assert request.last_user_text == "Weather in Paris?"
 
 
+# ---------------------------------------------------------------------------------------------- the request side
+
 PNG_URI = "data:image/png;base64," + base64.b64encode(PNG).decode()
+THOUGHT = "Paris first."
+
+
+def replayed(reasoning_field: str) -> list[dict[str, Any]]:
+    """A tool loop's history whose assistant turn carries its reasoning under ``reasoning_field``."""
+    call = {"id": "call_weather_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [call], reasoning_field: THOUGHT},
+        {"role": "tool", "tool_call_id": "call_weather_1", "content": "Sunny"},
+    ]
+
+
+@pytest.mark.parametrize("sent", ["reasoning", "reasoning_content"])
+async def test_replayed_reasoning_read_from_the_servers_field(emu: SelfHostedQwenEmulator, sent: str) -> None:
+    response = await post(emu, {"model": emu.model, "messages": replayed(sent)})
+    assert response.status_code == 200
+    (request,) = emu.requests
+    read = sent == field(emu.server)
+    assert request.replay_field == field(emu.server)
+    assert request.dropped == ([] if read else [f"messages[1].{sent}"])
+    assert [r.text for t in request.turns for r in t.reasoning] == ([THOUGHT] if read else [])
+
+
+async def test_thinking_switch(emu: SelfHostedQwenEmulator) -> None:
+    off = {"chat_template_kwargs": {"enable_thinking": False}}
+    emu.script(*[Reply(text="Sunny.", reasoning="Hmm.")] * 3)
+    plain = (await post(emu, ask(emu))).json()
+    templated = (await post(emu, ask(emu, **off))).json()
+    effort = (await post(emu, ask(emu, reasoning_effort="none"))).json()
+    name = field(emu.server)
+    assert plain["choices"][0]["message"][name] == "Hmm."  # Qwen3 thinks by default
+    thinking = [request.thinking for request in emu.requests]
+    if emu.server == "ollama":  # chat_template_kwargs is not a field of Ollama's request: ignored
+        assert thinking == [True, True, False]
+        assert emu.requests[1].dropped == ["chat_template_kwargs"]
+        assert templated["choices"][0]["message"][name] == "Hmm."
+        assert name not in effort["choices"][0]["message"]
+    elif emu.server == "sglang":
+        assert thinking == [True, False, False]
+        assert templated["choices"][0]["message"][name] is None
+    else:  # vLLM: chat_template_kwargs only
+        assert thinking == [True, False, True]
+        assert templated["choices"][0]["message"][name] is None
+
+
+@pytest.mark.parametrize("effort", ["high", "medium", "low", "none"])
+async def test_ollama_takes_the_four_efforts(effort: str) -> None:
+    with SelfHostedQwenEmulator("ollama") as emu:
+        assert (await post(emu, ask(emu, reasoning_effort=effort))).status_code == 200
+        assert (await post(emu, ask(emu, reasoning={"effort": effort}))).status_code == 200
+        assert [r.thinking for r in emu.requests] == [effort != "none"] * 2
+
+
+async def test_ollama_refuses_other_efforts() -> None:
+    with SelfHostedQwenEmulator("ollama") as emu:
+        for body in (ask(emu, reasoning_effort="minimal"), ask(emu, reasoning={"effort": "max"})):
+            response = await post(emu, body)
+            assert response.status_code == 400
+            error = response.json()["error"]
+            assert error["type"] == "invalid_request_error"
+            assert error["message"].startswith("invalid reasoning value: '")
+            assert error["message"].endswith('(must be "high", "medium", "low", or "none")')
+        assert emu.pending == 0
+
+
+def image(url: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": "What is it?"}, {"type": "image_url", "image_url": {"url": url}}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("part", "message"),
+    [
+        ({"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}, "invalid image input"),
+        ({"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lGOD=="}}, "invalid image input"),
+        ({"type": "video_url", "video_url": {"url": "https://example.com/clip.mp4"}}, "invalid message format"),
+        ({"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}, "invalid message format"),
+    ],
+)
+async def test_ollama_media_rules(part: dict[str, Any], message: str) -> None:
+    with SelfHostedQwenEmulator("ollama") as emu:
+        body = {"model": emu.model, "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, part]}]}
+        response = await post(emu, body)
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    }
+
+
+async def test_ollama_takes_base64_images() -> None:
+    with SelfHostedQwenEmulator("ollama") as emu:
+        for url in (PNG_URI, "data:;base64," + base64.b64encode(PNG).decode()):
+            assert (await post(emu, {"model": emu.model, "messages": [image(url)]})).status_code == 200
+        media = [m for r in emu.requests for t in r.turns for m in t.media]
+    assert media[0].data == PNG
+    assert media[0].media_type == "image/png"
+
+
+async def test_ollama_message_rules() -> None:
+    with SelfHostedQwenEmulator("ollama") as emu:
+        null = await post(emu, {"model": emu.model, "messages": [{"role": "user", "content": None}]})
+        assert (null.status_code, null.json()["error"]["message"]) == (400, "invalid message content type: <nil>")
+        bad_call = replayed("reasoning")
+        bad_call[1]["tool_calls"][0]["function"]["arguments"] = "{not json"
+        broken = await post(emu, {"model": emu.model, "messages": bad_call})
+        assert (broken.status_code, broken.json()["error"]["message"]) == (400, "invalid tool call arguments")
+        missing = await post(emu, ask(emu, model="qwen3:32b"))
+        assert missing.status_code == 404
+        assert missing.json()["error"]["type"] == "not_found_error"
+
+
+@pytest.mark.parametrize("server", ["vllm", "sglang"])
+async def test_vllm_and_sglang_take_image_and_video_urls(server: str) -> None:
+    video = {"type": "video_url", "video_url": {"url": "https://example.com/clip.mp4"}}
+    with SelfHostedQwenEmulator(server) as emu:  # type: ignore[arg-type]
+        message = image("https://example.com/cat.png")
+        message["content"].append(video)
+        assert (await post(emu, {"model": emu.model, "messages": [message]})).status_code == 200
+        (turn,) = emu.requests[0].turns
+    assert [(m.kind, m.url) for m in turn.media] == [
+        ("image", "https://example.com/cat.png"),
+        ("video", "https://example.com/clip.mp4"),
+    ]
+
+
+async def test_sglang_separate_reasoning_false_merges_it_into_content() -> None:
+    with SelfHostedQwenEmulator("sglang") as emu:
+        emu.script(Reply(text="Sunny.", reasoning="Hmm."))
+        message = (await post(emu, ask(emu, separate_reasoning=False))).json()["choices"][0]["message"]
+    assert message["content"] == "<think>\nHmm.\n</think>\n\nSunny."
+    assert message["reasoning_content"] is None
+
+
+async def test_vllm_include_reasoning_false_drops_it() -> None:
+    with SelfHostedQwenEmulator("vllm") as emu:
+        emu.script(Reply(text="Sunny.", reasoning="Hmm."))
+        message = (await post(emu, ask(emu, include_reasoning=False))).json()["choices"][0]["message"]
+    assert (message["content"], message["reasoning"]) == ("Sunny.", None)
+
+
+async def test_chat_template_kwargs_must_be_an_object() -> None:
+    with SelfHostedQwenEmulator("sglang") as emu:
+        response = await post(emu, ask(emu, chat_template_kwargs="enable_thinking=false"))
+    assert response.status_code == 400
+    assert response.json()["object"] == "error"
+    assert response.json()["param"] == "chat_template_kwargs"
+
+
+async def test_malformed_bodies(emu: SelfHostedQwenEmulator) -> None:
+    for body in ([1, 2], {"model": emu.model}, {"model": emu.model, "messages": ["hi"]}):
+        response = await post(emu, body)
+        assert response.status_code == 400, body
+    assert emu.pending == 0
+    assert len(emu.requests) == 3
+
+
+async def test_unknown_routes(emu: SelfHostedQwenEmulator) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"{emu.base_url}/responses", json={})
+    assert response.status_code == 404
+    if emu.server == "ollama":
+        assert response.text == "404 page not found"
+    else:
+        assert response.json() == {"detail": "Not Found"}
+
+
+async def test_ollama_checks_no_key() -> None:
+    with SelfHostedQwenEmulator("ollama", api_key=KEY) as emu:
+        assert (await post(emu, ask(emu), key=None)).status_code == 200
+        assert (await post(emu, ask(emu), key="anything")).status_code == 200
+
+
+async def test_mid_stream_error(emu: SelfHostedQwenEmulator) -> None:
+    emu.script(Reply.error_reply(500, "InternalServerError", "engine died", after_events=2, text="Sunny and"))
+    response = await post(emu, ask(emu, stream=True))
+    events = chunks(response)
+    last = events[-1]
+    assert isinstance(last, dict)
+    if emu.server == "sglang":
+        assert (last["object"], last["message"], last["code"]) == ("error", "engine died", 500)
+    else:
+        assert last["error"]["message"] == "engine died"
+
+
+async def test_cached_tokens_reported(emu: SelfHostedQwenEmulator) -> None:
+    emu.script(Reply(text="Hi.", input_tokens=120, cached_tokens=100))
+    usage = (await post(emu, ask(emu))).json()["usage"]
+    assert usage["prompt_tokens"] == 120
+    if emu.server == "ollama":
+        assert "prompt_tokens_details" not in usage
+    else:
+        assert usage["prompt_tokens_details"] == {"cached_tokens": 100}
