@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,6 +21,9 @@ from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
 
 KEY = "sk-integration-secret-0123456789"
+
+RUNS = [(client, echo) for client in ("qwen", "openai", "anthropic", "gemini") for echo in (False, True)]
+"""The span runs: each client answering, and each client getting an error that echoes the key (``echo``)."""
 
 SPANS = """
 import asyncio, json, sys
@@ -35,41 +40,77 @@ provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)
 enable_instrumentation(enable_sensitive_data=True)
-name, key, echo = sys.argv[1], sys.argv[2], sys.argv[3:] == ["echo"]
-if name == "qwen":
-    from qwen3 import QwenChatClient as Client
-    from qwen3.testing import DashScopeEmulator as Emulator
-    model = "qwen-plus"
-elif name == "openai":
-    from clients import OpenAIChatCompletionClient as Client
-    from clients.openai.testing import OpenAIEmulator as Emulator
-    model = "gpt-4o"
-elif name == "anthropic":
-    from clients import AnthropicChatClient as Client
-    from clients.anthropic.testing import AnthropicEmulator as Emulator
-    model = "claude-sonnet-4-6"
-else:
-    from clients import GeminiChatClient as Client
-    from clients.gemini.testing import GeminiEmulator as Emulator
-    model = "gemini-2.5-flash"
-with Emulator(api_key=key, default_reply=Reply(text="ok")) as emu:
-    if echo:  # a server (or proxy) that echoes the key back in its error text
-        emu.script(Reply.error_reply(400, "InvalidParameter", f"Incorrect API key provided: {key}."))
-    agent = Agent(client=Client(model=model, api_key=key, base_url=emu.base_url), name="Analyst")
-    try:
-        asyncio.run(agent.run("hi"))
-    except Exception as exc:
-        print("raised:", exc)
-print(json.dumps([
-    {
-        "name": s.name,
-        "attributes": dict(s.attributes or {}),
-        "status": s.status.description,
-        "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in s.events],
-    }
-    for s in exporter.get_finished_spans()
-]))
+key = sys.argv[1]
+for run in sys.argv[2:]:
+    name, echo = run.split("/")[0], run.endswith("/echo")
+    for stream in (sys.stdout, sys.stderr):
+        print(f"=== {run}", file=stream, flush=True)
+    exporter.clear()
+    if name == "qwen":
+        from qwen3 import QwenChatClient as Client
+        from qwen3.testing import DashScopeEmulator as Emulator
+        model = "qwen-plus"
+    elif name == "openai":
+        from clients import OpenAIChatCompletionClient as Client
+        from clients.openai.testing import OpenAIEmulator as Emulator
+        model = "gpt-4o"
+    elif name == "anthropic":
+        from clients import AnthropicChatClient as Client
+        from clients.anthropic.testing import AnthropicEmulator as Emulator
+        model = "claude-sonnet-4-6"
+    else:
+        from clients import GeminiChatClient as Client
+        from clients.gemini.testing import GeminiEmulator as Emulator
+        model = "gemini-2.5-flash"
+    with Emulator(api_key=key, default_reply=Reply(text="ok")) as emu:
+        if echo:  # a server (or proxy) that echoes the key back in its error text
+            emu.script(Reply.error_reply(400, "InvalidParameter", f"Incorrect API key provided: {key}."))
+        agent = Agent(client=Client(model=model, api_key=key, base_url=emu.base_url), name="Analyst")
+        try:
+            asyncio.run(agent.run("hi"))
+        except Exception as exc:
+            print("raised:", exc)
+    print(json.dumps([
+        {
+            "name": s.name,
+            "attributes": dict(s.attributes or {}),
+            "status": s.status.description,
+            "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in s.events],
+        }
+        for s in exporter.get_finished_spans()
+    ]), flush=True)
 """
+
+
+@dataclass(frozen=True)
+class SpanRun:
+    """One client's run in the span interpreter: what it printed (its spans as JSON last) and logged."""
+
+    stdout: str
+    stderr: str
+
+    @property
+    def spans(self) -> list[dict[str, Any]]:
+        return json.loads(self.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def span_runs() -> dict[tuple[str, bool], SpanRun]:
+    """Every run of ``RUNS`` in one fresh interpreter (the global tracer provider can be set once per process), each
+    run's output apart from the others'."""
+    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed (extra: integrations)")
+    names = [f"{client}/echo" if echo else client for client, echo in RUNS]
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SPANS), KEY, *names], capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    def apart(text: str) -> list[str]:
+        return re.split(r"^=== \S+\n", text, flags=re.MULTILINE)[1:]
+
+    outs, errs = apart(done.stdout), apart(done.stderr)
+    assert len(outs) == len(errs) == len(RUNS), done.stdout[-2000:]
+    return {run: SpanRun(out, err) for run, out, err in zip(RUNS, outs, errs, strict=True)}
 
 
 @pytest.mark.parametrize(
@@ -81,14 +122,11 @@ print(json.dumps([
         ("gemini", "gcp.gemini", "gemini-2.5-flash"),
     ],
 )
-def test_every_client_reports_gen_ai_spans_with_its_provider_name(client: str, provider: str, model: str) -> None:
-    """In a fresh interpreter: the global tracer provider can be set once per process."""
-    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed (extra: integrations)")
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SPANS), client, KEY], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    spans: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+def test_every_client_reports_gen_ai_spans_with_its_provider_name(
+    span_runs: dict[tuple[str, bool], SpanRun], client: str, provider: str, model: str
+) -> None:
+    run = span_runs[client, False]
+    spans = run.spans
     chat = [s for s in spans if s["name"] == f"chat {model}"]
     assert len(chat) == 1, [s["name"] for s in spans]
     attributes = chat[0]["attributes"]
@@ -96,23 +134,18 @@ def test_every_client_reports_gen_ai_spans_with_its_provider_name(client: str, p
     assert attributes["gen_ai.request.model"] == model
     assert attributes["gen_ai.usage.input_tokens"] > 0
     assert [s["name"] for s in spans][-1] == "invoke_agent Analyst"
-    assert KEY not in done.stdout  # no attribute of any span carries the key
+    assert KEY not in run.stdout  # no attribute of any span carries the key
 
 
 @pytest.mark.parametrize("client", ["qwen", "openai", "anthropic", "gemini"])
-def test_a_key_echoed_in_an_error_never_reaches_a_span(client: str) -> None:
+def test_a_key_echoed_in_an_error_never_reaches_a_span(span_runs: dict[tuple[str, bool], SpanRun], client: str) -> None:
     """MAF records the exception on the chat and agent spans (message, status, event): the key is masked there too."""
-    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed (extra: integrations)")
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SPANS), client, KEY, "echo"], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "raised: " in done.stdout
-    assert "Incorrect API key provided: ***" in done.stdout
-    spans: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
-    recorded = json.dumps([[s["status"], s["events"]] for s in spans])
+    run = span_runs[client, True]
+    assert "raised: " in run.stdout
+    assert "Incorrect API key provided: ***" in run.stdout
+    recorded = json.dumps([[s["status"], s["events"]] for s in run.spans])
     assert "Incorrect API key provided: ***" in recorded  # the error is on the spans, masked
-    assert KEY not in done.stdout + done.stderr
+    assert KEY not in run.stdout + run.stderr
 
 
 def test_a_yaml_agent_gets_our_client_and_its_options_reach_the_wire() -> None:
