@@ -217,13 +217,15 @@ def _answers(request: RecordedRequest) -> Reply:
 @pytest.mark.timeout(180)
 def test_the_live_scenarios_hold_against_the_emulator(tmp_path: Path) -> None:
     """``pytest -m live`` with DashScope's variables pointing at the emulator: the scenarios run (none skips), and
-    what they recorded replays. Keeps the live tier working between the runs that have a key."""
+    what they recorded replays. Keeps the live tier working between the runs that have a key. In one process
+    (``-n 0``): each scenario records through a proxy of its own, so worker processes would change nothing tested."""
     root = Path(__file__).resolve().parents[2]
     with DashScopeEmulator(api_key=KEY, default_reply=_answers) as emu:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DASHSCOPE_", "OPENAI_", "ANTHROPIC_"))}
         env = {k: v for k, v in env.items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
         env |= {"DASHSCOPE_API_KEY": KEY, "DASHSCOPE_BASE_URL": emu.base_url, "QWEN3_LIVE_RECORDINGS": str(tmp_path)}
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "live", "-k", "dashscope"]
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"]
+        command += ["-m", "live", "-k", "dashscope"]
         run = subprocess.run(
             [*command, "tests/live/test_live.py"], cwd=root, env=env, capture_output=True, text=True, timeout=150
         )
