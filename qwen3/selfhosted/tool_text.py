@@ -22,9 +22,12 @@ The two formats Qwen3 models write:
 
 Rules (tags are matched exactly, lower case, as the templates write them):
 
-1. A block is ``<tool_call>`` … the first ``</tool_call>`` after it, or a bare ``<function=`` … the first
-   ``</function>`` after it. Inside a block no other tag counts. Several blocks may occur; text between them is
-   kept as text. A stray closing tag outside a block is text.
+1. A block is ``<tool_call>`` … the first ``</tool_call>`` after it, or a bare ``<function=NAME>`` … the first
+   ``</function>`` after it. Only what can begin a call opens a block, so that prose (or reasoning) that mentions
+   the tags streams on instead of being held to the end: ``<tool_call>`` followed, after at most
+   ``MAX_SPACE_AFTER_TOOL_CALL`` whitespace characters, by ``{`` (hermes) or ``<`` (XML), and ``<function=NAME>``
+   only for a declared NAME. Inside a block no other tag counts. Several blocks may occur; text between them is kept
+   as text. A stray closing tag, or an opening tag that opens nothing, is text.
 2. Whitespace as the templates write it: one ``\\n`` right before a block and one ``\\n`` right after it belong to the
    block (``raw`` holds them), so ``"Let me check.\\n<tool_call>…</tool_call>\\n<tool_call>…</tool_call>"`` gives the
    text ``"Let me check."`` and two calls, no whitespace-only text between them. Any other whitespace stays text.
@@ -49,9 +52,10 @@ Rules (tags are matched exactly, lower case, as the templates write them):
    stream holds nothing back.
 
 What a stream holds back (``ToolCallTextSplitter``): text goes out as it arrives except a suffix that may start a
-block (a ``\\n`` and/or a partial ``<tool_call>`` / ``<function=``, at most 11 characters) and the body of an open
-block, which is released at its closing tag (as a call, once the next character shows whether the template's
-``\\n`` follows) or as text. **The bound:** an open block is held for at most ``max_block_chars`` characters
+block (a ``\\n`` and/or a partial ``<tool_call>`` / ``<function=``, at most 11 characters; after a complete tag, the
+few characters that tell whether it opens a block: the whitespace up to ``{`` / ``<``, or a tool's name) and the
+body of an open block, which is released at its closing tag (as a call, once the next character shows whether the
+template's ``\\n`` follows) or as text. **The bound:** an open block is held for at most ``max_block_chars`` characters
 (default ``MAX_BLOCK_CHARS``, 1 MiB: far beyond any real call's arguments); past that, a server that opens a
 block and never closes it gets it released as text with a warning, and the rest up to its closing tag streams as
 text too. Each character is looked at a bounded number of times (``str.find`` from where the last look stopped),
@@ -68,6 +72,7 @@ from typing import Any, Literal
 
 __all__ = [
     "MAX_BLOCK_CHARS",
+    "MAX_SPACE_AFTER_TOOL_CALL",
     "TextToolCall",
     "ToolCallTextSplitter",
     "ToolSchemas",
@@ -92,6 +97,8 @@ PARAMETER_CLOSE = "</parameter>"
 _OPENERS = ((TOOL_CALL_OPEN, TOOL_CALL_CLOSE), (FUNCTION_OPEN, FUNCTION_CLOSE))
 _HOLD = len(TOOL_CALL_OPEN)
 """The longest suffix a stream holds in text: ``"\\n"`` plus a proper prefix of an opening tag."""
+MAX_SPACE_AFTER_TOOL_CALL = 64
+"""At most this much whitespace between ``<tool_call>`` and the ``{`` or ``<`` that makes it an opening tag."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +177,8 @@ class ToolCallTextSplitter:
             raise ValueError(f"max_block_chars must be at least 1, got {max_block_chars}")
         self.tools = tools
         self.max_block_chars = max_block_chars
+        self._names = tuple(f"{name}>" for name in tools)  # what may follow a bare <function= (rule 1)
+        self._longest = max(map(len, self._names), default=0)
         self._reset()
 
     def _reset(self) -> None:
@@ -217,18 +226,43 @@ class ToolCallTextSplitter:
         """Release text up to the next opening tag (then "block") or up to a suffix that may start one (held)."""
         at = data.find("<", pos)
         while at != -1:
-            for opener, close in _OPENERS:
-                if data.startswith(opener, at):
-                    start = at - 1 if at > pos and data[at - 1] == "\n" else at
-                    _add(out, ("text", data[pos:start]))
-                    self._state, self._close, self._lead = "block", close, data[start:at]
-                    self._parts, self._size, self._tail = [self._lead], 0, ""
-                    return at
+            close = self._opening(data, at)
+            if close:
+                start = at - 1 if at > pos and data[at - 1] == "\n" else at
+                _add(out, ("text", data[pos:start]))
+                self._state, self._close, self._lead = "block", close, data[start:at]
+                self._parts, self._size, self._tail = [self._lead], 0, ""
+                return at
+            if close is None:  # undecided until more arrives: hold it, with the "\n" before it
+                start = at - 1 if at > pos and data[at - 1] == "\n" else at
+                _add(out, ("text", data[pos:start]))
+                self._held = data[start:]
+                return len(data)
             at = data.find("<", at + 1)
         keep = _partial_opener(data, pos)
         _add(out, ("text", data[pos : len(data) - keep]))
         self._held = data[len(data) - keep :]
         return len(data)
+
+    def _opening(self, data: str, at: int) -> str | None:
+        """Whether the ``<`` at ``at`` opens a block (rule 1): its closing tag, ``""`` if not, ``None`` if the text
+        after it has not arrived yet."""
+        if data.startswith(TOOL_CALL_OPEN, at):
+            body = at + len(TOOL_CALL_OPEN)
+            end = min(len(data), body + MAX_SPACE_AFTER_TOOL_CALL + 1)
+            first = body
+            while first < end and data[first].isspace():
+                first += 1
+            if first < end:
+                return TOOL_CALL_CLOSE if data[first] in "{<" else ""
+            return "" if end == body + MAX_SPACE_AFTER_TOOL_CALL + 1 else None
+        if data.startswith(FUNCTION_OPEN, at):
+            name = at + len(FUNCTION_OPEN)
+            if data.startswith(self._names, name):
+                return FUNCTION_CLOSE
+            if len(data) - name < self._longest and any(tag.startswith(data[name:]) for tag in self._names):
+                return None
+        return ""
 
     def _block(self, data: str, pos: int, out: list[ToolTextPiece]) -> int:
         """Add to the open block; at its closing tag decide it (then "after")."""
@@ -328,7 +362,7 @@ def _parse_block(block: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] |
 def _parse_hermes(body: str) -> tuple[str, dict[str, Any]] | str:
     """Rule 3; a string says why the body is not a call."""
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as error:
         return f"is not valid JSON ({type(error).__name__})"
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
@@ -336,7 +370,7 @@ def _parse_hermes(body: str) -> tuple[str, dict[str, Any]] | str:
     arguments = value.get("arguments")
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(arguments, parse_constant=_reject_constant)
         except (ValueError, RecursionError):
             return 'has "arguments" as a string that is not valid JSON'
     if arguments is None:

@@ -114,12 +114,12 @@ def test_hermes_arguments_are_not_coerced() -> None:
     ("body", "why"),
     [
         ('{"name": "now", "arguments": {}', "is not valid JSON"),
-        ("[1, 2]", 'a JSON object with a string "name"'),
+        ('{"name": 1}', 'a JSON object with a string "name"'),
         ('{"arguments": {}}', 'a JSON object with a string "name"'),
         ('{"name": "now", "arguments": [1]}', "not a JSON object"),
         ('{"name": "now", "arguments": "{oops"}', "a string that is not valid JSON"),
         ('{"name": "now", "arguments": "[1]"}', "not a JSON object"),
-        ("[" * 100_000, "is not valid JSON"),  # deep nesting: RecursionError inside json, caught
+        ('{"a": ' + "[" * 100_000, "is not valid JSON"),  # deep nesting: RecursionError inside json, caught
         ('{"name": "search"}', "names the tool 'search', which the request did not declare"),
     ],
 )
@@ -144,6 +144,33 @@ def test_block_open_at_the_end_kept_as_text_with_a_warning(caplog: pytest.LogCap
 def test_stray_tags_and_lone_angle_brackets_are_text() -> None:
     text = "a < b, </tool_call> <tool_ and <function and </function> <tool_call"
     assert split_tool_calls(text, TOOLS) == [("text", text)]
+
+
+def test_tags_that_open_nothing_are_text_and_stream_on(caplog: pytest.LogCaptureFixture) -> None:
+    """Reasoning that talks about the tags is not held to the end of the stream, and is no block to warn about."""
+    text = "I will emit a <tool_call> for it, then <tool_call>\n\nok, not <function=search> nor <function=now"
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert split_tool_calls(text, TOOLS) == [("text", text)]
+        splitter = ToolCallTextSplitter(TOOLS)
+        assert splitter.feed("a <tool_call> tag") == [("text", "a <tool_call> tag")]
+        assert splitter.feed(" and <function=sea") == [("text", " and <function=sea")]
+        assert splitter.feed("rch> too") == [("text", "rch> too")]
+        assert splitter.feed("\n<function=no") == []  # may still become <function=now>
+        assert splitter.flush() == [("text", "\n<function=no")]
+    assert "kept as text" not in caplog.text
+
+
+def test_an_opening_tag_is_held_only_until_what_follows_tells() -> None:
+    splitter = ToolCallTextSplitter(TOOLS)
+    assert splitter.feed("Now:\n<function=no") == [("text", "Now:")]  # may become <function=now>
+    assert splitter.feed("w>") == []  # a bare block for the declared tool "now"
+    call = TextToolCall("now", {}, "\n<function=now></function>")
+    assert splitter.feed("</function>.") == [("call", call), ("text", ".")]
+    spaces = " " * 64
+    assert splitter.feed(f"<tool_call>{spaces}") == []
+    assert splitter.feed("x") == [("text", f"<tool_call>{spaces}x")]  # neither {{ nor <: not a call
+    assert splitter.feed(f"<tool_call>{spaces} ") == [("text", f"<tool_call>{spaces} ")]  # past the whitespace bound
+    assert splitter.flush() == []
 
 
 def test_no_tools_passes_everything_through_and_holds_nothing() -> None:
@@ -269,13 +296,13 @@ def test_stream_bound_releases_a_never_closed_block_as_text(caplog: pytest.LogCa
     splitter = ToolCallTextSplitter(TOOLS, max_block_chars=100)
     released: list[ToolTextPiece] = []
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        released += splitter.feed("<tool_call>")
+        released += splitter.feed("<tool_call>{")
         for _ in range(50):
             released += splitter.feed("x" * 10)
-            assert len(joined(released)) >= 11 + 10 * (_ + 1) - 100 - 11  # never more than the bound held
+            assert len(joined(released)) >= 12 + 10 * (_ + 1) - 100 - 11  # never more than the bound held
         released += splitter.feed("</tool_call>\nafter")
         released += splitter.flush()
-    assert joined(released) == "<tool_call>" + "x" * 500 + "</tool_call>\nafter"
+    assert joined(released) == "<tool_call>{" + "x" * 500 + "</tool_call>\nafter"
     assert all(piece[0] == "text" for piece in released)
     assert "longer than max_block_chars=100" in caplog.text
     assert caplog.text.count("kept as text") == 1
@@ -292,6 +319,7 @@ def test_max_block_chars_must_be_positive() -> None:
 _PROSE = [
     "Hello", " ", "\n", "\n", "\n\n", "<", ">", "/", "<tool_call>", "</tool_call>", "<tool_", "</tool", "<function=",
     "</function>", "<function=now>", "<parameter=days>", "</parameter>", "<func", "{", '"name"', "中", "😀",
+    "<function=no", "<function=search>", "<tool_call>\n", " " * 40, "now>",
 ]  # fmt: skip
 _BLOCKS = [
     hermes("now", {}), hermes("get_weather", {"city": "a</b>", "days": 1}), hermes("search", {}),
@@ -299,7 +327,7 @@ _BLOCKS = [
     xml("get_weather", days="3", city="x\ny", hours="[1]"), xml("get_weather", days="x"), xml("search"),
     "<function=now></function>", "<function=get_weather><parameter=days>5</function>",
 ]  # fmt: skip
-_ATOM = st.sampled_from(_PROSE) | st.sampled_from(_BLOCKS)
+_ATOM = st.sampled_from(_PROSE) | st.sampled_from(_BLOCKS) | st.sampled_from(_BLOCKS[:2] + _BLOCKS[4:6])
 
 
 @st.composite
@@ -315,10 +343,25 @@ def _chunked(draw: st.DrawFn) -> tuple[str, list[str]]:
     return text, [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
+_SAMPLES = [
+    f"Let me check.\n{hermes('now', {})}\n{xml('get_weather', days='2')}\n\nDone <b>\n",
+    "<tool_call>\n{oops}</tool_call>\n<function=now>\n</function>\n<function=no <tool_call> \n<tool_call>",
+]
+
+
+@pytest.mark.parametrize("text", _SAMPLES)
+def test_every_single_cut_and_one_character_chunks_give_the_whole_text_answer(text: str) -> None:
+    whole = split_tool_calls(text, TOOLS)
+    assert joined(whole) == text
+    assert streamed(list(text)) == whole
+    for cut in range(len(text) + 1):
+        assert streamed([text[:cut], text[cut:]]) == whole, cut
+
+
 _LIMITS = st.sampled_from([MAX_BLOCK_CHARS, 1, 12, 40, 90])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(case=_chunked(), limit=_LIMITS)
 def test_any_chunking_gives_the_whole_text_answer_and_loses_nothing(case: tuple[str, list[str]], limit: int) -> None:
     text, chunks = case
@@ -329,7 +372,7 @@ def test_any_chunking_gives_the_whole_text_answer_and_loses_nothing(case: tuple[
     assert all(a[0] != "text" or b[0] != "text" for a, b in itertools.pairwise(whole))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(case=_chunked())
 def test_held_back_is_a_possible_tag_start_or_an_open_block(case: tuple[str, list[str]]) -> None:
     _, chunks = case
