@@ -41,10 +41,10 @@ Rules (tags are matched exactly, lower case, as the templates write them):
    does); the rest is the value as written.
 5. XML values are coerced by the tool's JSON schema ``properties[KEY]`` (its ``type``, a list of types, or the types
    of its ``anyOf`` / ``oneOf``): ``string`` (or no declared type, or an unknown key) keeps the text; otherwise the
-   stripped text is read as JSON and kept if it fits a declared type: ``integer`` (``"30"`` → 30), ``number``
-   (finite), ``boolean`` (``true``/``false``, any case), ``null`` (``null``, also beside ``string``), ``object``,
-   ``array``. **A value that fits no declared type stays a string**, with a warning (the tool's own validation
-   then reports it; vLLM keeps such values as strings too).
+   stripped text is read as JSON and kept if it fits a declared type: ``integer`` (``"30"`` → 30, ``"3.0"`` → 3),
+   ``number`` (finite), ``boolean`` (``true``/``false``, any case), ``null`` (``null``, also beside ``string``),
+   ``object``, ``array``. **A value that fits no declared type stays a string**, with a warning (the tool's own
+   validation then reports it; vLLM keeps such values as strings too).
 6. A block that is not valid (rules 3-4), names a tool not in ``tools``, is still open at the end of the text, or is
    longer than ``max_block_chars`` is kept as text exactly as written, with a warning on the
    ``agent_framework.qwen3.selfhosted`` logger saying why. Nothing is ever dropped.
@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -274,9 +275,10 @@ class ToolCallTextSplitter:
             found = data.find(close, pos)
             end = -1 if found == -1 else found + len(close)
         if end == -1:
-            self._parts.append(data[pos:])
-            self._size += len(data) - pos
-            self._tail = (self._tail + data[pos:][-(len(close) - 1) :])[-(len(close) - 1) :]
+            rest = data[pos:]
+            self._parts.append(rest)
+            self._size += len(rest)
+            self._tail = (self._tail + rest[-(len(close) - 1) :])[-(len(close) - 1) :]
             if self._size >= self.max_block_chars:
                 raw = "".join(self._parts)
                 _warn(f"is longer than max_block_chars={self.max_block_chars}", raw[len(self._lead) :])
@@ -453,8 +455,10 @@ def _fits(value: Any, kind: str) -> bool:
     """``value`` (read from JSON) is of the JSON-schema type ``kind``."""
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "number":  # 1e400 reads as inf
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and math.isfinite(value)
+        )
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "object":
@@ -479,6 +483,8 @@ def _coerce(value: str, schema: Any, tool: str, key: str) -> Any:
     except (ValueError, RecursionError):
         parsed = value
     else:
+        if isinstance(parsed, float) and parsed.is_integer() and "integer" in types and "number" not in types:
+            parsed = int(parsed)  # 3.0 is an integer to JSON Schema
         if any(_fits(parsed, kind) for kind in types):
             return parsed
     logger.warning(

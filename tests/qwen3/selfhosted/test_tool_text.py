@@ -194,7 +194,7 @@ def test_xml_values_coerced_by_the_schema() -> None:
     block = xml(
         "get_weather",
         city="New York",
-        days="30",
+        days="30.0",
         celsius="True",
         ratio="0.5",
         hours="[1, 2]",
@@ -233,8 +233,9 @@ def test_xml_string_keeps_inner_newlines_and_spaces_only_the_templates_newlines_
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("days", "thirty"), ("days", "3.5"), ("ratio", "NaN"), ("ratio", "Infinity"), ("celsius", "yes"),
-     ("hours", "[1,"), ("filters", "[]"), ("days", "1" * 5000), ("hours", "[" * 100_000), ("limit", "none")],
+    [("days", "thirty"), ("days", "3.5"), ("ratio", "NaN"), ("ratio", "Infinity"), ("ratio", "1e400"),
+     ("celsius", "yes"), ("hours", "[1,"), ("filters", "[]"), ("days", "1" * 5000), ("hours", "[" * 100_000),
+     ("limit", "none")],
 )  # fmt: skip
 def test_xml_value_that_does_not_fit_stays_a_string_with_a_warning(
     key: str, value: str, caplog: pytest.LogCaptureFixture
@@ -389,3 +390,30 @@ def test_held_back_is_a_possible_tag_start_or_an_open_block(case: tuple[str, lis
             or any(tag.startswith(block) for tag in ("<tool_call>", "<function="))
             or block.startswith(("<tool_call>", "<function="))
         ), held
+
+
+_SCALARS = {
+    "string": st.text(max_size=12).filter(lambda s: all(t not in s for t in ("</parameter>", "<parameter=", "</f"))),
+    "integer": st.integers(-(10**20), 10**20),
+    "number": st.floats(allow_nan=False, allow_infinity=False) | st.integers(-5, 5),
+    "boolean": st.booleans(),
+    "null": st.none(),
+    "array": st.lists(st.integers() | st.text(max_size=4), max_size=3),
+    "object": st.dictionaries(st.text(max_size=4), st.integers() | st.booleans(), max_size=3),
+}
+_ARGUMENTS = st.dictionaries(
+    st.sampled_from(["a", "b_2", "city", "days", "x", "long_parameter_name"]),
+    st.sampled_from(sorted(_SCALARS)).flatmap(lambda kind: st.tuples(st.just(kind), _SCALARS[kind])),
+    max_size=5,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(arguments=_ARGUMENTS)
+def test_arguments_written_in_either_format_come_back(arguments: dict[str, tuple[str, Any]]) -> None:
+    """What the templates write (XML: strings as they are, other values as JSON) reads back as the same arguments."""
+    values = {key: value for key, (_, value) in arguments.items()}
+    tools = {"tool": {"type": "object", "properties": {key: {"type": kind} for key, (kind, _) in arguments.items()}}}
+    written = {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
+    for block in (hermes("tool", values), xml("tool", **written)):
+        assert calls(split_tool_calls(f"x\n{block}\ny", tools)) == [("tool", values)]
