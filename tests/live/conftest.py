@@ -12,6 +12,7 @@ import datetime
 import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,10 +163,18 @@ class Live:
     def thinking_client(self) -> Any:
         return self.client("thinking", model=self.provider.thinking_model)
 
+    def embedding_client(self, scenario: str, model: str, **kwargs: Any) -> Any:
+        """DashScope's ``QwenEmbeddingClient`` through the recording proxy, recording under ``scenario``."""
+        from qwen3 import QwenEmbeddingClient
 
-@pytest.fixture(params=PROVIDERS)
-def live(request: pytest.FixtureRequest) -> Iterator[Live]:
-    provider = providers()[request.param]
+        self.proxy.scenario = scenario
+        return QwenEmbeddingClient(model=model, api_key=self.api_key, base_url=self.proxy.base_url, **kwargs)
+
+
+@contextmanager
+def live_session(name: str) -> Iterator[Live]:
+    """One provider's live session (skipped, saying why, without its key), recording under today's folder."""
+    provider = providers()[name]
     api_key = provider.setting(provider.keys)
     if not api_key:
         pytest.skip(f"{provider.name}: no key; set {' or '.join(provider.keys)} to run it live")
@@ -173,3 +182,16 @@ def live(request: pytest.FixtureRequest) -> Iterator[Live]:
     folder = RECORDINGS / provider.name / datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     with RecordingProxy(provider.name, upstream, folder, secrets=[api_key]) as proxy:
         yield Live(provider, proxy, api_key, provider.setting(provider.models) or provider.default_model)
+
+
+@pytest.fixture(params=PROVIDERS)
+def live(request: pytest.FixtureRequest) -> Iterator[Live]:
+    with live_session(request.param) as session:
+        yield session
+
+
+@pytest.fixture(params=["dashscope"])
+def live_dashscope(request: pytest.FixtureRequest) -> Iterator[Live]:
+    """DashScope alone (its embedding scenarios); the test id says ``[dashscope]`` like the others'."""
+    with live_session(request.param) as session:
+        yield session

@@ -3,7 +3,10 @@ client makes of it is compared with what the recorded bytes say, read here by a 
 written from the providers' API references (independent of the clients' own parsers):
 
 * DashScope: ``output.choices[0].message`` (``content`` a string or ``[{"text": …}]``, ``tool_calls``), JSON or
-  ``data:`` events (incremental), an error as ``code`` / ``message`` (Model Studio: Qwen API reference);
+  ``data:`` events (incremental), an error as ``code`` / ``message`` (Model Studio: Qwen API reference); an
+  embedding answer's ``output.embeddings[].embedding`` in ``text_index`` / ``index`` order (Model Studio: "Text
+  embedding synchronous API", "Multimodal embedding API details"), replayed to ``QwenEmbeddingClient`` with the
+  recorded request's values and parameters;
 * OpenAI Chat Completions: ``choices[0].message`` or ``choices[0].delta`` (``content``, ``tool_calls``);
 * Anthropic Messages: ``content`` blocks (``text``, ``tool_use``) or ``content_block_start`` /
   ``content_block_delta`` (``text_delta``) events, ``error`` events;
@@ -19,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from agent_framework.exceptions import ChatClientException
+from agent_framework import Content
+from agent_framework.exceptions import ChatClientException, IntegrationException
 
 from tests.live.conftest import PROVIDERS, Provider, providers
 from tests.live.recorder import Exchange, ReplayServer
@@ -32,6 +36,8 @@ class Expected:
     text: str = ""
     calls: list[str] = field(default_factory=list)
     error: bool = False
+    vectors: list[list[float]] = field(default_factory=list)
+    """An embedding answer's vectors, in input order."""
 
 
 def _events(body: str) -> list[Any]:
@@ -69,6 +75,9 @@ def expected(provider: str, exchange: Exchange) -> Expected:
         if provider == "dashscope":
             if doc.get("code") and "output" not in doc:
                 out.error = True
+            rows = (doc.get("output") or {}).get("embeddings") or []
+            ordered = sorted(rows, key=lambda row: row.get("text_index", row.get("index", 0)))
+            out.vectors += [row.get("embedding") or [] for row in ordered]
             for choice in (doc.get("output") or {}).get("choices") or []:
                 message = choice.get("message") or {}
                 content = message.get("content")
@@ -115,10 +124,53 @@ async def _ask(client: Any, stream: bool) -> Any:
     return await client.get_response("replay")
 
 
+def is_embedding(provider: str, exchange: Exchange) -> bool:
+    return provider == "dashscope" and "/services/embeddings/" in exchange.url
+
+
+def embedding_request(exchange: Exchange) -> tuple[str, list[Any], dict[str, Any]]:
+    """The model, values and options that make ``QwenEmbeddingClient`` send the recorded request's body again."""
+    body = exchange.request_json() or {}
+    given = body.get("input") or {}
+    values: list[Any] = []
+    for item in given.get("texts", given.get("contents")) or []:
+        kind, value = ("text", item) if isinstance(item, str) else next(iter(item.items()))
+        if kind == "text":
+            values.append(value)
+        else:
+            found = re.match(r"data:([^;,]+)", value)
+            values.append(Content.from_uri(value, media_type=found.group(1) if found else f"{kind}/png"))
+    names = {"dimension": "dimensions", "text_type": "text_type", "output_type": "output_type", "instruct": "instruct"}
+    options = {names[k]: v for k, v in (body.get("parameters") or {}).items() if k in names}
+    return str(body.get("model")), values, options
+
+
+async def replay_embedding(exchange: Exchange, want: Expected) -> None:
+    """``replay`` for an embedding exchange: the recorded values sent again, the vectors (or a MAF exception)
+    compared with the recorded ones."""
+    from qwen3 import QwenEmbeddingClient
+
+    model, values, options = embedding_request(exchange)
+    with ReplayServer(exchange) as server:
+        client = QwenEmbeddingClient(
+            model=model, api_key="sk-replay", base_url=server.root_url + "/api/v1", max_retries=0
+        )
+        async with client:
+            if want.error:
+                with pytest.raises(IntegrationException):
+                    await client.get_embeddings(values, options=options)  # type: ignore[arg-type]
+                return
+            result = await client.get_embeddings(values, options=options)  # type: ignore[arg-type]
+    assert [e.vector for e in result] == want.vectors, exchange.name
+
+
 async def replay(provider: str, exchange: Exchange, want: Expected | None = None) -> None:
     """Serve ``exchange``'s response to the provider's client and check the client read it as recorded (or as
     ``want`` says)."""
     want = want or expected(provider, exchange)
+    if is_embedding(provider, exchange):
+        await replay_embedding(exchange, want)
+        return
     with ReplayServer(exchange) as server:
         base_url = server.root_url + ("/api/v1" if provider == "dashscope" else "/v1" if provider == "openai" else "")
         config = provider_config(provider)

@@ -7,12 +7,14 @@ made of the answer (MAF contents, finish reason, parsed value, exception type), 
 
 from __future__ import annotations
 
+import json
+import math
 import struct
 import zlib
 
 import pytest
 from agent_framework import Agent, Content, Message, tool
-from agent_framework.exceptions import ChatClientException
+from agent_framework.exceptions import ChatClientException, IntegrationInvalidRequestException
 from pydantic import BaseModel
 
 from tests.live.conftest import Live
@@ -109,3 +111,57 @@ async def test_wrong_model(live: Live) -> None:
     assert live.api_key not in str(caught.value)
     assert live.proxy.exchanges
     assert live.proxy.exchanges[-1].status >= 400 or "error" in live.proxy.exchanges[-1].response_body
+
+
+# -- DashScope's embeddings (QwenEmbeddingClient): the text and multimodal endpoints, and an error
+
+NOTES = [f"Session {day}: volume was light and the index closed flat" for day in range(1, 24)]
+NOTES[0] = "The cat sleeps on the warm windowsill"
+NOTES[14] = "A cat is sleeping on the sunny windowsill"  # near NOTES[0] in meaning, sent in another call
+NOTES[22] = "Quarterly corporate income tax filing deadline"
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+async def test_embeddings_text_batch(live_dashscope: Live) -> None:
+    """23 texts for text-embedding-v4 (10 rows a call): three calls of 10, 10 and 3 with the size and text type
+    asked, the vectors back in input order (a paraphrase sent in another call lands next to its original)."""
+    client = live_dashscope.embedding_client("embed-text", "text-embedding-v4", max_retries=0)
+    result = await client.get_embeddings(NOTES, options={"dimensions": 256, "text_type": "document"})
+    sent = [json.loads(e.request_body) for e in live_dashscope.proxy.exchanges]
+    assert [len(body["input"]["texts"]) for body in sent] == [10, 10, 3]
+    assert [t for body in sent for t in body["input"]["texts"]] == NOTES
+    assert all(body["parameters"] == {"dimension": 256, "text_type": "document"} for body in sent)
+    assert len(result) == len(NOTES)
+    assert {len(e.vector) for e in result} == {256}
+    assert cosine(result[0].vector, result[14].vector) > cosine(result[0].vector, result[22].vector)
+    assert result.usage
+    assert result.usage.get("total_token_count")
+
+
+async def test_embeddings_multimodal(live_dashscope: Live) -> None:
+    """A text and an inline PNG in one call to the multimodal endpoint: one vector each, of one size, typed."""
+    image = Content.from_data(solid_png((220, 20, 20), size=128), media_type="image/png")
+    client = live_dashscope.embedding_client("embed-multimodal", "tongyi-embedding-vision-plus", max_retries=0)
+    result = await client.get_embeddings(["a solid red square", image], options={"dimensions": 512})
+    (exchange,) = live_dashscope.proxy.exchanges
+    assert exchange.url.endswith("/services/embeddings/multimodal-embedding/multimodal-embedding")
+    assert [e.additional_properties.get("type") for e in result] == ["text", "image"]
+    assert {len(e.vector) for e in result} == {512}
+
+
+async def test_embeddings_errors(live_dashscope: Live) -> None:
+    """A size the model does not make is refused before sending; a model DashScope does not know is its error,
+    a MAF exception without the key."""
+    client = live_dashscope.embedding_client("embed-error", "text-embedding-v4", max_retries=0)
+    with pytest.raises(IntegrationInvalidRequestException, match="not 100"):
+        await client.get_embeddings(["hi"], options={"dimensions": 100})
+    assert not live_dashscope.proxy.exchanges
+    with pytest.raises(IntegrationInvalidRequestException) as caught:
+        await client.get_embeddings(["hi"], options={"model": "text-embedding-v4-no-such-model"})
+    assert live_dashscope.api_key not in str(caught.value)
+    (exchange,) = live_dashscope.proxy.exchanges
+    assert exchange.status >= 400

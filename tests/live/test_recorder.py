@@ -20,12 +20,12 @@ from clients.anthropic.testing import AnthropicEmulator
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import RecordedRequest, Reply, ToolCall
-from qwen3 import QwenChatClient
+from qwen3 import QwenChatClient, QwenEmbeddingClient
 from qwen3.testing import DashScopeEmulator
 from tests.conftest import PNG
 from tests.live.conftest import providers, selects_live
 from tests.live.recorder import MASK, Masker, RecordingProxy, read_recordings
-from tests.live.replay import Expected, expected, replay
+from tests.live.replay import Expected, expected, is_embedding, replay
 
 KEY = "sk-live-FAKE-0123456789abcdef"
 WRONG = "sk-live-WRONG-fedcba9876543210"
@@ -120,6 +120,28 @@ async def test_replay_can_fail(tmp_path: Path) -> None:
         await replay("dashscope", exchange, want=Expected(text="the recorded answer", calls=["f"]))
 
 
+async def test_embedding_replay_can_fail(tmp_path: Path) -> None:
+    """An embedding exchange replays to the recorded vectors, in order; other vectors, or an error, fail."""
+    with (
+        DashScopeEmulator(api_key=KEY) as emu,
+        RecordingProxy("dashscope", emu.base_url, tmp_path, secrets=[KEY]) as proxy,
+    ):
+        client = QwenEmbeddingClient(model="tongyi-embedding-vision-plus", api_key=KEY, base_url=proxy.base_url)
+        image = Content.from_data(PNG, media_type="image/png")
+        result = await client.get_embeddings(["a chart", image], options={"dimensions": 64})
+        await client.close()
+    (exchange,) = read_recordings(tmp_path, "dashscope")
+    assert is_embedding("dashscope", exchange)
+    want = expected("dashscope", exchange)
+    assert want.vectors == [e.vector for e in result]
+    assert len(want.vectors) == 2
+    await replay("dashscope", exchange)
+    with pytest.raises(AssertionError):
+        await replay("dashscope", exchange, want=Expected(vectors=want.vectors[::-1]))
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        await replay("dashscope", exchange, want=Expected(error=True))
+
+
 async def test_upload_policy_and_query_key_masked(tmp_path: Path) -> None:
     """The temporary-file upload policy's credentials and a ``key=`` query parameter never reach a file."""
     image = tmp_path / "chart.png"
@@ -192,9 +214,9 @@ def test_a_plain_run_deselects_the_live_tier_even_with_a_key() -> None:
         return run.stdout
 
     plain = collect("tests/live/test_live.py")
-    assert re.search(r"no tests collected \(28 deselected\)", plain), plain[-500:]
+    assert re.search(r"no tests collected \(31 deselected\)", plain), plain[-500:]
     live = collect("-m", "live", "tests/live/test_live.py")
-    assert re.search(r"^28 tests collected", live, re.MULTILINE), live[-500:]
+    assert re.search(r"^31 tests collected", live, re.MULTILINE), live[-500:]
 
 
 def _answers(request: RecordedRequest) -> Reply:
@@ -229,9 +251,10 @@ def test_the_live_scenarios_hold_against_the_emulator(tmp_path: Path) -> None:
         run = subprocess.run(
             [*command, "tests/live/test_live.py"], cwd=root, env=env, capture_output=True, text=True, timeout=150
         )
-    assert re.search(r"^7 passed", run.stdout.splitlines()[-1]), run.stdout[-3000:]
+    assert re.search(r"^10 passed", run.stdout.splitlines()[-1]), run.stdout[-3000:]
     recorded = read_recordings(tmp_path / "dashscope", "dashscope")
-    assert len(recorded) == 8  # the tool loop asks twice
+    assert len(recorded) == 8 + 5  # the tool loop asks twice; embeddings: 3 calls of a batch, 1 multimodal, 1 error
+    assert sum(is_embedding("dashscope", e) for e in recorded) == 5
     assert any(e.status == 404 or "error" in e.name for e in recorded)
     for exchange in recorded:
         assert KEY not in exchange.request_body + str(exchange.request_headers)
