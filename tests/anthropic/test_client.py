@@ -787,7 +787,14 @@ async def test_read_timeout_of_a_non_streamed_request(emu: AnthropicEmulator) ->
     client = claude(emu, timeout=0.2)
     with pytest.raises(ChatClientException, match=r"did not answer within timeout=0.2 s"):
         await client.get_response(hi())
-    assert len(emu.requests) == 1  # a read timeout is not retried: the request may be running
+    # A read timeout is not retried: the request may be running. On a loaded machine the emulator's thread may
+    # record the request only after the client gave up, so wait for it (bounded) before counting.
+    for _ in range(250):  # at most 5 s
+        if emu.requests:
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)  # room for a (wrong) retry to arrive
+    assert len(emu.requests) == 1
 
 
 async def test_connection_refused_is_retried_then_reported() -> None:
