@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -29,6 +30,8 @@ class Hostile(BaseHTTPRequestHandler):
             return
         self.send_response(200)
         self.send_header("content-type", "application/json")
+        if self.mode == "dashscope":  # what DashScope's gateway adds to every answer
+            self.send_header("x-dashscope-call-gateway", "true")
         self.end_headers()
         try:
             if self.mode == "flood":  # far more than a model list, without an end in sight
@@ -45,10 +48,10 @@ class Hostile(BaseHTTPRequestHandler):
             pass
 
 
-@pytest.fixture(params=["flood", "trickle", "html"])
-def hostile(request: pytest.FixtureRequest) -> Iterator[str]:
-    handler = type("Handler", (Hostile,), {"mode": request.param})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+@contextmanager
+def serving(mode: str) -> Iterator[str]:
+    """A hostile host in ``mode`` on a loopback port: its ``/v1`` base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (Hostile,), {"mode": mode}))
     server.daemon_threads, server.block_on_close = True, False  # a trickling handler is not waited for
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -60,6 +63,12 @@ def hostile(request: pytest.FixtureRequest) -> Iterator[str]:
         thread.join(5)
 
 
+@pytest.fixture(params=["flood", "trickle", "html"])
+def hostile(request: pytest.FixtureRequest) -> Iterator[str]:
+    with serving(request.param) as url:
+        yield url
+
+
 async def test_a_hostile_models_answer_ends_in_a_clear_error(hostile: str) -> None:
     client = RawSelfHostedQwenChatClient(model="m", base_url=hostile, retry_policy=FAST, timeout=1)
     started = time.monotonic()
@@ -68,3 +77,10 @@ async def test_a_hostile_models_answer_ends_in_a_clear_error(hostile: str) -> No
     assert time.monotonic() - started < 10
     assert "/v1/models" in str(info.value)
     assert "/api/version: HTTP 404" in str(info.value)
+
+
+async def test_a_dashscope_gateway_points_at_qwen_chat_client() -> None:
+    with serving("dashscope") as url:
+        client = RawSelfHostedQwenChatClient(model="qwen-plus", base_url=url, retry_policy=FAST)
+        with pytest.raises(ChatClientInvalidRequestException, match="QwenChatClient"):
+            await ask(client)
