@@ -271,7 +271,7 @@ async def main(repeats: int, floor_only: bool) -> None:
 async def _run(base_url: str, repeats: int, floor_only: bool) -> None:
     ours = QwenChatClient(model="qwen-vl-max", api_key=KEY, base_url=base_url, max_retries=0, connect_timeout=CONNECT)
     bare = RawQwenChatClient(model="qwen-plus", api_key=KEY, base_url=base_url, max_retries=0, connect_timeout=CONNECT)
-    raw, floor_sdk = _sdk(base_url), _sdk(base_url)
+    raw, floor_sdk = raw_sdk(base_url), raw_sdk(base_url)
     floor = FloorChatClient(sdk=floor_sdk, model="qwen-plus")
     bare_floor = RawFloorChatClient(sdk=floor_sdk, model="qwen-plus")
     conversation = reference_conversation()
@@ -474,7 +474,7 @@ async def _run(base_url: str, repeats: int, floor_only: bool) -> None:
         print(f"| {name} | {value:.2f} | {goal} | {'yes' if _met(value, goal) else 'NO'} |")
 
 
-def _sdk(base_url: str) -> dashscope.AsyncClient:
+def raw_sdk(base_url: str) -> dashscope.AsyncClient:
     """The raw SDK's client, given ``CONNECT`` seconds to connect like ours."""
     sdk = dashscope.AsyncClient(api_key=KEY, base_url=base_url, max_retries=0)
     sdk.transport.http_client.timeout = httpx.Timeout(300.0, connect=CONNECT)  # 300 s: the SDK's default
@@ -484,14 +484,6 @@ def _sdk(base_url: str) -> dashscope.AsyncClient:
 def print_floor(burst: dict[str, list[tuple[float, float]]], many: dict[str, list[tuple[float, float]]]) -> None:
     """Ours ÷ the MAF floor for the burst stream's client CPU and the concurrent streams' throughput, with the
     raw-SDK ratios beside them: medians of the per-round ratios, the middle half of the rounds in brackets."""
-
-    def per_round(runs: dict[str, list[tuple[float, float]]], which: int, over: str, under: str) -> list[float]:
-        return [a[which] / b[which] for a, b in zip(runs[over], runs[under], strict=True)]
-
-    def shown(ratios: list[float]) -> str:
-        low, _, high = statistics.quantiles(ratios, n=4)
-        return f"{statistics.median(ratios):.2f} ({low:.2f}–{high:.2f})"
-
     rows = [  # CPU ratios are cost (ours ÷ side); throughput ratios are the side's wall ÷ ours
         ("burst stream: client CPU", 1, [(OURS, FLOOR), (OURS, RAW), (FLOOR, RAW)], burst, "≤ 0.90"),
         ("100 concurrent streams: throughput", 0, [(FLOOR, OURS), (RAW, OURS), (RAW, FLOOR)], many, "≥ 1.05"),
@@ -500,9 +492,21 @@ def print_floor(burst: dict[str, list[tuple[float, float]]], many: dict[str, lis
     print("| job | ours ÷ MAF floor | target | met | ours ÷ raw SDK | MAF floor ÷ raw SDK |")
     print("|---|---|---|---|---|---|")
     for job, which, pairs, runs, goal in rows:
-        (floor, *beside) = [per_round(runs, which, over, under) for over, under in pairs]
+        (floor, *beside) = [round_ratios(runs[over], runs[under], which) for over, under in pairs]
         met = "MET" if _met(statistics.median(floor), goal) else "NOT MET"
         print(f"| {job} | {shown(floor)} | {goal} | {met} | {' | '.join(shown(r) for r in beside)} |")
+
+
+def round_ratios(over: list[tuple[float, float]], under: list[tuple[float, float]], which: int) -> list[float]:
+    """Per round, ``over`` ÷ ``under`` of wall (``which=0``) or CPU (1) time: the runs of one round were back to
+    back, so the machine's load weighs on both alike."""
+    return [a[which] / b[which] for a, b in zip(over, under, strict=True)]
+
+
+def shown(ratios: list[float]) -> str:
+    """The median of ``ratios`` and, in brackets, the middle half of them."""
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return f"{statistics.median(ratios):.2f} ({low:.2f}–{high:.2f})"
 
 
 def _met(value: float, goal: str) -> bool:
