@@ -64,6 +64,7 @@ so the work is linear in the stream's length whatever the chunking.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import math
@@ -185,11 +186,11 @@ class ToolCallTextSplitter:
     def _reset(self) -> None:
         self._state: _State = "text"
         self._held = ""  # "text": a suffix that may start a block; "overflow": a partial closing tag
-        self._parts: list[str] = []  # "block": the block so far (its leading "\n", opening tag, body)
-        self._size = 0  # "block": characters in _parts from the opening tag on
+        self._body = io.StringIO()  # "block": the block so far (its leading "\n", opening tag, body)
+        self._size = 0  # "block": characters in _body from the opening tag on
         self._lead = ""  # "block": "\n" when the template's newline precedes the opening tag
         self._close = TOOL_CALL_CLOSE  # "block" / "overflow": the tag that ends the block
-        self._tail = ""  # "block": the last characters of _parts, where a closing tag may have begun
+        self._tail = ""  # "block": the last characters of _body, where a closing tag may have begun
         self._pending: ToolTextPiece | None = None  # "after": the decided block, waiting for its "\n"
 
     def feed(self, chunk: str) -> list[ToolTextPiece]:
@@ -214,7 +215,7 @@ class ToolCallTextSplitter:
         """End of the stream: release everything held (an open block as text, with a warning) and reset."""
         out: list[ToolTextPiece] = []
         if self._state == "block":
-            raw = "".join(self._parts)
+            raw = self._body.getvalue()
             _warn("is still open at the end of the text", raw[len(self._lead) :])
             _add(out, ("text", raw))
         elif self._pending is not None:
@@ -232,7 +233,8 @@ class ToolCallTextSplitter:
                 start = at - 1 if at > pos and data[at - 1] == "\n" else at
                 _add(out, ("text", data[pos:start]))
                 self._state, self._close, self._lead = "block", close, data[start:at]
-                self._parts, self._size, self._tail = [self._lead], 0, ""
+                self._body, self._size, self._tail = io.StringIO(self._lead), 0, ""
+                self._body.seek(len(self._lead))
                 return at
             if close is None:  # undecided until more arrives: hold it, with the "\n" before it
                 start = at - 1 if at > pos and data[at - 1] == "\n" else at
@@ -276,19 +278,19 @@ class ToolCallTextSplitter:
             end = -1 if found == -1 else found + len(close)
         if end == -1:
             rest = data[pos:]
-            self._parts.append(rest)
+            self._body.write(rest)
             self._size += len(rest)
             self._tail = (self._tail + rest[-(len(close) - 1) :])[-(len(close) - 1) :]
             if self._size >= self.max_block_chars:
-                raw = "".join(self._parts)
+                raw = self._body.getvalue()
                 _warn(f"is longer than max_block_chars={self.max_block_chars}", raw[len(self._lead) :])
                 _add(out, ("text", raw[: len(raw) - len(self._tail)]))
-                self._state, self._held, self._parts = "overflow", self._tail, []
+                self._state, self._held, self._body = "overflow", self._tail, io.StringIO()
             return len(data)
-        self._parts.append(data[pos:end])
+        self._body.write(data[pos:end])
         self._size += end - pos
-        raw = "".join(self._parts)
-        self._parts, self._tail = [], ""
+        raw = self._body.getvalue()
+        self._body, self._tail = io.StringIO(), ""
         if self._size > self.max_block_chars:
             _warn(f"is longer than max_block_chars={self.max_block_chars}", raw[len(self._lead) :])
             _add(out, ("text", raw))
