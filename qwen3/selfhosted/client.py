@@ -87,6 +87,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
             raise ValueError(f"server must be 'vllm', 'sglang', 'ollama' or None (detected), not {given!r}.")
         self._given_server: Server | None = given  # type: ignore[assignment]
         self._profile: ServerProfile | None = None
+        self._prefilled = False  # a stream showed a lone </think>: the template opens the block, no reasoning parser
         self.max_model_len: int | None = None
         """The context length the server reports for its model (vLLM, SGLang), once detected."""
 
@@ -119,6 +120,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         Raises:
             ChatClientInvalidRequestException: ``server=`` and the server differ, nothing was given and the server
                 cannot be told, or the URL is DashScope's.
+            ChatClientInvalidAuthException: the server refused the key.
             ChatClientException: the server cannot be reached.
         """
         if self._profile is None:
@@ -176,13 +178,16 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
             tools=tool_schemas(options),
             may_think=options.get("enable_thinking") is not False,
             split=options.get("split_think") is not False,
+            prefilled=self._prefilled,
         )
 
     def _parse_stream_event(
         self, event: Mapping[str, Any] | str, state: StreamState, request: ProviderRequest
     ) -> ChatResponseUpdate | None:
         assert isinstance(state, SelfHostedStreamState)  # made by _stream_state
-        return parse_stream_event(event, state, model=request.model)
+        update = parse_stream_event(event, state, model=request.model)
+        self._prefilled = self._prefilled or state.lone_close
+        return update
 
     def _exception(self, failure: Failure, request: ProviderRequest) -> ChatClientException:
         """The server's error answer, named after the server (the OpenAI error shape is read the same)."""

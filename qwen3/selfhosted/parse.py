@@ -3,10 +3,14 @@ server left them.
 
 - Reasoning: ``reasoning`` (vLLM ≥ 0.11, Ollama) or ``reasoning_content`` (SGLang, older vLLM), read by the OpenAI
   parser; or ``<think>…</think>`` in the answer when the server runs no reasoning parser, split by
-  ``clients.core.think``. Qwen3.5+ templates put ``<think>`` in the prompt, so only ``</think>`` is generated
-  (docs.vllm.ai ``vllm/reasoning/qwen3_reasoning_parser``): while a request may think and no reasoning field has
-  arrived, text before a first ``</think>`` is reasoning (``split_think``'s missing-open rule), so such a stream
-  holds its text until the first tag (or its end); otherwise only an answer that opens with ``<think>`` is split.
+  ``clients.core.think``. Qwen3.5+ (and Qwen3 Thinking-2507) templates put ``<think>`` in the prompt, so only
+  ``</think>`` is generated (docs.vllm.ai ``vllm/reasoning/qwen3_reasoning_parser``). In a whole answer to a request
+  that may think, with no reasoning field, text before a first ``</think>`` is reasoning (``split_think``'s
+  missing-open rule). A stream cannot know that before the tag arrives, and holding every answer until its end would
+  stop streaming for every model that answers without thinking; so a stream sends text as it comes, ``<think>``
+  blocks split out, and a lone ``</think>`` is dropped with a warning: what came before it was reasoning, sent as
+  text. From then on (`SelfHostedStreamState.prefilled`, kept by the client) the client's streams hold their text
+  until the first tag, and split it as a whole answer is split.
 - Tool calls: a Qwen3 tool call the server's tool parser missed arrives as text, in the answer or in the reasoning
   (vllm-project/vllm#42021: XML in ``content`` with thinking on). For the tools the request declared (and unless
   ``recover_tool_calls=False``), ``qwen3.selfhosted.tool_text`` turns each ``<tool_call>`` JSON or
@@ -16,6 +20,7 @@ server left them.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,13 +30,23 @@ from typing import Any
 from agent_framework import ChatResponse, ChatResponseUpdate, Content
 
 from clients.core.conversion import as_list, function_spec, text_delta
-from clients.core.think import LeadingThinkSplitter, ThinkPiece, ThinkSplitter, split_leading_think, split_think
+from clients.core.think import (
+    CLOSE,
+    OPEN,
+    LeadingThinkSplitter,
+    ThinkPiece,
+    ThinkSplitter,
+    split_leading_think,
+    split_think,
+)
 from clients.openai.parse import StreamState
 from clients.openai.parse import parse_response as openai_response
 from clients.openai.parse import parse_stream_event as openai_stream_event
 from qwen3.selfhosted.tool_text import ToolCallTextSplitter, ToolSchemas, ToolTextPiece, split_tool_calls
 
 __all__ = ["SelfHostedStreamState", "parse_response", "parse_stream_event", "tool_schemas"]
+
+logger = logging.getLogger("agent_framework.qwen3.selfhosted")
 
 
 def tool_schemas(options: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -132,6 +147,15 @@ class SelfHostedStreamState(StreamState):
     tools: ToolSchemas = field(default_factory=dict)
     may_think: bool = True
     """The request may think (``enable_thinking`` is not False): a lone ``</think>`` may end reasoning."""
+    prefilled: bool = False
+    """An earlier stream showed a lone ``</think>`` (the template opens the block, no reasoning parser): hold the text
+    until the first tag."""
+    lone_close: bool = False
+    """This stream showed a lone ``</think>``."""
+    opened: bool = False
+    """This stream's answer opened a ``<think>`` block."""
+    tail: str = ""
+    """The end of the answer so far, to find a tag cut over two chunks."""
     split: bool = True
     think_text: ThinkSplitter | LeadingThinkSplitter | None = None
     field_seen: bool = False
@@ -160,13 +184,41 @@ def _pieces(state: SelfHostedStreamState, kind: str, text: str, final: bool) -> 
     return out
 
 
+def _splitter(state: SelfHostedStreamState) -> ThinkSplitter | LeadingThinkSplitter:
+    """The ``<think>`` splitter for a stream's answer (the module docstring says why)."""
+    if not state.may_think or state.field_seen:
+        return LeadingThinkSplitter()  # the server splits reasoning, or the request does not think
+    return ThinkSplitter(detect_missing_open=state.prefilled)
+
+
+def _watch(state: SelfHostedStreamState, text: str) -> None:
+    """Note a ``</think>`` before any ``<think>`` in the answer (tags cut over chunks included), with a warning."""
+    window = state.tail + text
+    state.tail = window[-len(CLOSE) :]
+    if state.lone_close or state.opened:
+        return
+    opened, closed = window.find(OPEN), window.find(CLOSE)
+    if closed != -1 and (opened == -1 or closed < opened):
+        state.lone_close = True
+        logger.warning(
+            "The server sent </think> without <think>: the chat template opens the reasoning block in the prompt and "
+            "the server runs no reasoning parser, so this stream's reasoning arrived as text. Start the server with "
+            "a reasoning parser (vLLM, SGLang: --reasoning-parser qwen3); until then this client holds streamed "
+            "text until the first tag."
+        )
+    elif opened != -1:
+        state.opened = True
+
+
 def _answer_pieces(state: SelfHostedStreamState, text: str, final: bool) -> list[ThinkPiece]:
     if not state.split:
         return [("text", text)] if text else []
     if state.think_text is None:
         if not text and final:
             return []
-        state.think_text = ThinkSplitter() if state.may_think and not state.field_seen else LeadingThinkSplitter()
+        state.think_text = _splitter(state)
+    if text and isinstance(state.think_text, ThinkSplitter) and not state.prefilled:
+        _watch(state, text)
     pieces = state.think_text.feed(text) if text else []
     return [*pieces, *state.think_text.flush()] if final else pieces
 

@@ -33,7 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidAuthException,
+    ChatClientInvalidRequestException,
+)
 
 from clients.core.errors import redact
 
@@ -173,6 +177,7 @@ async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_T
 
     Raises:
         ChatClientInvalidRequestException: the URL is DashScope's (it points at ``QwenChatClient``).
+        ChatClientInvalidAuthException: the server refused the key (401 or 403 to ``/models``).
         ChatClientException: neither GET reached the server (a connection failure, not a "could not tell").
     """
     import httpx2  # the openai SDK's HTTP library (the openai extra), loaded with the client, not with this module
@@ -180,6 +185,11 @@ async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_T
     headers = {"Authorization": f"Bearer {api_key}"}
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout), headers=headers, follow_redirects=False) as http:
         models, models_status, seen_models = await _get_json(http, f"{base_url}/models", timeout)
+        if models_status in (401, 403):
+            raise ChatClientInvalidAuthException(
+                f"{base_url} refused the API key ({seen_models}): pass the key the server was started with as "
+                "api_key= (vLLM and SGLang: --api-key), or QWEN_SELFHOSTED_API_KEY."
+            )
         found = _from_models(models)
         if found is not None:
             return ServerInfo(found.server, found.max_model_len, seen_models)
