@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,6 +230,19 @@ def _loopback_trust(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
         return
     monkeypatch.setenv("SSL_CERT_FILE", request.getfixturevalue("_ca_bundle"))
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(
+    file_path: Path, parent: pytest.Collector
+) -> Generator[None, list[pytest.Collector], list[pytest.Collector]]:
+    """The documentation whose Python blocks run is README.md and docs/*.md (``--markdown-docs``); the plugin would
+    also import every test module and walk its docstrings for fenced blocks (there are none), a second or more of
+    collection in each worker."""
+    collectors: list[pytest.Collector] = yield
+    if file_path.suffix != ".py":
+        return collectors
+    return [c for c in collectors if type(c).__name__ != "MarkdownDocstringCodeModule"]
 
 
 SESSION_MARK = "AGENT_FRAMEWORK_QWEN3_TEST_SESSION"
