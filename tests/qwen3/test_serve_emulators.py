@@ -3,6 +3,7 @@ clients at its emulators; the README's own example then runs against it unchange
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -13,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from clients import OpenAIChatCompletionClient
+from qwen3.testing.__main__ import main as serve
 from tests.conftest import PNG
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +62,7 @@ def _readme_example() -> str:
 
 
 @pytest.mark.timeout(120)
-def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path) -> None:
+def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     process, variables = _start_and_read("--api-key", "sk-local")
     try:
         assert variables["DASHSCOPE_API_KEY"] == "sk-local"
@@ -74,11 +77,11 @@ def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path) ->
         assert run.returncode == 0, run.stderr
         assert "[DashScope emulator, model qwen3-vl-plus] You said: What does this chart show?" in run.stdout
 
-        # a peer's client, from the environment alone
-        code = "import asyncio; from clients import OpenAIChatCompletionClient as C; "
-        peer = _python(code + "print(asyncio.run(C(model='gpt-4o').get_response('hello')).text)", tmp_path, env)
-        assert peer.returncode == 0, peer.stderr
-        assert "You said: hello" in peer.stdout
+        # a peer's client, from the environment alone (here, in this process)
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        peer = asyncio.run(OpenAIChatCompletionClient(model="gpt-4o").get_response("hello"))
+        assert "You said: hello" in peer.text
 
         # the printed key is the only one accepted
         wrong = httpx.post(
@@ -115,9 +118,18 @@ def test_dashscope_only_on_a_chosen_port() -> None:
     ("args", "message"),
     [(["--port", "70000"], "--port 70000"), (["--api-key", ""], "--api-key"), (["--port", "x"], "invalid int")],
 )
-def test_bad_options_are_refused(args: list[str], message: str) -> None:
+def test_bad_options_are_refused(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        serve(args)
+    assert refused.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_option_ends_the_process_with_status_2() -> None:
+    """The refusals above, as ``python -m`` gives them: the usage error and exit status 2, nothing served."""
     run = subprocess.run(
-        [sys.executable, "-m", "qwen3.testing", *args], cwd=ROOT, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "qwen3.testing", "--port", "70000"], cwd=ROOT, capture_output=True, text=True, timeout=30
     )
     assert run.returncode == 2
-    assert message in run.stderr
+    assert "--port 70000" in run.stderr
+    assert "Emulators on" not in run.stdout
