@@ -39,12 +39,13 @@ Rules (tags are matched exactly, lower case, as the templates write them):
    next ``<parameter=`` or ``</function>``: vLLM's parser accepts both). A repeated key or other text between
    parameters makes the block invalid. One ``\\n`` at each end of VALUE is the template's and is dropped (as vLLM
    does); the rest is the value as written.
-5. XML values are coerced by the tool's JSON schema ``properties[KEY]`` (its ``type``, a list of types, or the types
-   of its ``anyOf`` / ``oneOf``): ``string`` (or no declared type, or an unknown key) keeps the text; otherwise the
-   stripped text is read as JSON and kept if it fits a declared type: ``integer`` (``"30"`` → 30, ``"3.0"`` → 3),
-   ``number`` (finite), ``boolean`` (``true``/``false``, any case), ``null`` (``null``, also beside ``string``),
-   ``object``, ``array``. **A value that fits no declared type stays a string**, with a warning (the tool's own
-   validation then reports it; vLLM keeps such values as strings too).
+5. XML values are coerced by the tool's JSON schema ``properties[KEY]`` (its ``type``, a list of types, the types
+   of its ``anyOf`` / ``oneOf`` / ``allOf``, or of the ``#/$defs/…`` its ``$ref`` names, as pydantic writes nested
+   models): ``string`` (or no declared type, or an unknown key) keeps the text; otherwise the stripped text is read
+   as JSON and kept if it fits a declared type: ``integer`` (``"30"`` → 30, ``"3.0"`` → 3), ``number`` (finite),
+   ``boolean`` (``true``/``false``, any case), ``null`` (``null``, also beside ``string``), ``object``, ``array``.
+   **A value that fits no declared type stays a string**, with a warning (the tool's own validation then reports
+   it; vLLM keeps such values as strings too).
 6. A block that is not valid (rules 3-4), names a tool not in ``tools``, is still open at the end of the text, or is
    longer than ``max_block_chars`` is kept as text exactly as written, with a warning on the
    ``agent_framework.qwen3.selfhosted`` logger saying why. Nothing is ever dropped.
@@ -421,7 +422,7 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
         value = value[1:] if value.startswith("\n") else value
         value = value[:-1] if value.endswith("\n") else value
         field = properties.get(key) if isinstance(properties, Mapping) else None
-        arguments[key] = _coerce(value, field, name, key)
+        arguments[key] = _coerce(value, _types(field, schema), name, key)
 
 
 def _first(text: str, start: int, tags: tuple[str, ...]) -> int:
@@ -433,19 +434,26 @@ def _first(text: str, start: int, tags: tuple[str, ...]) -> int:
 # ------------------------------------------------------------------------------------------------ coercion
 
 
-def _types(schema: Any) -> list[str]:
-    """The JSON types a parameter schema declares (``type``, a list of types, ``anyOf`` / ``oneOf`` members)."""
-    if not isinstance(schema, Mapping):
+def _types(schema: Any, root: Any, depth: int = 0) -> list[str]:
+    """The JSON types a parameter schema declares: ``type`` (one or a list), the members of ``anyOf`` / ``oneOf`` /
+    ``allOf``, and what a local ``$ref`` (``#/$defs/…``, as pydantic writes nested models) points at in ``root``."""
+    if not isinstance(schema, Mapping) or depth > 16:  # deeper is a cycle of $refs
         return []
     declared = schema.get("type")
     types = [declared] if isinstance(declared, str) else []
     if isinstance(declared, list):
         types = [kind for kind in declared if isinstance(kind, str)]
-    for key in ("anyOf", "oneOf"):
+    for key in ("anyOf", "oneOf", "allOf"):
         members = schema.get(key)
         if isinstance(members, list):
             for member in members:
-                types.extend(_types(member))
+                types.extend(_types(member, root, depth + 1))
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target = root
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, Mapping) else None
+        types.extend(_types(target, root, depth + 1))
     return types
 
 
@@ -470,9 +478,8 @@ def _fits(value: Any, kind: str) -> bool:
     return kind == "null" and value is None
 
 
-def _coerce(value: str, schema: Any, tool: str, key: str) -> Any:
-    """Rule 5: the parameter's value as its schema types it; a value that fits no declared type stays a string."""
-    types = _types(schema)
+def _coerce(value: str, types: list[str], tool: str, key: str) -> Any:
+    """Rule 5: the parameter's value as its schema ``types`` it; a value that fits no declared type stays a string."""
     stripped = value.strip()
     if "null" in types and stripped == "null":
         return None

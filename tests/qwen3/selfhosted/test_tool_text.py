@@ -6,11 +6,14 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+from enum import Enum
 from typing import Any
 
 import pytest
+from agent_framework import tool
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from qwen3.selfhosted.tool_text import (
     MAX_BLOCK_CHARS,
@@ -223,6 +226,51 @@ def test_xml_values_coerced_by_the_schema() -> None:
             },
         )
     ]
+
+
+class Mode(str, Enum):
+    CAR = "car"
+    TRAIN = "train"
+
+
+class Stop(BaseModel):
+    city: str
+    nights: int
+
+
+class Trip(BaseModel):
+    stops: list[Stop]
+
+
+@tool
+def plan(trip: Trip, mode: Mode | None = None, budget: float | None = None) -> str:
+    """Plan a trip."""
+    return f"{len(trip.stops)} stops"
+
+
+def test_xml_values_coerced_by_a_maf_tools_schema_with_defs_and_refs() -> None:
+    """MAF writes a pydantic parameter as a ``$ref`` into ``$defs``: the XML value is read as the object it names, and
+    the tool's input model takes the arguments."""
+    block = xml("plan", trip='{"stops": [{"city": "Lyon", "nights": 2}]}', mode="train", budget="120.5")
+    [(name, arguments)] = calls(split_tool_calls(block, {"plan": plan.parameters()}))
+    assert (name, arguments) == (
+        "plan",
+        {"trip": {"stops": [{"city": "Lyon", "nights": 2}]}, "mode": "train", "budget": 120.5},
+    )
+    model = plan.input_model
+    assert model is not None
+    assert model.model_validate(arguments) == model(
+        trip=Trip(stops=[Stop(city="Lyon", nights=2)]), mode=Mode.TRAIN, budget=120.5
+    )
+
+
+def test_refs_that_loop_or_lead_nowhere_leave_the_value_a_string() -> None:
+    schema = {
+        "$defs": {"Loop": {"$ref": "#/$defs/Loop"}, "Count": {"allOf": [{"type": "integer"}]}},
+        "properties": {"a": {"$ref": "#/$defs/Loop"}, "b": {"$ref": "#/$defs/Missing"}, "c": {"$ref": "#/$defs/Count"}},
+    }
+    block = xml("t", a="1", b="2", c="3")
+    assert calls(split_tool_calls(block, {"t": schema})) == [("t", {"a": "1", "b": "2", "c": 3})]
 
 
 def test_xml_string_keeps_inner_newlines_and_spaces_only_the_templates_newlines_go() -> None:
