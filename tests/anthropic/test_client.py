@@ -783,7 +783,7 @@ async def test_early_stream_close_is_seen_by_the_server(emu: AnthropicEmulator) 
 
 
 async def test_read_timeout_of_a_non_streamed_request(emu: AnthropicEmulator) -> None:
-    emu.script(Reply(text="late", delay=0.5))
+    emu.script(Reply(text="late", delay=5))  # far past the timeout, also on a loaded machine
     client = claude(emu, timeout=0.2)
     with pytest.raises(ChatClientException, match=r"did not answer within timeout=0.2 s"):
         await client.get_response(hi())
@@ -793,7 +793,7 @@ async def test_read_timeout_of_a_non_streamed_request(emu: AnthropicEmulator) ->
         if emu.requests:
             break
         await asyncio.sleep(0.02)
-    await asyncio.sleep(0.3)  # room for a (wrong) retry to arrive
+    await asyncio.sleep(0.3)  # room for a (wrong) retry to arrive (FAST's backoff is shorter)
     assert len(emu.requests) == 1
 
 

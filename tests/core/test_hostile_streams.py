@@ -115,7 +115,7 @@ async def test_stream_timeout_bounds_the_whole_stream(provider: str, where: str)
         began = time.monotonic()
         with pytest.raises(ChatClientException, match=r"did not finish within stream_timeout=1 s") as info:
             await _ask_streamed(client)
-    assert time.monotonic() - began < 4
+    assert time.monotonic() - began < 4.5  # stream_timeout=1 s; the opening reply takes 5 s, the trickle forever
     assert ("had been delivered" in str(info.value)) == (where == "mid-stream")
 
 

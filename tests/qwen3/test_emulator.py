@@ -79,10 +79,8 @@ def text_body(messages: list[dict[str, Any]], model: str = "qwen-plus", **parame
 
 
 # -- lifecycle ----------------------------------------------------------------------------------------------
-def test_start_is_fast_and_stop_releases_the_port() -> None:
-    began = time.perf_counter()
+def test_start_serves_and_stop_releases_the_port() -> None:
     emu = DashScopeEmulator().start()
-    assert time.perf_counter() - began < 0.1
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/api/v1", emu.base_url)
     port = emu.port
     assert post(emu, text_body(user("ping"))).status_code == 200
@@ -463,9 +461,9 @@ def test_default_reply_and_models_override() -> None:
         assert post(loose, text_body([{"role": "tool", "content": 1}], model="qwen-vl-max")).status_code == 200
 
 
-def test_large_stream_is_fast(emu: DashScopeEmulator) -> None:
+def test_a_large_stream_arrives_whole(emu: DashScopeEmulator) -> None:
+    """Every one of 4,000 events arrives (how fast is a benchmark's business: benchmarks/run.py streams 2,000)."""
     emu.script(Reply(text="x" * 8000, reasoning="y" * 400, chunks=2000))
-    began = time.perf_counter()
     with httpx.stream(
         "POST",
         emu.base_url + TEXT_PATH,
@@ -475,7 +473,9 @@ def test_large_stream_is_fast(emu: DashScopeEmulator) -> None:
         raw = rsp.read().decode()
     events = parse_sse(raw)
     assert len(events) == 4000
-    assert time.perf_counter() - began < 3
+    messages = [data["output"]["choices"][0]["message"] for *_, data in events]
+    assert "".join(m.get("reasoning_content") or "" for m in messages) == "y" * 400
+    assert "".join(m.get("content") or "" for m in messages) == "x" * 8000
 
 
 # -- validation -----------------------------------------------------------------------------------------------
