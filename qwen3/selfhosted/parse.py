@@ -50,14 +50,18 @@ logger = logging.getLogger("agent_framework.qwen3.selfhosted")
 
 
 def tool_schemas(options: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The function tools a request declared, name → JSON-schema ``parameters``: what may be recovered from text
-    (nothing with ``recover_tool_calls=False``)."""
-    if options.get("recover_tool_calls") is False:
+    """The function tools a request declared and lets the model call, name → JSON-schema ``parameters``: what may be
+    recovered from text (nothing with ``recover_tool_calls=False`` or ``tool_choice="none"``; only the
+    ``allowed_tools`` when the choice names them)."""
+    choice = options.get("tool_choice")
+    mode = choice if isinstance(choice, str) else choice.get("mode") if isinstance(choice, Mapping) else None
+    if options.get("recover_tool_calls") is False or mode == "none":
         return {}
+    allowed = choice.get("allowed_tools") if isinstance(choice, Mapping) else None
     schemas: dict[str, Mapping[str, Any]] = {}
     for tool in as_list(options.get("tools")):
         spec = function_spec(tool)
-        if spec and isinstance(spec.get("name"), str):
+        if spec and isinstance(spec.get("name"), str) and (allowed is None or spec["name"] in allowed):
             parameters = spec.get("parameters")
             schemas[spec["name"]] = parameters if isinstance(parameters, Mapping) else {}
     return schemas

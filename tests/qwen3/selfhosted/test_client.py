@@ -297,11 +297,13 @@ async def test_a_block_that_cannot_be_read_stays_text_with_a_warning(
 
 async def test_no_recovery_without_tools_or_when_switched_off() -> None:
     with SelfHostedQwenEmulator("ollama") as emu:
-        emu.script(Reply(text=CALL), Reply(text=CALL))
+        emu.script(*[Reply(text=CALL)] * 4)
         client = raw_client(emu)
         plain = await ask(client)
         off = await ask(client, tools=[get_weather], recover_tool_calls=False)
-    assert kinds(plain) == kinds(off) == [("text", CALL)]
+        refused = await ask(client, tools=[get_weather], tool_choice="none")
+        other = await ask(client, tools=[get_weather], tool_choice={"mode": "auto", "allowed_tools": []})
+    assert kinds(plain) == kinds(off) == kinds(refused) == kinds(other) == [("text", CALL)]
     assert "recover_tool_calls" not in emu.requests[1].body
 
 
