@@ -5,7 +5,9 @@ README's own examples) runs offline unchanged.
 The DashScope emulator always; the OpenAI, Anthropic and Gemini emulators too unless ``--dashscope-only``.
 Each answers with its default reply (an echo of the last user message) and accepts only the printed key. The
 DashScope emulator refuses a model name the model table does not know, as DashScope does ("Model not exist.");
-``--model NAME=text`` (or ``=multimodal``) serves one more.
+``--model NAME=text`` (or ``=multimodal``) serves one more. ``--selfhosted vllm`` (or ``sglang`` / ``ollama``)
+also serves Qwen3 as that server serves it (`SelfHostedQwenEmulator`) and prints ``QWEN_SELFHOSTED_BASE_URL``,
+``QWEN_SELFHOSTED_MODEL`` and, where the server checks keys (vLLM, SGLang), ``QWEN_SELFHOSTED_API_KEY``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from contextlib import ExitStack
 from types import FrameType
 from typing import Any
 
-from qwen3.testing import DashScopeEmulator, Endpoint
+from qwen3.testing import DashScopeEmulator, Endpoint, SelfHostedQwenEmulator
+from qwen3.testing._selfhosted import Server
 
 DEFAULT_KEY = "sk-emulator"
 
@@ -40,6 +43,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         metavar="NAME=ENDPOINT",
         help="serve a model the model table does not know (a newer one, a fine-tune; NAME may be a glob) on "
         "ENDPOINT, text or multimodal; repeatable",
+    )
+    parser.add_argument(
+        "--selfhosted",
+        choices=("vllm", "sglang", "ollama"),
+        help="also serve Qwen3 as this server serves it on its OpenAI-compatible /v1",
     )
     args = parser.parse_args(argv)
     args.models = {}
@@ -82,13 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        return _serve(args.api_key, args.port, peers=not args.dashscope_only, models=args.models)
+        return _serve(
+            args.api_key, args.port, peers=not args.dashscope_only, models=args.models, selfhosted=args.selfhosted
+        )
     except KeyboardInterrupt:  # also while starting (the peers' SDKs take a moment to import)
         print("stopped", flush=True)
         return 0
 
 
-def _serve(key: str, port: int, *, peers: bool, models: dict[str, Endpoint]) -> int:
+def _serve(key: str, port: int, *, peers: bool, models: dict[str, Endpoint], selfhosted: Server | None = None) -> int:
     with ExitStack() as stack:
         try:
             dashscope = stack.enter_context(DashScopeEmulator(api_key=key, port=port, models=models))
@@ -106,6 +116,12 @@ def _serve(key: str, port: int, *, peers: bool, models: dict[str, Endpoint]) -> 
             variables[f"{prefix}_API_KEY"] = key
         if "GEMINI_API_KEY" in variables:
             variables["GOOGLE_API_KEY"] = key  # google-genai reads it first
+        if selfhosted is not None:  # the variables qwen3.SelfHostedQwenChatClient reads
+            hosted = stack.enter_context(SelfHostedQwenEmulator(selfhosted, api_key=key))
+            variables["QWEN_SELFHOSTED_BASE_URL"] = hosted.base_url
+            variables["QWEN_SELFHOSTED_MODEL"] = hosted.model
+            if hosted.api_key is not None:
+                variables["QWEN_SELFHOSTED_API_KEY"] = key
         print(f"Emulators on 127.0.0.1 (DashScope: {dashscope.base_url}); Ctrl-C stops them. Set in your shell:")
         for name, value in variables.items():
             print(f"export {name}={value}")

@@ -23,7 +23,9 @@ PROVIDER_PREFIXES = ("DASHSCOPE_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_"
 """The variables a developer's shell may hold for the real services: kept from the processes started here."""
 
 
-def _start_and_read(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+def _start_and_read(*args: str, more: int = 0) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """Start ``python -m qwen3.testing *args`` and read the variables it prints (``more``: lines beyond the
+    DashScope and peer ones)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "qwen3.testing", *args],
         cwd=ROOT,
@@ -36,7 +38,7 @@ def _start_and_read(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     variables: dict[str, str] = {}
     header = process.stdout.readline()
     assert header.startswith("Emulators on 127.0.0.1"), (header, process.stderr.read() if process.stderr else "")
-    expected = 3 if "--dashscope-only" in args else 10
+    expected = (3 if "--dashscope-only" in args else 10) + more
     for _ in range(expected):
         name, value = re.fullmatch(r"export (\w+)=(\S+)\n", process.stdout.readline()).groups()  # type: ignore[union-attr]
         variables[name] = value
@@ -133,3 +135,27 @@ def test_a_bad_option_ends_the_process_with_status_2() -> None:
     assert run.returncode == 2
     assert "--port 70000" in run.stderr
     assert "Emulators on" not in run.stdout
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("server", ["vllm", "ollama"])
+def test_a_selfhosted_flavour_served_beside(server: str) -> None:
+    lines = 2 if server == "ollama" else 3
+    process, variables = _start_and_read("--dashscope-only", "--selfhosted", server, more=lines)
+    try:
+        base = variables["QWEN_SELFHOSTED_BASE_URL"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", base)
+        # vLLM checks the printed key; Ollama checks none, so none is printed
+        headers = {"Authorization": f"Bearer {variables['QWEN_SELFHOSTED_API_KEY']}"} if server == "vllm" else {}
+        assert ("QWEN_SELFHOSTED_API_KEY" in variables) == (server == "vllm")
+        card = httpx.get(f"{base}/models", headers=headers).json()["data"][0]
+        assert card["id"] == variables["QWEN_SELFHOSTED_MODEL"]
+        assert card["owned_by"] == ("vllm" if server == "vllm" else "library")
+        answer = httpx.post(
+            f"{base}/chat/completions",
+            headers=headers,
+            json={"model": card["id"], "messages": [{"role": "user", "content": "hello"}]},
+        ).json()
+        assert "You said: hello" in answer["choices"][0]["message"]["content"]
+    finally:
+        _stop(process)
