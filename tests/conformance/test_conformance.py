@@ -1,4 +1,4 @@
-"""Every conformance scenario against our four clients (all must pass), and the staleness check of
+"""Every conformance scenario against our five clients (all must pass), and the staleness check of
 docs/conformance.md."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.conformance.targets import OURS, TARGETS, ClientRole, Target
 
 
 @pytest.mark.parametrize("item", SCENARIOS, ids=[s.name for s in SCENARIOS])
-@pytest.mark.parametrize("target", OURS, ids=[t.name.split()[0].lower() for t in OURS])
+@pytest.mark.parametrize("target", OURS, ids=[t.name.removesuffix(" (ours)").lower().replace(" ", "-") for t in OURS])
 async def test_scenario(target: Target, item: Scenario) -> None:
     reason = target.unavailable()
     if reason:

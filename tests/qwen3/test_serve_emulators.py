@@ -157,5 +157,13 @@ def test_a_selfhosted_flavour_served_beside(server: str) -> None:
             json={"model": card["id"], "messages": [{"role": "user", "content": "hello"}]},
         ).json()
         assert "You said: hello" in answer["choices"][0]["message"]["content"]
+        # our client, from the environment alone
+        kept = ("QWEN_SELFHOSTED_", *PROVIDER_PREFIXES)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(kept)}
+        env = {**environment, **variables, "PYTHONPATH": str(ROOT)}
+        code = "import asyncio; from qwen3 import SelfHostedQwenChatClient as C; "
+        ours = _python(code + "print(asyncio.run(C().get_response('hi there')).text)", ROOT, env)
+        assert ours.returncode == 0, ours.stderr
+        assert "You said: hi there" in ours.stdout
     finally:
         _stop(process)
