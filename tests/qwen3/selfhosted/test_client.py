@@ -92,6 +92,15 @@ async def test_reasoning_in_think_tags_without_a_reasoning_parser(stream: bool, 
     assert kinds(response) == [("text_reasoning", "Check small primes."), ("text", "1001 = 7 × 11 × 13.")]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_servers_own_option_goes_through_and_sglang_merged_reasoning_is_split(stream: bool) -> None:
+    with SelfHostedQwenEmulator("sglang") as emu:
+        emu.script(Reply(reasoning="Merged back.", text="Answer.", chunks=5))
+        response = await ask(client_for(emu), stream=stream, separate_reasoning=False)
+    assert emu.requests[0].body["separate_reasoning"] is False
+    assert kinds(response) == [("text_reasoning", "Merged back."), ("text", "Answer.")]
+
+
 async def test_a_lone_close_tag_in_a_stream_warns_once_and_later_streams_hold_until_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
