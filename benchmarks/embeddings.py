@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
 import warnings
 from typing import Any
 
 import dashscope
-from run import CONNECT, KEY, Jobs, measure_jobs, raw_sdk, round_ratios, shown, with_emulator
+from rounds import print_spread
+from run import CONNECT, KEY, Jobs, measure_jobs, raw_sdk, with_emulator
 
 from qwen3 import QwenEmbeddingClient
 from qwen3.embeddings import RawQwenEmbeddingClient
@@ -91,22 +91,7 @@ async def _run(base_url: str, rounds: int) -> None:
     await raw.aclose()
 
     print(f"rounds: {rounds}; python {sys.version.split()[0]}; dashscope {dashscope.__version__}")
-    print(f"\n### {title}\n")
-    print("| side | wall ms, median (range) | client CPU µs per row, median (range) | peak traced KiB |")
-    print("|---|---|---|---|")
-    for side, runs in results[title].items():
-        walls = [run[0] * 1e3 for run in runs]
-        cpus = [run[1] * 1e6 / len(TEXTS) for run in runs]
-        print(
-            f"| {side} | {statistics.median(walls):.0f} ({min(walls):.0f}–{max(walls):.0f}) "
-            f"| {statistics.median(cpus):.1f} ({min(cpus):.1f}–{max(cpus):.1f}) | {peaks[title][side] / 1024:,.0f} |"
-        )
-    print(f"\n| {OURS} ÷ side | client CPU | wall | peak traced memory |")
-    print("|---|---|---|---|")
-    sides = results[title]
-    for side in (BARE, RAW):
-        cpu, wall = (round_ratios(sides[OURS], sides[side], which) for which in (1, 0))
-        print(f"| {side} | {shown(cpu)} | {shown(wall)} | {peaks[title][OURS] / peaks[title][side]:.2f} |")
+    print_spread(title, results[title], peaks[title], OURS, per=len(TEXTS), unit="row")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ import dashscope
 import httpx
 from agent_framework import Content, Message
 from floor import FloorChatClient, RawFloorChatClient
+from rounds import round_ratios, shown
 
 from qwen3 import QwenChatClient, RawQwenChatClient
 from qwen3.convert import convert_messages
@@ -495,18 +496,6 @@ def print_floor(burst: dict[str, list[tuple[float, float]]], many: dict[str, lis
         (floor, *beside) = [round_ratios(runs[over], runs[under], which) for over, under in pairs]
         met = "MET" if _met(statistics.median(floor), goal) else "NOT MET"
         print(f"| {job} | {shown(floor)} | {goal} | {met} | {' | '.join(shown(r) for r in beside)} |")
-
-
-def round_ratios(over: list[tuple[float, float]], under: list[tuple[float, float]], which: int) -> list[float]:
-    """Per round, ``over`` ÷ ``under`` of wall (``which=0``) or CPU (1) time: the runs of one round were back to
-    back, so the machine's load weighs on both alike."""
-    return [a[which] / b[which] for a, b in zip(over, under, strict=True)]
-
-
-def shown(ratios: list[float]) -> str:
-    """The median of ``ratios`` and, in brackets, the middle half of them."""
-    low, _, high = statistics.quantiles(ratios, n=4)
-    return f"{statistics.median(ratios):.2f} ({low:.2f}–{high:.2f})"
 
 
 def _met(value: float, goal: str) -> bool:
