@@ -30,7 +30,9 @@ and source say. It is the Chat Completions wire of ``clients.testing`` (`ChatCom
   ``reasoning_effort: "none"`` (protocol.py ``normalize_reasoning_inputs``). Ollama ignores
   ``chat_template_kwargs`` (a Go struct without that field) and reads ``reasoning_effort`` or
   ``reasoning.effort``: ``high`` / ``medium`` / ``low`` / ``none``, anything else a 400 "invalid reasoning value"
-  (``FromChatRequest``). Without thinking the reply's reasoning is not sent.
+  (``FromChatRequest``); with neither, Qwen3 thinks (ASSUMPTION for Ollama, as the model's template defaults). vLLM
+  takes ``reasoning_effort`` only from its list (none, minimal, low, medium, high, xhigh, max; ``chat_completion/
+  protocol.py``) and does not read it as the switch. Without thinking the reply's reasoning is not sent.
 * Reasoning replayed in a tool loop: vLLM reads an assistant message's ``reasoning`` (``chat_utils.py``
   ``_parse_chat_message_content``), Ollama its ``reasoning`` (``Message.Reasoning`` → ``api.Message.Thinking``),
   SGLang its ``reasoning_content`` (``ChatCompletionMessageGenericParam``); the other field is dropped, and
@@ -100,6 +102,7 @@ DEFAULT_MODELS: dict[Server, str] = {"vllm": "Qwen/Qwen3-8B", "sglang": "Qwen/Qw
 VERSIONS: dict[Server, str] = {"vllm": "0.11.2", "sglang": "0.5.5", "ollama": "0.12.10"}
 """The version each emulated server reports (the releases whose docs and source the shapes follow)."""
 EFFORTS = ("high", "medium", "low", "none")
+VLLM_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 OLLAMA_IMAGE_PREFIXES = tuple(f"data:image/{kind};base64," for kind in ("jpeg", "jpg", "png", "webp"))
 VLLM_ERROR_TYPES = {
     400: "BadRequestError",
@@ -413,6 +416,10 @@ def validate(request: SelfHostedRecordedRequest, body: Any, model: str, max_mode
     if server == "vllm":
         if body.get("model") not in (model, None):  # vllm engine/serving.py _check_model
             raise Refusal(404, f"The model `{body.get('model')}` does not exist.", "model")
+        effort = body.get("reasoning_effort")
+        if effort is not None and effort not in VLLM_EFFORTS:  # ASSUMPTION: pydantic's wording, shortened
+            allowed = ", ".join(map(repr, VLLM_EFFORTS))
+            raise Refusal(400, f"reasoning_effort: Input should be {allowed}", "reasoning_effort")
         tokens = int(sum(token_weight(text_of(m.get("content"))) for m in messages))
         if tokens >= max_model_len:  # vllm engine/serving.py _validate_input
             raise Refusal(

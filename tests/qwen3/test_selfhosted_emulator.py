@@ -455,6 +455,15 @@ async def test_vllm_include_reasoning_false_drops_it() -> None:
     assert (message["content"], message["reasoning"]) == ("Sunny.", None)
 
 
+async def test_vllm_reasoning_effort_from_its_list_only() -> None:
+    with SelfHostedQwenEmulator("vllm") as emu:
+        assert (await post(emu, ask(emu, reasoning_effort="xhigh"))).status_code == 200
+        refused = await post(emu, ask(emu, reasoning_effort="extreme"))
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "reasoning_effort"
+    assert emu.requests[0].thinking  # not vLLM's thinking switch: chat_template_kwargs is
+
+
 async def test_chat_template_kwargs_must_be_an_object() -> None:
     with SelfHostedQwenEmulator("sglang") as emu:
         response = await post(emu, ask(emu, chat_template_kwargs="enable_thinking=false"))
