@@ -8,6 +8,7 @@ that server (``qwen3.selfhosted.convert``) and reasoning and tool calls wherever
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, TypedDict
@@ -87,6 +88,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
             raise ValueError(f"server must be 'vllm', 'sglang', 'ollama' or None (detected), not {given!r}.")
         self._given_server: Server | None = given  # type: ignore[assignment]
         self._profile: ServerProfile | None = None
+        self._detection: asyncio.Task[ServerProfile] | None = None
         self._prefilled = False  # a stream showed a lone </think>: the template opens the block, no reasoning parser
         self.max_model_len: int | None = None
         """The context length the server reports for its model (vLLM, SGLang), once detected."""
@@ -115,7 +117,8 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
     async def detect_server(self) -> Server:
         """Which server answers at ``base_url`` (``qwen3.selfhosted.servers.detect_server``), asked once per client
-        (the first request does it); a given ``server=`` is checked the same way.
+        (the first request does it; concurrent first requests share one detection, and a failed one is tried again
+        by the next request); a given ``server=`` is checked the same way.
 
         Raises:
             ChatClientInvalidRequestException: ``server=`` and the server differ, nothing was given and the server
@@ -124,12 +127,19 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
             ChatClientException: the server cannot be reached.
         """
         if self._profile is None:
-            key = self._api_key.get_secret_value()
-            info = await servers.detect_server(self.base_url, key, timeout=min(servers.PROBE_TIMEOUT, self.timeout))
-            name = servers.checked_server(self._given_server, info, self.base_url)
-            self.max_model_len = info.max_model_len
-            self._profile = PROFILES[name]
+            loop = asyncio.get_running_loop()
+            task = self._detection
+            if task is None or task.done() or task.get_loop() is not loop:
+                task = self._detection = loop.create_task(self._detect())
+            self._profile = await asyncio.shield(task)  # a caller that gives up does not cancel the others' probe
         return self._profile.name
+
+    async def _detect(self) -> ServerProfile:
+        key = self._api_key.get_secret_value()
+        info = await servers.detect_server(self.base_url, key, timeout=min(servers.PROBE_TIMEOUT, self.timeout))
+        name = servers.checked_server(self._given_server, info, self.base_url)
+        self.max_model_len = info.max_model_len
+        return PROFILES[name]
 
     def _server_profile(self) -> ServerProfile:
         if self._profile is None:

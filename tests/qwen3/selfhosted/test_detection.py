@@ -4,11 +4,13 @@ A small loopback HTTP server plays the hostile host (the emulators answer the pr
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 from agent_framework.exceptions import ChatClientInvalidRequestException
@@ -20,11 +22,13 @@ from tests.helpers import FAST, ask
 
 class Hostile(BaseHTTPRequestHandler):
     mode = "flood"
+    probes: ClassVar[list[str]] = []
 
     def log_message(self, *args: object) -> None:
         pass
 
     def do_GET(self) -> None:
+        self.probes.append(self.path)
         if self.path != "/v1/models":
             self.send_error(404)
             return
@@ -42,6 +46,9 @@ class Hostile(BaseHTTPRequestHandler):
                     self.wfile.write(b" ")
                     self.wfile.flush()
                     time.sleep(0.05)
+            elif self.mode == "vllm":  # a model list as vLLM writes it, slowly enough for callers to overlap
+                time.sleep(0.2)
+                self.wfile.write(b'{"data": [{"id": "m", "owned_by": "vllm", "max_model_len": 8192}]}')
             else:
                 self.wfile.write(b"<html>not JSON</html>")
         except (BrokenPipeError, ConnectionResetError):
@@ -49,14 +56,14 @@ class Hostile(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serving(mode: str) -> Iterator[str]:
-    """A hostile host in ``mode`` on a loopback port: its ``/v1`` base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (Hostile,), {"mode": mode}))
+def serving(mode: str) -> Iterator[tuple[str, list[str]]]:
+    """A hostile host in ``mode`` on a loopback port: its ``/v1`` base URL, and the paths of the GETs it answered."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (Hostile,), {"mode": mode, "probes": []}))
     server.daemon_threads, server.block_on_close = True, False  # a trickling handler is not waited for
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", server.RequestHandlerClass.probes  # type: ignore[attr-defined]
     finally:
         server.shutdown()
         server.server_close()
@@ -65,7 +72,7 @@ def serving(mode: str) -> Iterator[str]:
 
 @pytest.fixture(params=["flood", "trickle", "html"])
 def hostile(request: pytest.FixtureRequest) -> Iterator[str]:
-    with serving(request.param) as url:
+    with serving(request.param) as (url, _):
         yield url
 
 
@@ -80,7 +87,21 @@ async def test_a_hostile_models_answer_ends_in_a_clear_error(hostile: str) -> No
 
 
 async def test_a_dashscope_gateway_points_at_qwen_chat_client() -> None:
-    with serving("dashscope") as url:
+    with serving("dashscope") as (url, _):
         client = RawSelfHostedQwenChatClient(model="qwen-plus", base_url=url, retry_policy=FAST)
         with pytest.raises(ChatClientInvalidRequestException, match="QwenChatClient"):
             await ask(client)
+
+
+async def test_concurrent_first_requests_share_one_detection_and_a_failed_one_is_tried_again() -> None:
+    with serving("vllm") as (url, probes):
+        client = RawSelfHostedQwenChatClient(model="m", base_url=url, retry_policy=FAST)
+        assert await asyncio.gather(*(client.detect_server() for _ in range(10))) == ["vllm"] * 10
+        assert probes == ["/v1/models"]
+        assert client.max_model_len == 8192
+    with serving("html") as (url, probes):
+        client = RawSelfHostedQwenChatClient(model="m", base_url=url, retry_policy=FAST)
+        for _ in range(2):
+            with pytest.raises(ChatClientInvalidRequestException, match="Cannot tell"):
+                await client.detect_server()
+        assert probes == ["/v1/models", "/api/version"] * 2
