@@ -76,6 +76,7 @@ from clients.testing import (
     Turn,
     call_fragments,
     chat_completion_turn,
+    data_event,
     json_answer,
     malformed_chunk,
     nonstream_faults,
@@ -330,6 +331,12 @@ class SelfHostedRenderer(ChatCompletionRenderer):
 
     def _final_delta(self) -> dict[str, Any]:
         return {"role": "assistant", "content": ""} if self.server == "ollama" else {}
+
+    def events(self) -> Iterator[bytes]:
+        yield from super().events()
+        if self.reply.error is not None and self.server == "vllm":
+            # vLLM's chat stream generator sends [DONE] after an error event too (chat_completion/serving.py)
+            yield data_event("[DONE]")
 
     def error(self, status: int, code: str, message: str) -> dict[str, Any]:
         return error_body(self.server, status, message, code)
