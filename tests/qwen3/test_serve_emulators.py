@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from clients import OpenAIChatCompletionClient
+from qwen3 import SelfHostedQwenChatClient
 from qwen3.testing.__main__ import main as serve
 from tests.conftest import PNG
 
@@ -139,7 +140,7 @@ def test_a_bad_option_ends_the_process_with_status_2() -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("server", ["vllm", "ollama"])
-def test_a_selfhosted_flavour_served_beside(server: str) -> None:
+def test_a_selfhosted_flavour_served_beside(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = 2 if server == "ollama" else 3
     process, variables = _start_and_read("--dashscope-only", "--selfhosted", server, more=lines)
     try:
@@ -157,13 +158,12 @@ def test_a_selfhosted_flavour_served_beside(server: str) -> None:
             json={"model": card["id"], "messages": [{"role": "user", "content": "hello"}]},
         ).json()
         assert "You said: hello" in answer["choices"][0]["message"]["content"]
-        # our client, from the environment alone
-        kept = ("QWEN_SELFHOSTED_", *PROVIDER_PREFIXES)
-        environment = {k: v for k, v in os.environ.items() if not k.startswith(kept)}
-        env = {**environment, **variables, "PYTHONPATH": str(ROOT)}
-        code = "import asyncio; from qwen3 import SelfHostedQwenChatClient as C; "
-        ours = _python(code + "print(asyncio.run(C().get_response('hi there')).text)", ROOT, env)
-        assert ours.returncode == 0, ours.stderr
-        assert "You said: hi there" in ours.stdout
+        # our client, from the environment alone (here, in this process)
+        for name in [n for n in os.environ if n.startswith("QWEN_SELFHOSTED_")]:
+            monkeypatch.delenv(name)
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        ours = asyncio.run(SelfHostedQwenChatClient().get_response("hi there"))
+        assert "You said: hi there" in ours.text
     finally:
         _stop(process)
