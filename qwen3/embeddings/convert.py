@@ -150,8 +150,10 @@ def _media_item(value: Content, index: int, model: EmbeddingModel) -> dict[str, 
     if uri.startswith("data:") and kind == "video":
         raise _refuse(f"Value {index} is an inline video: DashScope embeds videos only from a public URL.")
     if not uri.startswith(("data:", "http://", "https://")):
+        if kind == "video":
+            raise _refuse(f"Value {index} is a video at {uri[:80]!r}: DashScope embeds videos only from a public URL.")
         raise _refuse(
-            f"Value {index} is a {kind} at {uri[:80]!r}: pass a data: URI or an http(s) URL "
+            f"Value {index} is an image at {uri[:80]!r}: pass a data: URI or an http(s) URL "
             "(qwen3.image_content(path) reads a local file into one)."
         )
     size = (len(uri) - uri.find(",") - 1) * 3 // 4  # the bytes a data: URI's base64 holds
@@ -209,7 +211,7 @@ def request_parameters(model: EmbeddingModel, options: Mapping[str, Any]) -> dic
             number > 0 or not one of the model's sizes, a ``text_type`` / ``output_type`` / ``instruct`` the model
             does not take.
     """
-    known = ("model", *QwenEmbeddingOptions.__annotations__)
+    known = tuple(dict.fromkeys(("model", *QwenEmbeddingOptions.__annotations__)))  # MAF's options name model too
     unknown = sorted(str(key) for key in options if key not in known)
     if unknown:
         raise _refuse(f"QwenEmbeddingClient takes the options {', '.join(known)}; not {', '.join(unknown)}.")
@@ -229,7 +231,8 @@ def request_parameters(model: EmbeddingModel, options: Mapping[str, Any]) -> dic
         parameters["output_type"] = _choice("output_type", output_type, model.output_types, model)
     if (instruct := options.get("instruct")) is not None:
         if not model.takes_instruct:
-            raise _refuse(f"{model.name!r} takes no instruct (text-embedding-v4 and qwen3-vl-embedding do).")
+            takers = ", ".join(name for name, entry in EMBEDDING_MODELS.items() if entry.takes_instruct)
+            raise _refuse(f"{model.name!r} takes no instruct ({takers} do).")
         if not isinstance(instruct, str) or not instruct.strip():
             raise _refuse(f"instruct must be non-empty text, not {instruct!r}.")
         parameters["instruct"] = instruct

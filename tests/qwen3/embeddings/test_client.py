@@ -122,8 +122,12 @@ async def test_vectors_are_unit_length_and_similar_texts_are_near(emu: DashScope
         ("text-embedding-v4", {"dimensions": True}, "whole number"),
         ("text-embedding-v4", {"text_type": "passage"}, "text_type must be one of 'query', 'document'"),
         ("text-embedding-v2", {"output_type": "sparse"}, "takes no output_type"),
-        ("text-embedding-v3", {"instruct": "find"}, "takes no instruct"),
-        ("text-embedding-v4", {"encoding_format": "float"}, "not encoding_format"),
+        ("text-embedding-v3", {"instruct": "find"}, r"takes no instruct \(text-embedding-v4, qwen3.7-text-embedding, "),
+        (
+            "text-embedding-v4",
+            {"encoding_format": "float"},
+            "options model, dimensions, text_type, .*; not encoding_format",
+        ),
         ("tongyi-embedding-vision-plus", {"text_type": "query"}, "takes no text_type"),
     ],
 )
@@ -141,7 +145,11 @@ async def test_bad_options_are_refused_before_sending(
     [
         ("  ", "Value 0 is empty text"),
         (42, "Value 0 is int"),
-        (Content.from_uri("file:///tmp/a.png", media_type="image/png"), "image_content"),
+        (Content.from_uri("file:///tmp/a.png", media_type="image/png"), "Value 0 is an image at .*image_content"),
+        (
+            Content.from_uri("file:///tmp/a.mp4", media_type="video/mp4"),
+            "Value 0 is a video at 'file:.*only from a public URL",
+        ),
         (Content.from_data(b"%PDF", "application/pdf"), "media type 'application/pdf'"),
     ],
 )
