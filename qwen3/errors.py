@@ -96,6 +96,28 @@ def is_unknown_model(error: ProviderError) -> bool:
     return error.code in UNKNOWN_MODEL_CODES or "model not exist" in message or "model not found" in message
 
 
+def unknown_model_advice(model: str) -> str | None:
+    """What to do about a model DashScope does not serve, or None: a self-hosted name (``Qwen/Qwen3-8B`` as vLLM and
+    SGLang serve it, ``qwen3:8b`` as Ollama does) points at `SelfHostedQwenChatClient` and DashScope's own name; an
+    embedding model at `QwenEmbeddingClient`; a name close to the table's (`qwen3.routing.similar_models`) gets a
+    did-you-mean. A name the model table knows gets none (DashScope may not serve it in this region)."""
+    if known_family(model) is not None:
+        return None
+    unknown = f"DashScope does not know the model {model!r}"
+    if "/" in model or ":" in model:
+        own = model.rsplit("/", 1)[-1].replace(":", "-").strip().lower()
+        named = f" (DashScope's name: {own!r})" if known_family(own) is not None else ""
+        return (
+            f"{unknown}, a Hugging Face or Ollama name{named}: for Qwen served by vLLM, SGLang or Ollama use "
+            "qwen3.SelfHostedQwenChatClient."
+        )
+    if "embedding" in model.lower():
+        return f"{unknown} as a chat model: it is an embedding model; use qwen3.QwenEmbeddingClient."
+    if close := similar_models(model):
+        return f"{unknown}: did you mean {' or '.join(repr(name) for name in close)}?"
+    return None
+
+
 def explained(error: ProviderError, *, model: str, media: bool, headers: Mapping[str, str]) -> ProviderError:
     """``error`` with our advice first where its cause is known: a "url error" for a conversation with ``media``
     (sent to the multimodal endpoint) means the model takes no media; an unknown model whose name the table does
@@ -103,9 +125,8 @@ def explained(error: ProviderError, *, model: str, media: bool, headers: Mapping
     error names the workspace ``headers`` sent."""
     if media and is_url_error(error.code, error.message):
         return replace(error, advice=media_advice(model))
-    if is_unknown_model(error) and known_family(model) is None and (close := similar_models(model)):
-        names = " or ".join(repr(name) for name in close)
-        return replace(error, advice=f"DashScope does not know the model {model!r}: did you mean {names}?")
+    if is_unknown_model(error) and (advice := unknown_model_advice(model)) is not None:
+        return replace(error, advice=advice)
     if error.code in WORKSPACE_CODES:
         sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
         hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"

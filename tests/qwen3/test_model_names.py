@@ -124,6 +124,26 @@ async def test_a_misspelt_model_fails_offline_with_a_did_you_mean_first(emu: Das
     assert [request.model for request in emu.requests] == ["qwen-vl-maxx"]  # DashScope's answer, not ours
 
 
+@pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        ("Qwen/Qwen3-8B", "'Qwen/Qwen3-8B', a Hugging Face or Ollama name (DashScope's name: 'qwen3-8b'): for Qwen "),
+        ("qwen3:8b", "(DashScope's name: 'qwen3-8b'): for Qwen served by vLLM, SGLang or Ollama use qwen3.SelfHosted"),
+        ("text-embedding-v4", "'text-embedding-v4' as a chat model: it is an embedding model; use qwen3.QwenEmbedding"),
+    ],
+)
+async def test_a_self_hosted_or_embedding_name_points_at_the_client_for_it(
+    emu: DashScopeEmulator, model: str, says: str
+) -> None:
+    with pytest.raises(ChatClientInvalidRequestException) as caught:
+        await ask(client(emu, model))
+    message = str(caught.value)
+    assert message.startswith(f"DashScope does not know the model {model!r}")
+    assert says in message
+    assert message.index(says) < message.index("InvalidParameter [HTTP 400]: Model not exist.")
+    assert [request.model for request in emu.requests] == [model]  # DashScope's answer, not ours
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_snapshots_work_and_other_names_are_added_with_models(emu: DashScopeEmulator, stream: bool) -> None:
     assert "You said: hi" in (await ask(client(emu, "qwen-plus-2025-07-28"), stream=stream)).text
