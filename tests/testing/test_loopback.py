@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from typing import Any
 
@@ -100,11 +99,13 @@ def test_a_paced_stream_sends_its_events_event_interval_apart(emulator: Any) -> 
         )
 
         async def arrivals() -> list[float]:
-            return [time.monotonic() async for _ in client.get_response([Message("user", ["hi"])], stream=True)]
+            asked = time.monotonic()
+            return [time.monotonic() - asked async for _ in client.get_response([Message("user", ["hi"])], stream=True)]
 
         times = asyncio.run(arrivals())
-    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert len(times) >= 6
-    assert sum(gaps) >= 0.05 * 5 * 0.9  # five intervals between six text events
+    # Five intervals between six text events: the last cannot arrive sooner after the request. (Measured from the
+    # request, not between arrivals: a client descheduled on a loaded machine reads queued events back to back.)
+    assert times[-1] >= 0.05 * 5
     with pytest.raises(ValueError, match="event_interval"):
         Reply(text="x", event_interval=-1)
