@@ -69,8 +69,9 @@ class ClientSettings:
         }
 
 
-def refuse_unexpected(client: object, unexpected: Mapping[str, Any]) -> None:
-    """Raise for the first of the ``unexpected`` keywords a public constructor received.
+def refuse_unexpected(client: object, unexpected: Mapping[str, Any], *, declared: Any = None) -> None:
+    """Raise for the first of the ``unexpected`` keywords a public constructor received; the keywords are those of
+    ``declared`` (a callable: the ``__init__`` that declares them, when a layer above hides it), else the class's.
 
     Raises:
         TypeError: naming the class being built and the closest declared keyword (else listing them all).
@@ -78,7 +79,7 @@ def refuse_unexpected(client: object, unexpected: Mapping[str, Any]) -> None:
     if not unexpected:
         return
     cls = type(client)
-    parameters: Sequence[inspect.Parameter] = list(inspect.signature(cls).parameters.values())
+    parameters: Sequence[inspect.Parameter] = list(inspect.signature(declared or cls).parameters.values())
     valid = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
     name = next(iter(unexpected))
     close = difflib.get_close_matches(name, valid, n=1)

@@ -51,6 +51,7 @@ from typing_extensions import TypeVar
 
 from clients.core.client import seconds
 from clients.core.errors import hide, redact, to_chat_client_exception
+from clients.core.keywords import refuse_unexpected
 from clients.core.retry import Attempts, Failure, RetryPolicy, call_with_retries, retry_advice, within
 from clients.core.validation import json_object, read_limited
 from qwen3.embeddings.convert import (
@@ -139,7 +140,15 @@ class RawQwenEmbeddingClient(
         additional_properties: dict[str, Any] | None = None,
         env_file_path: str | None = None,
         env_file_encoding: str | None = None,
+        **unexpected: Any,
     ) -> None:
+        option = next((name for name in unexpected if name in QwenEmbeddingOptions.__annotations__), None)
+        if option is not None:
+            raise TypeError(
+                f"{type(self).__name__}() takes no {option!r}: it is an option of each call, "
+                f"get_embeddings(values, options={{{option!r}: ...}})."
+            )
+        refuse_unexpected(self, unexpected, declared=RawQwenEmbeddingClient.__init__)
         settings = load_settings(
             QwenEmbeddingSettings,
             env_prefix="DASHSCOPE_",
@@ -374,5 +383,6 @@ class QwenEmbeddingClient(
         ValueError: a ``base_url`` that is not the native API's, a bad timeout or workspace.
 
     The keywords are declared once, by ``RawQwenEmbeddingClient``; MAF's telemetry layer takes ``otel_provider_name``
-    and hands the rest down.
+    and hands the rest down. A keyword it does not take is a ``TypeError`` naming this class and the keyword meant; an
+    option of each call (``dimensions``…) says to pass it in ``options=``.
     """

@@ -188,6 +188,23 @@ def test_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert set(EMBEDDING_MODELS) >= {"text-embedding-v4", "tongyi-embedding-vision-plus"}
 
 
+def test_a_wrong_constructor_keyword_says_what_was_meant() -> None:
+    with pytest.raises(
+        TypeError, match=r"^QwenEmbeddingClient\(\) got an unexpected keyword argument 'modle'; did you mean 'model'"
+    ):
+        QwenEmbeddingClient(api_key=KEY, modle="text-embedding-v3")
+    with pytest.raises(
+        TypeError, match=r"takes no 'dimensions': it is an option of each call, get_embeddings\(values, options="
+    ):
+        QwenEmbeddingClient(api_key=KEY, dimensions=256)
+    with pytest.raises(
+        TypeError, match=r"^RawQwenEmbeddingClient\(\) got an unexpected keyword argument 'text'; valid keywords: model"
+    ):
+        RawQwenEmbeddingClient(api_key=KEY, text="x")
+    built = QwenEmbeddingClient(api_key=KEY, model="text-embedding-v3", timeout=5, otel_provider_name="mine")
+    assert (built.model, built.timeout, built.otel_provider_name) == ("text-embedding-v3", 5.0, "mine")
+
+
 async def test_workspace_goes_as_a_header(emu: DashScopeEmulator) -> None:
     async with client(emu, workspace="ws_abc123") as embedder:
         await embedder.get_embeddings(["x"])
