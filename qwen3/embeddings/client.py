@@ -62,9 +62,10 @@ from qwen3.embeddings.convert import (
     request_body,
     request_items,
     request_parameters,
+    unknown_model_advice,
 )
 from qwen3.embeddings.parse import parse_embeddings, parse_usage
-from qwen3.errors import error_from_body
+from qwen3.errors import error_from_body, is_unknown_model
 from qwen3.headers import request_headers
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "QwenEmbeddingClient", "RawQwenEmbeddingClient"]
@@ -226,11 +227,14 @@ class RawQwenEmbeddingClient(
             content = await read_limited(response, BYTES_PER_ROW * (rows + 1))
         finally:
             await response.aclose()
-        if response.status_code != 200:
-            raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
-        data = json_object("DashScope", content)
-        if data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
-            raise Failure(error_from_body(200, content, response.headers), response.headers)
+        data = json_object("DashScope", content) if response.status_code == 200 else {}
+        if response.status_code != 200 or data.get(
+            "code"
+        ):  # a business error in a 200 body (Model Studio "Error codes")
+            error = error_from_body(response.status_code, content, response.headers)
+            if is_unknown_model(error):
+                error = replace(error, advice=unknown_model_advice(str(body.get("model"))))
+            raise Failure(error, response.headers)
         return data
 
     async def _call(self, path: str, body: dict[str, Any], rows: int) -> dict[str, Any]:

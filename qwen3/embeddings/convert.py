@@ -13,12 +13,15 @@ Model Studio "Multimodal embedding API details"
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_framework import Content, EmbeddingGenerationOptions
 from agent_framework.exceptions import IntegrationInvalidRequestException
+
+from qwen3.routing import known_family
 
 __all__ = [
     "EMBEDDING_MODELS",
@@ -122,6 +125,19 @@ def embedding_model(name: str) -> EmbeddingModel:
         return known
     endpoint: EmbeddingEndpoint = "multimodal" if any(hint in name for hint in MULTIMODAL_HINTS) else "text"
     return EmbeddingModel(name, endpoint, (), 10, True, True, OUTPUT_TYPES)
+
+
+def unknown_model_advice(name: str) -> str:
+    """What to do when DashScope does not know the embedding model ``name`` ("" when we cannot tell): a name close
+    to the table's gets a did-you-mean, a chat model's name points at the embedding models."""
+    if close := difflib.get_close_matches(name.strip().lower(), EMBEDDING_MODELS, n=2, cutoff=0.8):
+        return f"DashScope does not know the embedding model {name!r}: did you mean {' or '.join(map(repr, close))}?"
+    if known_family(name) is not None:
+        return (
+            f"{name!r} is a chat model, not an embedding model: use e.g. 'text-embedding-v4' "
+            f"(or {MULTIMODAL_EXAMPLE!r} for images), and QwenChatClient for chat."
+        )
+    return ""
 
 
 def _refuse(message: str) -> IntegrationInvalidRequestException:

@@ -175,6 +175,26 @@ async def test_a_model_the_table_does_not_list_is_sent_as_given(emu: DashScopeEm
     assert emu.embeddings.calls[0].body["parameters"] == {"dimension": 3}
 
 
+@pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        (
+            "text-embeding-v4",
+            "DashScope does not know the embedding model 'text-embeding-v4': did you mean 'text-embedding-v4'",
+        ),
+        ("qwen-plus", "'qwen-plus' is a chat model, not an embedding model: use e.g. 'text-embedding-v4'"),
+        ("my-own-embedder", "DashScope error InvalidParameter [HTTP 400]: Model not exist."),
+    ],
+)
+async def test_a_model_dashscope_does_not_know_says_what_to_use(emu: DashScopeEmulator, model: str, says: str) -> None:
+    async with client(emu, model=model) as embedder:
+        with pytest.raises(IntegrationInvalidRequestException) as caught:
+            await embedder.get_embeddings(["x"])
+    assert str(caught.value).startswith(says)
+    assert str(caught.value).index("Model not exist.") >= 0
+    assert len(emu.embeddings.calls) == 1  # DashScope's answer, then our advice: nothing refused before sending
+
+
 def test_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SettingNotFoundError, match="DASHSCOPE_API_KEY"):
         QwenEmbeddingClient()
