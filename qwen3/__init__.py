@@ -35,15 +35,7 @@ def __getattr__(name: str) -> Any:
     """
     if name not in _SELFHOSTED:
         raise AttributeError(f"module 'qwen3' has no attribute {name!r}")
-    try:
-        return getattr(importlib.import_module("qwen3.selfhosted"), name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("qwen3", "clients", "agent_framework"):
-            raise
-        raise ImportError(
-            f"{name} needs the 'openai' extra ({exc.name} is not installed): "
-            'pip install "agent-framework-qwen3[openai]"'
-        ) from exc
+    return getattr(importlib.import_module("qwen3.selfhosted"), name)  # its __getattr__ names the missing extra
 
 
 try:

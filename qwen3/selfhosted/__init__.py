@@ -27,10 +27,22 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    """The client names, imported when first asked for (PEP 562)."""
-    if name in _HOMES:
+    """The client names, imported when first asked for (PEP 562).
+
+    Raises:
+        ImportError: the ``openai`` SDK is not installed; the message names the extra that installs it.
+    """
+    if name not in _HOMES:
+        raise AttributeError(f"module 'qwen3.selfhosted' has no attribute {name!r}")
+    try:
         return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'qwen3.selfhosted' has no attribute {name!r}")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("qwen3", "clients", "agent_framework"):
+            raise
+        raise ImportError(
+            f"{name} needs the 'openai' extra ({exc.name} is not installed): "
+            'pip install "agent-framework-qwen3[openai]"'
+        ) from exc
 
 
 def __dir__() -> list[str]:

@@ -21,7 +21,8 @@ One frozen `ServerProfile` per server (`PROFILES`), each rule with its source:
 Detection (`detect_server`): ``GET {base}/models`` names the owner of each model (``owned_by``: ``"vllm"`` in vLLM's
 ``ModelCard``, ``"sglang"`` in SGLang's; both add ``max_model_len``); otherwise ``GET {root}/api/version`` answering
 ``{"version": …}`` is Ollama (whose ``/v1/models`` gives the model's namespace, e.g. ``"library"``). Each GET has a
-short deadline and reads at most `MAX_PROBE_BYTES`.
+short deadline and reads at most `MAX_PROBE_BYTES`. A ``base_url`` not ending in ``/v1`` where the server answers
+one level below, or where Ollama answers, is refused with the URL to pass (`missing_v1`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ __all__ = [
     "dashscope_error",
     "detect_server",
     "is_dashscope",
+    "missing_v1",
     "server_root",
 ]
 
@@ -172,11 +174,20 @@ def server_root(base_url: str) -> str:
     return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
 
+def missing_v1(base_url: str) -> ChatClientInvalidRequestException:
+    """The error for a server found one ``/v1`` below ``base_url`` (its OpenAI-compatible API lives there)."""
+    return ChatClientInvalidRequestException(
+        f"base_url={base_url!r} lacks /v1: the server's OpenAI-compatible API is at {base_url}/v1; pass "
+        f"base_url={base_url + '/v1'!r} (vLLM, SGLang and Ollama all serve it there)."
+    )
+
+
 async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_TIMEOUT) -> ServerInfo:
     """Which server answers at ``base_url`` (the module docstring says how), from at most two bounded GETs.
 
     Raises:
-        ChatClientInvalidRequestException: the URL is DashScope's (it points at ``QwenChatClient``).
+        ChatClientInvalidRequestException: the URL is DashScope's (it points at ``QwenChatClient``), or the server
+            answers one ``/v1`` below ``base_url`` (the message gives the URL to pass).
         ChatClientInvalidAuthException: the server refused the key (401 or 403 to ``/models``).
         ChatClientException: neither GET reached the server (a connection failure, not a "could not tell").
     """
@@ -193,9 +204,15 @@ async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_T
         found = _from_models(models)
         if found is not None:
             return ServerInfo(found.server, found.max_model_len, seen_models)
+        if not base_url.endswith("/v1"):  # vLLM's and SGLang's OpenAI API sits under /v1: a base_url without it?
+            below, _, _ = await _get_json(http, f"{base_url}/v1/models", timeout)
+            if _from_models(below) is not None:
+                raise missing_v1(base_url)
         version, version_status, seen_version = await _get_json(http, f"{server_root(base_url)}/api/version", timeout)
     seen = f"{seen_models}; {seen_version}"
     if isinstance(version, Mapping) and isinstance(version.get("version"), str):
+        if not base_url.endswith("/v1"):  # Ollama answers its native API at the root, its OpenAI one under /v1 only
+            raise missing_v1(base_url)
         return ServerInfo("ollama", None, seen)
     if models_status is None and version_status is None:
         raise ChatClientException(f"Cannot reach a server at {base_url} ({seen}).")

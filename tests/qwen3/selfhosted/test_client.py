@@ -351,6 +351,20 @@ async def test_a_given_server_that_matches_is_used() -> None:
         assert (await ask(client)).text == "ok"
 
 
+@pytest.mark.parametrize("given", [None, "vllm", "sglang", "ollama"])
+@pytest.mark.parametrize("server", SERVERS)
+async def test_a_base_url_without_v1_names_the_url_to_pass(server: str, given: str | None) -> None:
+    """Each server's OpenAI API is under /v1 (Ollama also answers its native API at the root): a root base_url gets
+    the URL to pass, before any chat request (not a 404 or "cannot tell")."""
+    with SelfHostedQwenEmulator(server) as emu:  # type: ignore[arg-type]
+        root = emu.base_url.removesuffix("/v1")
+        client = SelfHostedQwenChatClient(model=emu.model, base_url=root, server=given, retry_policy=FAST)  # type: ignore[arg-type]
+        with pytest.raises(ChatClientInvalidRequestException, match="lacks /v1") as info:
+            await ask(client)
+        assert emu.requests == []
+    assert f"base_url='{root}/v1'" in str(info.value)
+
+
 async def test_a_server_that_cannot_be_told_needs_server() -> None:
     from clients.openai.testing import OpenAIEmulator
 

@@ -33,12 +33,16 @@ def test_without_the_openai_sdk_the_error_names_the_extra() -> None:
         import sys
         class Missing:
             def find_spec(self, fullname, path=None, target=None):
-                if fullname.split(".")[0] == "openai":
+                if fullname.split(".")[0] in ("openai", "httpx2"):  # the extra's packages
                     raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         sys.meta_path.insert(0, Missing())
         import qwen3
         try:
             qwen3.SelfHostedQwenChatClient
+        except ImportError as exc:
+            print(exc)
+        try:
+            from qwen3.selfhosted import RawSelfHostedQwenChatClient  # the subpackage, directly
         except ImportError as exc:
             print(exc)
         try:
@@ -49,4 +53,5 @@ def test_without_the_openai_sdk_the_error_names_the_extra() -> None:
     assert done.returncode == 0, done.stderr
     assert 'pip install "agent-framework-qwen3[openai]"' in done.stdout
     assert "SelfHostedQwenChatClient needs the 'openai' extra" in done.stdout
+    assert "RawSelfHostedQwenChatClient needs the 'openai' extra" in done.stdout
     assert "has no attribute 'Nope'" in done.stdout
