@@ -38,7 +38,9 @@ def _wrong(message: str) -> IntegrationInvalidResponseException:
 def _vector(raw: Any, position: int) -> list[float]:
     if not isinstance(raw, list):
         raise _wrong(f"whose vector {position} is a {type(raw).__name__}, not a list of numbers")
-    vector: list[float] = []
+    if set(map(type, raw)) <= {float} and all(map(math.isfinite, raw)):  # what json.loads gives: checked in C
+        return list(raw)
+    vector: list[float] = []  # ints, or something wrong: each number looked at, to say which
     for number in raw:
         if isinstance(number, bool) or not isinstance(number, (int, float)):
             raise _wrong(f"whose vector {position} holds a {type(number).__name__}")

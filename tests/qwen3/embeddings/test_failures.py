@@ -105,6 +105,12 @@ async def test_the_re_split_happens_once(emu: DashScopeEmulator) -> None:
     assert [len(call.items) for call in emu.embeddings.calls] == [5, 3]
 
 
+def _raw_pair(number: str) -> bytes:
+    """An answer body for two inputs whose first vector is ``[number]``, written as raw JSON text."""
+    first = f'{{"embedding": [{number}], "text_index": 0}}'
+    return f'{{"output": {{"embeddings": [{first}, {{"embedding": [0.1], "text_index": 1}}]}}}}'.encode()
+
+
 def _answer(vectors: list[Any], **extra: Any) -> Any:
     return lambda body: {"output": {"embeddings": vectors}, "usage": {"total_tokens": 1}, **extra}
 
@@ -128,6 +134,8 @@ def _answer(vectors: list[Any], **extra: Any) -> Any:
         (b'{"output": {"embeddings": [', "non-JSON body"),
         (b"[" * 100_000 + b"]" * 100_000, "non-JSON body"),
         (b'{"output": {"embeddings": [{"embedding": [1e999], "text_index": 0}]}}', "1 vectors for 2 inputs"),
+        (_raw_pair("1e999"), "not finite"),  # a float JSON reads as inf
+        (_raw_pair("NaN"), "not finite"),  # Python's json reads NaN, Infinity
     ],
 )
 async def test_a_hostile_answer_is_a_maf_exception(emu: DashScopeEmulator, payload: Any, says: str) -> None:
