@@ -6,10 +6,14 @@ before the date given). A date is skipped, with the reason counted and reported,
 
 - fewer than ``min_sessions`` sessions come before it (the chart and its indicators need them),
 - the forward window after it runs past the end of the data,
-- the sessions it charts or scores have a gap of more than ``max_gap_days`` calendar days (a suspension, missing
-  rows), or
+- the sessions it charts have a gap of more than ``max_gap_days`` calendar days (a suspension, missing rows), or
 - they have a close-to-close or close-to-open move over ``max_jump`` (40 %): a split or a data error in unadjusted
   prices; the date is flagged so the user can fetch adjusted data.
+
+The last two look at the sessions up to the as-of date only, never at the forward window: a rule that read what
+followed would choose the sample by its outcome (a genuine -45 % crash after the date would be dropped as a "split?"
+and the scores would never meet it). A split inside a forward window is scored as the move it shows: use
+split-adjusted prices.
 """
 
 from __future__ import annotations
@@ -103,7 +107,7 @@ def check(data: pd.DataFrame, position: int, walk: Walk, step: int = 0) -> AsOf:
             f"({data.index[-1]:%Y-%m-%d}, {len(data) - 1 - position} sessions later)",
         )
     start = max(position - walk.days + 1, 0)
-    span = data.iloc[start : position + walk.horizon + 1]
+    span = data.iloc[start : position + 1]  # the charted sessions: nothing after the date chooses the sample
     days = np.diff(span.index.to_numpy()).astype("timedelta64[D]").astype(int)
     if len(days) and days.max() > walk.max_gap_days:
         at = int(days.argmax())
@@ -113,7 +117,7 @@ def check(data: pd.DataFrame, position: int, walk: Walk, step: int = 0) -> AsOf:
             date,
             GAP,
             f"a gap of {days[at]} calendar days ({span.index[at]:%Y-%m-%d} to {span.index[at + 1]:%Y-%m-%d}) in the "
-            f"sessions charted or scored for {date} (a suspension or missing rows)",
+            f"sessions charted for {date} (a suspension or missing rows)",
         )
     jump = _largest_jump(span)
     if jump is not None and abs(jump[1]) > walk.max_jump:
@@ -122,7 +126,7 @@ def check(data: pd.DataFrame, position: int, walk: Walk, step: int = 0) -> AsOf:
             position,
             date,
             JUMP,
-            f"FLAGGED: a price move of {jump[1]:+.0%} on {jump[0]} in the sessions charted or scored for {date} "
+            f"FLAGGED: a price move of {jump[1]:+.0%} on {jump[0]} in the sessions charted for {date} "
             "(a split or a data error? use split-adjusted prices)",
         )
     return AsOf(step, position, date)

@@ -147,15 +147,33 @@ def test_bad_input_is_skipped_with_a_reason_each() -> None:
     assert jumped.kind == walkforward.JUMP
     assert "FLAGGED" in jumped.problem
     assert "-50%" in jumped.problem
-    assert walkforward.check(split, 45, walk).kind == walkforward.JUMP  # its forward window crosses the split
+    assert walkforward.check(split, 45, walk).problem == ""  # only its forward window crosses the split: scored
     gap = pd.concat([data.iloc[:50], data.iloc[50:].set_axis(data.index[50:] + pd.Timedelta(days=40))])
     gapped = walkforward.check(gap, 60, walk)
     assert gapped.kind == walkforward.GAP
     assert "calendar days" in gapped.problem
+    assert walkforward.check(gap, 45, walk).problem == ""  # the gap is in its forward window only
     explicit = walkforward.as_of_dates(data, walkforward.Walk(dates=("2020-01-01", "2024-03-15")))
     assert explicit[0].kind == walkforward.TOO_FEW
     assert "before the first session" in explicit[0].problem
     assert explicit[1].date == "2024-03-15"
+
+
+def test_a_crash_after_the_as_of_date_stays_in_the_sample_and_is_scored() -> None:
+    """The skip rules read the sessions up to the date only: a genuine -45 % fall in the forward window is what the
+    scores must meet, not a "split?" to drop (a rule that reads the future picks the sample by its outcome)."""
+    walk = walkforward.Walk(days=30, min_sessions=30, horizons=(5, 20))
+    closes = list(np.linspace(10, 20, 60)) + [11.0] * 40  # -45 % on row 60
+    data = _frame(closes)
+    as_of = walkforward.check(data, 55, walk)
+    assert (as_of.kind, as_of.problem) == ("", "")
+    scored = scoring.outcome(data, 55, 20)
+    assert scored is not None
+    assert scored.ret == pytest.approx(11 / closes[55] - 1)
+    assert scored.ret < -0.4
+    charted = walkforward.check(data, 65, walk)  # once the fall is in the chart, it is flagged for what it is
+    assert charted.kind == walkforward.JUMP
+    assert "-45%" in charted.problem
 
 
 def _candles(rows: list[tuple[float, float, float, float]]) -> pd.DataFrame:
@@ -260,10 +278,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("backtest-data")
     write_demo(data, 4, sessions=120)
     split = generated_series(11, sessions=120)
-    split.iloc[100:, :4] /= 2  # a 2-for-1 split in unadjusted prices
+    split.iloc[90:, :4] /= 2  # a 2-for-1 split in unadjusted prices: in the latest date's chart, the older's forward
     write_csv(split, data / "SPLIT.csv", "yahoo", "SPLIT")
     gap = generated_series(12, sessions=120)
-    gap.index = gap.index[:90].append(gap.index[90:] + pd.Timedelta(days=30))
+    gap.index = gap.index[:90].append(gap.index[90:] + pd.Timedelta(days=30))  # the same for a 30-day hole
     write_csv(gap, data / "GAP.csv", "yahoo", "GAP")
     write_csv(generated_series(13, sessions=30), data / "SHORT.csv", "yahoo", "SHORT")
     (data / "broken.csv").write_text("foo,bar\n1,2\n")
@@ -287,7 +305,7 @@ def offline(
 def test_the_backtest_runs_offline_end_to_end_and_says_emulated(offline: dict[str, Any], folder: Path) -> None:
     out, record, printed = offline["out"], offline["record"], offline["printed"]
     real = 2 if VANKE.is_file() else 0
-    assert record.pairs == 4 * 2 + 1 + real  # GOOG and the three series: 2 dates each; SPLIT: its older date
+    assert record.pairs == 4 * 2 + 1 + 1 + real  # GOOG and the three series: 2 dates each; SPLIT, GAP: the older
     assert record.totals.done == record.pairs
     assert len(list((out / "charts").glob("*.png"))) == record.pairs
     assert "EMULATED" in printed
@@ -301,8 +319,8 @@ def test_the_backtest_runs_offline_end_to_end_and_says_emulated(offline: dict[st
 
 def test_bad_input_is_counted_and_named_and_the_run_goes_on(offline: dict[str, Any]) -> None:
     record, printed = offline["record"], offline["printed"]
-    assert record.skipped[walkforward.JUMP] == 1  # SPLIT's latest date: its forward window crosses the split
-    assert record.skipped[walkforward.GAP] == 2  # GAP's two dates both span the 30-day hole
+    assert record.skipped[walkforward.JUMP] == 1  # SPLIT's latest date: its chart shows the split
+    assert record.skipped[walkforward.GAP] == 1  # GAP's latest date: its chart spans the 30-day hole
     assert record.skipped[walkforward.TOO_FEW] == 1  # SHORT
     assert record.skipped[walkforward.UNREADABLE] == 1  # broken.csv
     assert "FLAGGED: a price move of -5" in printed  # -50 % and the day's own move
