@@ -37,7 +37,7 @@ from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.event_stream import EventStream
-from clients.core.keywords import ClientSettings, ProviderKeywords
+from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.retry import Failure
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import json_object
@@ -220,7 +220,7 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
 
 
 class AnthropicChatClient(
-    ProviderKeywords,
+    PublicKeywords,
     FunctionInvocationLayer[AnthropicOptionsT],
     ChatMiddlewareLayer[AnthropicOptionsT],
     ChatTelemetryLayer[AnthropicOptionsT],

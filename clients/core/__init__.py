@@ -7,7 +7,7 @@
 - ``errors``: provider error → MAF exception classification.
 - ``sse``: the server-sent-events decoder every provider's stream goes through.
 - ``keywords``: `ClientSettings`, the constructor keywords as one object, and the peers' explicit constructor
-  (`ProviderKeywords`); an unknown keyword says what was meant.
+  (`PublicKeywords`: a signature derived from the settings fields); an unknown keyword says what was meant.
 - ``conversion``: the pieces every pure converter shares (option checks, tool specs, system text, schemas).
 - ``media``: media normalisation (URL / data URI / local file) and ``image_content`` / ``video_frames``.
 - ``tool_calls``: streamed tool-call accumulation by ``index`` with stable MAF identities.

@@ -1,14 +1,16 @@
-"""The constructor keywords of every client, declared once per client and carried down as one settings object.
+"""The constructor keywords of every client, declared once per family and carried down as one settings object.
 
-A public client class declares its whole keyword-only signature once (so ``help()``, ``inspect.signature`` and IDEs
-show ``model``, ``api_key``, ``base_url``…), builds one `ClientSettings` from it (Qwen: its subclass) and hands that
-object down through MAF's layers (``FunctionInvocationLayer`` ▸ ``ChatMiddlewareLayer`` ▸ ``ChatTelemetryLayer``) to
-the ``Raw…`` client, which reads it (``clients.core.client.ProviderChatClient``). The three peer clients take the
-same keywords: `ProviderKeywords` declares them for the three.
+A family's keywords are the fields of one frozen dataclass: `ClientSettings` (the keywords every client takes; the
+OpenAI, Anthropic and Gemini clients take exactly these) or a subclass adding the family's own (``qwen3``'s
+DashScope and self-hosted clients). A public class derives from `PublicKeywords` and names its dataclass as
+``KEYWORDS``: its signature (``help()``, ``inspect.signature``, IPython) is derived from the fields, then MAF's own
+keywords (`MAF_KEYWORDS`); its constructor builds one settings object and hands it down through MAF's layers
+(``FunctionInvocationLayer`` ▸ ``ChatMiddlewareLayer`` ▸ ``ChatTelemetryLayer``) to the ``Raw…`` client, which
+reads it (``clients.core.client.ProviderChatClient``). The docs' keyword tables are checked against the same fields
+(tests/core/test_keywords.py).
 
 Python's own error for ``QwenChatClient(modle="qwen-plus")`` names neither the class (it names the ``__init__`` that
-refused it, often a base class's) nor the keyword that was meant: a public constructor ends with ``**unexpected``
-and hands it to `refuse_unexpected`, which says
+refused it, often a base class's) nor the keyword that was meant: `refuse_unexpected` says
 ``QwenChatClient() got an unexpected keyword argument 'modle'; did you mean 'model'?``.
 """
 
@@ -16,16 +18,17 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from agent_framework import SecretString
 from typing_extensions import Self
 
 from clients.core.retry import RetryPolicy
 
-__all__ = ["ClientSettings", "ProviderKeywords", "refuse_unexpected"]
+__all__ = ["MAF_KEYWORDS", "ClientSettings", "PublicKeywords", "keyword_signature", "refuse_unexpected"]
 
 
 @dataclass(frozen=True)
@@ -87,41 +90,67 @@ def refuse_unexpected(client: object, unexpected: Mapping[str, Any], *, declared
     raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}{hint}")
 
 
-class ProviderKeywords:
-    """The constructor of the peers' public classes (``OpenAIChatCompletionClient``…; each class's docstring says
-    what every keyword means), placed before MAF's layers: the provider's keywords as one `ClientSettings`, then
-    MAF's (``middleware`` and ``function_invocation_configuration`` for its tool and middleware layers,
-    ``additional_properties``, ``compaction_strategy`` and ``tokenizer`` for ``BaseChatClient``)."""
+MAF_KEYWORDS: tuple[inspect.Parameter, ...] = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+    for name, annotation in (
+        ("middleware", Sequence[Any] | None),
+        ("function_invocation_configuration", Any),
+        ("additional_properties", dict[str, Any] | None),
+        ("compaction_strategy", Any),
+        ("tokenizer", Any),
+    )
+)
+"""MAF's own constructor keywords, after a family's `ClientSettings`: ``middleware`` and
+``function_invocation_configuration`` for its tool and middleware layers, ``additional_properties``,
+``compaction_strategy`` and ``tokenizer`` for ``BaseChatClient``."""
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | SecretString | None = None,
-        base_url: str | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        stream_idle_timeout: float | None = None,
-        stream_timeout: float | None = None,
-        max_event_bytes: int | None = None,
-        max_retries: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        rewrite_other_agents: bool = True,
-        env_file_path: str | None = None,
-        env_file_encoding: str | None = None,
-        middleware: Sequence[Any] | None = None,
-        function_invocation_configuration: Any = None,
-        additional_properties: dict[str, Any] | None = None,
-        compaction_strategy: Any = None,
-        tokenizer: Any = None,
-        **unexpected: Any,
-    ) -> None:
-        refuse_unexpected(self, unexpected)
+
+def keyword_signature(settings: type[ClientSettings]) -> inspect.Signature:
+    """The keyword-only signature a public class shows (``inspect.signature``, ``help()``): the fields of
+    ``settings`` in their order, with their types and defaults, then `MAF_KEYWORDS`, then ``**unexpected`` (refused
+    by `refuse_unexpected`)."""
+    try:
+        hints: dict[str, Any] = typing.get_type_hints(settings)
+    except Exception:  # a name only imported for type checkers: the annotation as written
+        hints = {}
+    own = [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=field.default,
+            annotation=hints.get(field.name, field.type),
+        )
+        for field in fields(settings)
+    ]
+    rest = inspect.Parameter("unexpected", inspect.Parameter.VAR_KEYWORD, annotation=Any)
+    return inspect.Signature([*own, *MAF_KEYWORDS, rest])
+
+
+class PublicKeywords:
+    """The constructor of a family's public classes, placed before MAF's layers (``class
+    OpenAIChatCompletionClient(PublicKeywords, FunctionInvocationLayer[…], …)``). The family's keywords are the fields
+    of `KEYWORDS` (a `ClientSettings` class: declared there once; each public class's docstring says what every
+    keyword means), then MAF's (`MAF_KEYWORDS`). The class's signature is derived from them (`keyword_signature`), so
+    ``inspect.signature``, ``help()`` and IPython show every keyword; an unknown one is refused naming the class
+    and the keyword meant (`refuse_unexpected`). Static type checkers see ``**keywords: Any``.
+    """
+
+    KEYWORDS: ClassVar[type[ClientSettings]] = ClientSettings
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        signature = keyword_signature(cls.KEYWORDS)
+        cls.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature(cls) reads first
+
+    def __init__(self, *positional: Any, **keywords: Any) -> None:
+        if positional:
+            raise TypeError(
+                f"{type(self).__name__}() takes keyword arguments only, e.g. model=…; got {len(positional)} positional"
+            )
+        settings = {field.name for field in fields(self.KEYWORDS)}
+        maf = {parameter.name for parameter in MAF_KEYWORDS}
+        refuse_unexpected(self, {name: value for name, value in keywords.items() if name not in settings | maf})
         super().__init__(  # type: ignore[call-arg]  # MAF's layers follow in the public class
-            settings=ClientSettings.of(locals()),
-            middleware=middleware,
-            function_invocation_configuration=function_invocation_configuration,
-            additional_properties=additional_properties,
-            compaction_strategy=compaction_strategy,
-            tokenizer=tokenizer,
+            settings=self.KEYWORDS(**{name: value for name, value in keywords.items() if name in settings}),
+            **{name: keywords.get(name) for name in maf},
         )

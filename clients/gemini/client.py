@@ -48,7 +48,7 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.errors import as_text
 from clients.core.event_stream import EventStream
-from clients.core.keywords import ClientSettings, ProviderKeywords
+from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.retry import Failure
 from clients.core.sse import event_too_long
 from clients.core.validation import WRONG_SHAPE, json_object
@@ -406,7 +406,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
 
 
 class GeminiChatClient(
-    ProviderKeywords,
+    PublicKeywords,
     FunctionInvocationLayer[GeminiOptionsT],
     ChatMiddlewareLayer[GeminiOptionsT],
     ChatTelemetryLayer[GeminiOptionsT],

@@ -31,7 +31,7 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.errors import redact
 from clients.core.event_stream import EventStream
-from clients.core.keywords import ClientSettings, ProviderKeywords
+from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.retry import PERMANENT_CODES, Failure
 from clients.core.sse import SSEDecoder, aiter_events
 from clients.core.validation import json_object
@@ -206,7 +206,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
 
 class OpenAIChatCompletionClient(
-    ProviderKeywords,
+    PublicKeywords,
     FunctionInvocationLayer[OpenAIOptionsT],
     ChatMiddlewareLayer[OpenAIOptionsT],
     ChatTelemetryLayer[OpenAIOptionsT],

@@ -28,8 +28,8 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.errors import to_chat_client_exception
-from clients.core.keywords import ClientSettings, refuse_unexpected
-from clients.core.retry import Failure, RetryPolicy
+from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.retry import Failure
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.parse import StreamState
 from qwen3.selfhosted import servers
@@ -206,6 +206,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
 
 class SelfHostedQwenChatClient(
+    PublicKeywords,
     FunctionInvocationLayer[SelfHostedOptionsT],
     ChatMiddlewareLayer[SelfHostedOptionsT],
     ChatTelemetryLayer[SelfHostedOptionsT],
@@ -250,36 +251,4 @@ class SelfHostedQwenChatClient(
             positive number.
     """
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        base_url: str | None = None,
-        server: Server | None = None,
-        api_key: str | SecretString | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        stream_idle_timeout: float | None = None,
-        stream_timeout: float | None = None,
-        max_event_bytes: int | None = None,
-        max_retries: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        rewrite_other_agents: bool = True,
-        env_file_path: str | None = None,
-        env_file_encoding: str | None = None,
-        middleware: Sequence[Any] | None = None,
-        function_invocation_configuration: Any = None,
-        additional_properties: dict[str, Any] | None = None,
-        compaction_strategy: Any = None,
-        tokenizer: Any = None,
-        **unexpected: Any,
-    ) -> None:
-        refuse_unexpected(self, unexpected)
-        super().__init__(
-            settings=SelfHostedClientSettings.of(locals()),
-            middleware=middleware,
-            function_invocation_configuration=function_invocation_configuration,
-            additional_properties=additional_properties,
-            compaction_strategy=compaction_strategy,
-            tokenizer=tokenizer,
-        )
+    KEYWORDS = SelfHostedClientSettings

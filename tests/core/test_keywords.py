@@ -1,34 +1,41 @@
 """Explicit constructors: every public client shows its keywords to ``inspect``/``help()``, documents each one, and
-answers a typo with the class's name and the keyword that was meant."""
+answers a typo with the class's name and the keyword that was meant. The keywords are read from their one
+declaration, the fields of the family's settings dataclass (`ClientSettings` and its subclasses), and the docs'
+keyword tables are checked against the same fields."""
 
 from __future__ import annotations
 
 import inspect
+import re
+from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
-from qwen3 import QwenChatClient, QwenVLChatClient
+from clients.core.keywords import MAF_KEYWORDS, ClientSettings, PublicKeywords
+from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
+from qwen3.selfhosted.client import SelfHostedClientSettings
 
-PUBLIC = [QwenChatClient, QwenVLChatClient, OpenAIChatCompletionClient, AnthropicChatClient, GeminiChatClient]
-COMMON = [
-    "model",
-    "api_key",
-    "base_url",
-    "timeout",
-    "connect_timeout",
-    "stream_idle_timeout",
-    "max_retries",
-    "retry_policy",
-    "rewrite_other_agents",
-    "env_file_path",
-    "env_file_encoding",
-    "middleware",
-    "function_invocation_configuration",
-    "additional_properties",
-    "compaction_strategy",
-    "tokenizer",
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC = [
+    QwenChatClient,
+    QwenVLChatClient,
+    OpenAIChatCompletionClient,
+    AnthropicChatClient,
+    GeminiChatClient,
+    SelfHostedQwenChatClient,
 ]
+COMMON = [field.name for field in fields(ClientSettings)] + [parameter.name for parameter in MAF_KEYWORDS]
+DERIVED = [OpenAIChatCompletionClient, AnthropicChatClient, GeminiChatClient, SelfHostedQwenChatClient]
+"""The classes whose signature is derived from their family's settings (`PublicKeywords`)."""
+TABLES = {
+    "docs/openai.md": ClientSettings,
+    "docs/anthropic.md": ClientSettings,
+    "docs/gemini.md": ClientSettings,
+    "docs/self-hosted.md": SelfHostedClientSettings,
+}
+"""Each document whose keyword table (a table whose head starts ``| keyword |``) lists a family's keywords."""
 
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
@@ -43,6 +50,72 @@ def test_the_signature_shows_every_keyword_and_the_docstring_explains_each(cls: 
     assert not missing, f"{cls.__name__} does not document {missing}"
 
 
+@pytest.mark.parametrize("cls", DERIVED, ids=lambda c: c.__name__)
+def test_the_signature_is_the_family_settings_then_mafs_keywords(cls: type[PublicKeywords]) -> None:
+    """Derived, not copied: the fields in their order, with their defaults, then MAF's keywords."""
+    parameters = list(inspect.signature(cls).parameters.values())
+    expected = [field.name for field in fields(cls.KEYWORDS)] + [p.name for p in MAF_KEYWORDS] + ["unexpected"]
+    assert [p.name for p in parameters] == expected
+    defaults = {field.name: field.default for field in fields(cls.KEYWORDS)}
+    assert {p.name: p.default for p in parameters if p.name in defaults} == defaults
+
+
+def test_a_settings_field_added_reaches_the_signature_and_the_client() -> None:
+    """One declaration: a family that adds a field gets it in its signature and in the settings its client reads."""
+    seen = {}
+
+    class Base:
+        def __init__(self, *, settings: ClientSettings, **maf: object) -> None:
+            seen["settings"], seen["maf"] = settings, maf
+
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Wider(ClientSettings):
+        colour: str = "red"
+
+    class Public(PublicKeywords, Base):
+        KEYWORDS = Wider
+
+    assert inspect.signature(Public).parameters["colour"].default == "red"
+    Public(model="m", colour="blue", middleware=[1])
+    assert seen["settings"] == Wider(model="m", colour="blue")
+    assert seen["maf"]["middleware"] == [1]
+    with pytest.raises(
+        TypeError, match=r"^Public\(\) got an unexpected keyword argument 'color'; did you mean 'colour'"
+    ):
+        Public(color="blue")
+    with pytest.raises(TypeError, match=r"^Public\(\) takes keyword arguments only"):
+        Public("m")
+
+
+def _table_keywords(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\|\s*keyword\s*\|", line))
+    names: list[str] = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        names += re.findall(r"`(\w+)`", line.split("|")[1])
+    return names
+
+
+@pytest.mark.parametrize("doc", sorted(TABLES))
+def test_each_docs_keyword_table_lists_its_familys_keywords(doc: str) -> None:
+    listed = _table_keywords((ROOT / doc).read_text(encoding="utf-8"))
+    declared = [field.name for field in fields(TABLES[doc])]
+    assert sorted(listed) == sorted(declared), (
+        f"{doc}: missing {set(declared) - set(listed)}, extra {set(listed) - set(declared)}"
+    )
+
+
+def test_the_readme_names_every_keyword_of_the_peers() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sentence = readme[readme.index("Each takes `model`") :].split("\n\n", 1)[0]
+    missing = [field.name for field in fields(ClientSettings) if f"`{field.name}`" not in sentence]
+    assert not missing
+
+
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)
 def test_a_typo_names_the_class_and_the_keyword_meant(cls: type) -> None:
     with pytest.raises(
@@ -52,7 +125,7 @@ def test_a_typo_names_the_class_and_the_keyword_meant(cls: type) -> None:
 
 
 def test_a_keyword_far_from_any_lists_the_valid_ones() -> None:
-    with pytest.raises(TypeError, match=r"'zzz'; valid keywords: model, api_key, base_url, endpoint, "):
+    with pytest.raises(TypeError, match=r"'zzz'; valid keywords: model, api_key, base_url, "):
         QwenChatClient(model="qwen-plus", api_key="k", zzz=1)
 
 
