@@ -27,7 +27,7 @@ from kline.backtest_report import MODEL, Page, Reading, write_page
 from kline.data import discover
 from kline.patterns import TALIB_MISSING, claimed, talib_available
 from kline.pool import make_pool
-from kline.store import Store, Ticker, analysis_key
+from kline.store import Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, service
 from qwen3.testing import DashScopeEmulator
@@ -69,13 +69,13 @@ async def plan_all(pool: Any, files: Sequence[Path], walk: Walk) -> list[Plan]:
     return list(await asyncio.gather(*(loop.run_in_executor(pool, plan_ticker, str(f), walk) for f in files)))
 
 
-def pairs_of(plans: Sequence[Plan], model: str, source: str) -> Iterator[Pair]:
-    """The usable (ticker, as-of date) pairs, each keyed by the data up to its date, the model, the prompt and the
-    verdict's source (emulated or the service's)."""
+def pairs_of(plans: Sequence[Plan], model: str, source: str, chart: str) -> Iterator[Pair]:
+    """The usable (ticker, as-of date) pairs, each keyed by the data up to its date, the chart settings, the model,
+    the prompt and the verdict's source (emulated or the service's)."""
     for plan in plans:
         for as_of in plan.dates:
             if not as_of.problem:
-                key = analysis_key(plan.digests[as_of.position], model, source)
+                key = analysis_key(plan.digests[as_of.position], model, source, chart)
                 yield Pair(Path(plan.file), key, until=as_of.position, as_of=as_of.date, step=as_of.step)
 
 
@@ -110,7 +110,8 @@ async def run(
         skipped = [(p, d) for p in plans for d in p.dates if d.problem]
         with service(emulator) as (api_key, base_url, emu):
             emulated = emu is not None
-            pairs = list(pairs_of(plans, args.model, "emulated" if emulated else "dashscope"))
+            source = "emulated" if emulated else "dashscope"
+            pairs = list(pairs_of(plans, args.model, source, chart_settings(args)))
             finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
             todo = [p for p in pairs if p.key not in finished]
             print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")

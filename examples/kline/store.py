@@ -3,6 +3,7 @@ a killed run loses no finished verdict and a rerun never asks twice."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sqlite3
@@ -145,23 +146,36 @@ SOURCES = ("emulated", "dashscope")
 emulator made up (and an offline run never passes one of its own off as the model's)."""
 
 
-def result_key(file: Path, model: str, source: str) -> str:
-    """The CSV's content, the model, the prompt version and the verdict's source (`SOURCES`): new data (tomorrow's
-    session), another model or the real service instead of the emulator is a new analysis; the same file under
-    another name is not."""
+def chart_settings(args: argparse.Namespace) -> str:
+    """The drawing settings that change what the model sees, as part of a result's key: sessions per chart
+    (``--days``), size in inches (``--chart-size``), resolution (``--dpi``) and the charts sent (``--timeframes``;
+    daily alone where a command has no such option). ``"days=120 size=12x7 dpi=100 timeframes=daily"``."""
+    width, height = args.chart_size
+    timeframes = "+".join(getattr(args, "timeframes", ("daily",)))
+    return f"days={args.days} size={width:g}x{height:g} dpi={args.dpi} timeframes={timeframes}"
+
+
+def result_key(file: Path, model: str, source: str, chart: str) -> str:
+    """The CSV's content, the chart settings (`chart_settings`), the model, the prompt version and the verdict's
+    source (`SOURCES`): new data (tomorrow's session), other charts, another model or the real service instead of the
+    emulator is a new analysis; the same file under another name is not."""
     digest = hashlib.sha256()
     with file.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
-    return analysis_key(digest.hexdigest()[:24], model, source)
+    return analysis_key(digest.hexdigest()[:24], model, source, chart)
 
 
-def analysis_key(digest: str, model: str, source: str) -> str:
-    """A stored result's key: the ``digest`` of the data analysed (a CSV's content, or a backtest's rows up to its
-    as-of date), the model, the prompt version and the verdict's source (`SOURCES`)."""
+def analysis_key(digest: str, model: str, source: str, chart: str) -> str:
+    """A stored result's key, ``"<data and chart digest>:<model>:<prompt version>:<source>"``: the ``digest`` of the
+    data analysed (a CSV's content, or a backtest's rows up to its as-of date) hashed with the ``chart`` settings
+    (`chart_settings`; the first part also names the chart's PNG, so charts drawn otherwise never overwrite it), the
+    model, the prompt version and the verdict's source (`SOURCES`). Everything that changes an answer is in it: a
+    rerun with other settings asks again instead of resuming verdicts made on other charts."""
     if source not in SOURCES:
         raise ValueError(f"unknown verdict source {source!r}: one of {', '.join(SOURCES)}")
-    return f"{digest}:{model}:{PROMPT_VERSION}:{source}"
+    drawn = hashlib.sha256(f"{digest}|{chart}".encode()).hexdigest()[:24]
+    return f"{drawn}:{model}:{PROMPT_VERSION}:{source}"
 
 
 def other_source(key: str) -> str:

@@ -28,7 +28,7 @@ from kline.chart import annotate_ticker, render_ticker
 from kline.data import discover, write_demo
 from kline.pool import make_pool
 from kline.report import write_outputs
-from kline.store import Store, Ticker, other_source, result_key
+from kline.store import Store, Ticker, chart_settings, other_source, result_key
 from qwen3.testing import DashScopeEmulator
 
 EMULATED_BANNER = (
@@ -239,8 +239,8 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
     store = Store(args.out / "results.sqlite")
     with service(emulator) as (api_key, base_url, emu):
         emulated = emu is not None
-        source, model = "emulated" if emulated else "dashscope", _analysis_model(args)
-        tickers = [Ticker(f, result_key(f, model, source)) for f in files]
+        source = "emulated" if emulated else "dashscope"
+        tickers = [Ticker(f, result_key(f, args.model, source, chart_settings(args))) for f in files]
         stored = store.statuses(t.key for t in tickers) if args.resume else {}
         failed_before = sum(1 for status in stored.values() if status == "failed")
         finished = {k: s for k, s in stored.items() if s == "done" or (s == "failed" and not args.retry_failed)}
@@ -281,13 +281,6 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
         print("EMULATED: the verdicts came from the local DashScope emulator, not from Qwen.")
     print_summary(current, jsonl, report)
     return current.totals
-
-
-def _analysis_model(args: argparse.Namespace) -> str:
-    """The model part of a result's key: the model, and the charts it reads when they are not the daily one alone
-    (``qwen3-vl-plus@daily+weekly``: another analysis than the daily chart's)."""
-    timeframes = tuple(getattr(args, "timeframes", ("daily",)))
-    return args.model if timeframes == ("daily",) else f"{args.model}@{'+'.join(timeframes)}"
 
 
 def _asked_again(

@@ -3,6 +3,7 @@ the bad input it skips, candlestick patterns against TA-Lib."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import io
@@ -39,6 +40,7 @@ from kline.chart import WYCKOFF_COLOR, annotate_ticker
 from kline.data import generated_series, load_csv, write_csv, write_demo
 from kline.pool import make_pool
 from kline.scoring import Call, Outcome
+from kline.store import analysis_key, chart_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -401,6 +403,36 @@ def test_no_look_ahead_the_chart_and_request_of_a_date_ignore_every_later_price(
     assert bodies_a == bodies_b
     assert len(bodies_a) == 2  # the tool call, then the verdict
     assert f"{as_of:%Y-%m-%d}" in bodies_a[0]
+
+
+def test_a_rerun_with_other_chart_settings_asks_again_instead_of_resuming(
+    entry: ModuleType, pool: Executor, folder: Path, tmp_path: Path
+) -> None:
+    """The store key holds everything that changes an answer: verdicts made on 40-session 3x2 charts are not resumed
+    for 30-session ones, nor for another size or resolution; the same settings resume them all."""
+    argv = ["--data", str(folder), "--out", str(tmp_path), "--limit", "1", *WALK, *FAST]
+    resumed = []
+    with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
+        for extra in ([], ["--days", "30"], []):
+            record, _ = _run(entry, pool, [*argv, *extra], emu)
+            resumed.append((record.pairs, record.totals.resumed))
+    assert resumed == [(2, 0), (2, 0), (2, 2)]
+    assert len(list((tmp_path / "charts").glob("*.png"))) == 2 * 2  # each settings' charts kept under its own key
+    args = entry.parse_args(["--data", "d", "--out", "o"])
+    keys = {
+        analysis_key("0" * 24, "m", "emulated", chart_settings(args)),
+        *(
+            analysis_key("0" * 24, "m", "emulated", chart_settings(entry.parse_args(["--data", "d", "--out", "o", *x])))
+            for x in (["--days", "60"], ["--chart-size", "6x4"], ["--dpi", "72"])
+        ),
+        analysis_key(
+            "0" * 24, "m", "emulated", chart_settings(argparse.Namespace(**vars(args), timeframes=("daily", "weekly")))
+        ),
+        analysis_key("0" * 24, "m2", "emulated", chart_settings(args)),
+        analysis_key("0" * 24, "m", "dashscope", chart_settings(args)),
+        analysis_key("1" * 24, "m", "emulated", chart_settings(args)),
+    }
+    assert len(keys) == 8  # the data, each chart setting, the model and the source each make another key
 
 
 def _verdicts(db: Path) -> dict[str, dict[str, Any]]:
