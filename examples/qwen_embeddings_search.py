@@ -36,6 +36,8 @@ from qwen3.testing import DashScopeEmulator
 warnings.filterwarnings("ignore", message=r"\[VECTOR_STORES\]")  # MAF marks its vector store experimental
 
 DIMENSIONS = 256
+DISTANCE = "cosine_distance"
+"""How the store ranks: 1 - cosine similarity, from 0 (same direction) to 2 (opposite); smaller is nearer."""
 NOTES = (
     "Bullish engulfing candle after a long decline: a possible reversal up.",
     "Bearish engulfing candle at resistance: sellers took over the session.",
@@ -64,7 +66,9 @@ class Note:
 
     id: Annotated[str, VectorStoreField("key")]
     text: Annotated[str, VectorStoreField("data")]
-    vector: Annotated[list[float] | str | None, VectorStoreField("vector", dimensions=DIMENSIONS)] = None
+    vector: Annotated[
+        list[float] | str | None, VectorStoreField("vector", dimensions=DIMENSIONS, distance_function=DISTANCE)
+    ] = None
 
     def __post_init__(self) -> None:
         if self.vector is None:
@@ -88,10 +92,12 @@ async def search(
 
 
 def report(found: list[tuple[str, list[tuple[str, float]]]], *, emulated: bool) -> str:
+    """The searches as text: each query, then its notes nearest first, each with its cosine distance labelled."""
     lines = ["EMULATED (deterministic vectors, not a real model's)" if emulated else "DashScope text-embedding-v4"]
+    lines.append("distance: cosine distance = 1 - cosine similarity (0 same meaning, 2 opposite; smaller is nearer)")
     for query, hits in found:
-        lines.append(f"\n{query!r}")
-        lines.extend(f"  {score:.3f}  {text}" for text, score in hits)
+        lines.append(f"\nsearch {query!r}")
+        lines.extend(f"  distance {score:.3f}  {text}" for text, score in hits)
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ sent)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,7 +33,10 @@ def test_the_script_runs_offline_and_finds_the_matching_notes() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("EMULATED")
-    tops = [lines[i + 1] for i, line in enumerate(lines) if line.startswith("'")]
+    assert lines[1].startswith("distance: cosine distance = 1 - cosine similarity")  # what the number is
+    tops = [lines[i + 1] for i, line in enumerate(lines) if line.startswith("search '")]
+    assert len(tops) == 3
+    assert all(re.fullmatch(r"  distance 0\.\d{3}  \S.*", top) for top in tops)  # every score labelled
     assert "Bullish engulfing" in tops[0]
     assert "heavy volume" in tops[1]
     assert "Death cross" in tops[2]
