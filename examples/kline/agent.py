@@ -151,6 +151,8 @@ def emulated_analysis(ind: dict[str, Any]) -> str:
         f"{_fmt(hist)} ({'bullish' if hist > 0 else 'bearish'} momentum)"
     )
 
+    sessions = ind.get("range_sessions") or 20
+    span = "20-day" if sessions >= 20 else f"{sessions}-session"  # a short history: the window it has
     lines = [
         "[EMULATED ANALYSIS - no model was called; rule-based text built from the indicator tool's numbers]",
         "",
@@ -158,7 +160,7 @@ def emulated_analysis(ind: dict[str, Any]) -> str:
         f"(1d {_signed(ind.get('change_1d_pct'))}, 5d {_signed(ind.get('change_5d_pct'))}, "
         f"20d {_signed(chg20)}).",
         f"Trend: {trend}.",
-        f"Support / resistance: 20-day low {_fmt(ind.get('low_20d'))} / 20-day high {_fmt(ind.get('high_20d'))}"
+        f"Support / resistance: {span} low {_fmt(ind.get('low_20d'))} / {span} high {_fmt(ind.get('high_20d'))}"
         f"{nearest_ma}.",
         f"Volume: {volume}.",
         f"Moving averages: MA5 {_fmt(ma5)}, MA10 {_fmt(ma10)}, MA20 {_fmt(ma20)} - arrangement "

@@ -135,10 +135,17 @@ def load_goog_sample() -> tuple[pd.DataFrame, str]:
 
 
 def discover(folder: Path, limit: int | None) -> list[Path]:
-    """The CSVs of ``folder`` (not recursive), in name order; ``--limit`` keeps the first N."""
+    """The CSVs of ``folder`` (not recursive), in name order; ``--limit`` keeps the first N. Raises
+    :class:`DataError` when ``folder`` is no folder or holds no CSV (a run on nothing is a mistake, not an empty
+    report)."""
     if not folder.is_dir():
         raise DataError(f"--data {folder} is not a folder")
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".csv" and p.is_file())
+    if not files:
+        raise DataError(
+            f"--data {folder} holds no .csv file: put daily OHLCV CSVs there (kline_watchlist.py --demo 50 --data "
+            f"{folder} writes a demo folder)"
+        )
     return files[:limit] if limit else files
 
 
@@ -146,6 +153,10 @@ def discover(folder: Path, limit: int | None) -> list[Path]:
 # --------------------------------------------------------------------------------------------------------------
 
 DEMO_LAYOUTS = ("yahoo", "tushare", "czsc", "akshare-en", "akshare-cn")
+DEMO_SESSIONS = 300
+"""Sessions of each generated demo series: what ``kline_backtest.py``'s defaults need for all 12 of their as-of dates
+(the earliest is 241 sessions before the end and needs 60 before it; a test checks this against the walk's defaults),
+and more than the watchlist's 120-session charts."""
 
 
 def generated_series(seed: int, sessions: int = 260) -> pd.DataFrame:
@@ -184,7 +195,7 @@ def write_csv(frame: pd.DataFrame, path: Path, layout: str, symbol: str) -> Path
     return path
 
 
-def write_demo(folder: Path, count: int, *, sessions: int = 260) -> list[Path]:
+def write_demo(folder: Path, count: int, *, sessions: int = DEMO_SESSIONS) -> list[Path]:
     """``count`` CSVs in ``folder``: the real GOOG series (matplotlib's sample) and generated series, in turn in
     every accepted layout (A-share codes for the Chinese layouts)."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -107,6 +107,7 @@ def compute_indicators(data: pd.DataFrame, symbol: str = "") -> dict[str, Any]:
         },
         "high_20d": _num(last20["High"].max()),
         "low_20d": _num(last20["Low"].min()),
+        "range_sessions": len(last20),  # the sessions high_20d / low_20d span: 20, or all there are when fewer
         "volume_last": _num(volume.iloc[-1], 0),
         "volume_avg20": _num(vol_avg20, 0),
         "volume_vs_avg20": _num(float(volume.iloc[-1]) / vol_avg20, 2) if vol_avg20 else None,

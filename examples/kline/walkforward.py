@@ -2,7 +2,8 @@
 
 By default the walk takes every ``every``-th session (20) over the last ``span`` sessions (250) of each file, ending
 the longest forward window before the data does; ``dates`` picks the as-of dates instead (each the last session on or
-before the date given). A date is skipped, with the reason counted and reported, when
+before the date given; a date before the file's first session or after its last is skipped as outside the data, never
+moved to a session). A date is skipped, with the reason counted and reported, when
 
 - fewer than ``min_sessions`` sessions come before it (the chart and its indicators need them),
 - the forward window after it runs past the end of the data,
@@ -32,8 +33,8 @@ from kline.patterns import RECENT, detected, talib_available
 from kline.scoring import Outcome, outcome
 
 TOO_FEW, PAST_END, GAP, JUMP = "too few sessions", "forward window past the end", "gap", "price jump over 40 %"
-UNREADABLE = "unreadable file"
-KINDS = (UNREADABLE, TOO_FEW, PAST_END, GAP, JUMP)
+UNREADABLE, OUTSIDE = "unreadable file", "as-of date outside the data"
+KINDS = (UNREADABLE, OUTSIDE, TOO_FEW, PAST_END, GAP, JUMP)
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,13 @@ def as_of_dates(data: pd.DataFrame, walk: Walk) -> list[AsOf]:
     n = len(data)
     if walk.dates:
         out = []
+        first, last = f"{data.index[0]:%Y-%m-%d}", f"{data.index[-1]:%Y-%m-%d}"
         for step, text in enumerate(walk.dates):
             position = int(data.index.searchsorted(pd.Timestamp(text), side="right")) - 1
-            if position < 0:
-                first = f"{data.index[0]:%Y-%m-%d}"
-                out.append(AsOf(step, -1, text, TOO_FEW, f"as-of {text} is before the first session ({first})"))
+            if position < 0 or pd.Timestamp(text) > data.index[-1]:
+                where = "before the first session" if position < 0 else "after the last session"
+                problem = f"as-of {text} is outside the data: {where} (the file runs {first} to {last})"
+                out.append(AsOf(step, -1, text, OUTSIDE, problem))
                 continue
             out.append(check(data, position, walk, step))
         return out

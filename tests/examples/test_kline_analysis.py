@@ -361,6 +361,16 @@ def test_emulated_analysis_is_labelled_and_uses_the_numbers(ka: ModuleType) -> N
     assert "EMULATED" in emulated_analysis({})
 
 
+def test_a_short_history_labels_its_range_by_the_sessions_it_spans(ka: ModuleType) -> None:
+    ind = compute_indicators(hand_frame([10.0, 11.0, 12.0, 11.5, 12.5], [1.0] * 5), "FIVE")
+    assert ind["range_sessions"] == 5
+    assert (ind["low_20d"], ind["high_20d"]) == (9.0, 13.5)  # hand_frame: lows close - 1, highs close + 1
+    text = emulated_analysis(ind)
+    assert "Support / resistance: 5-session low 9.00 / 5-session high 13.50" in text
+    assert "20-day" not in text.split("Support / resistance:")[1].split("\n")[0]
+    assert compute_indicators(hand_frame([float(i) for i in range(1, 41)], [1.0] * 40))["range_sessions"] == 20
+
+
 # ------------------------------------------------------------------------------------------------ rendering
 
 

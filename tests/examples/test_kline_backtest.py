@@ -133,6 +133,14 @@ def test_the_walk_takes_every_20th_session_and_ends_the_forward_window_inside_th
     assert dates[-1].position >= 400 - 250
 
 
+def test_the_demo_folder_has_sessions_enough_for_every_date_of_the_default_walk(tmp_path: Path) -> None:
+    files = write_demo(tmp_path, 6)  # GOOG and one generated series in each layout
+    for file in files:
+        dates = walkforward.as_of_dates(load_csv(file)[0], walkforward.Walk())
+        assert len(dates) == 12, file.name
+        assert [d.problem for d in dates] == [""] * 12, file.name  # the demo-then-backtest path: none skipped
+
+
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
     walk = walkforward.Walk(days=30, min_sessions=30)
     data = _frame(list(np.linspace(10, 20, 100)))
@@ -156,8 +164,8 @@ def test_bad_input_is_skipped_with_a_reason_each() -> None:
     assert "calendar days" in gapped.problem
     assert walkforward.check(gap, 45, walk).problem == ""  # the gap is in its forward window only
     explicit = walkforward.as_of_dates(data, walkforward.Walk(dates=("2020-01-01", "2024-03-15")))
-    assert explicit[0].kind == walkforward.TOO_FEW
-    assert "before the first session" in explicit[0].problem
+    assert explicit[0].kind == walkforward.OUTSIDE
+    assert "outside the data: before the first session (the file runs 2024-01-01 to 2024-05-17)" in explicit[0].problem
     assert explicit[1].date == "2024-03-15"
 
 
@@ -176,6 +184,21 @@ def test_a_crash_after_the_as_of_date_stays_in_the_sample_and_is_scored() -> Non
     charted = walkforward.check(data, 65, walk)  # once the fall is in the chart, it is flagged for what it is
     assert charted.kind == walkforward.JUMP
     assert "-45%" in charted.problem
+
+
+def test_as_of_dates_outside_the_data_are_said_to_be_and_never_moved_to_the_last_session() -> None:
+    data = _frame(list(np.linspace(10, 20, 100)))  # 2024-01-01 .. 2024-05-17
+    walk = walkforward.Walk(days=30, min_sessions=30, horizons=(5,), dates=("2023-06-01", "2024-05-20", "2030-01-01"))
+    before, after, far = walkforward.as_of_dates(data, walk)
+    assert [d.kind for d in (before, after, far)] == [walkforward.OUTSIDE] * 3
+    assert "before the first session" in before.problem
+    assert "after the last session" in after.problem
+    assert "2024-05-17" in after.problem
+    assert {d.position for d in (before, after, far)} == {-1}  # not read at the last session
+    assert [d.date for d in (before, after, far)] == list(walk.dates)
+    inside = walkforward.as_of_dates(data, walkforward.Walk(days=30, min_sessions=30, dates=("2024-03-16",)))
+    assert inside[0].position == 54
+    assert inside[0].problem == ""
 
 
 def _candles(rows: list[tuple[float, float, float, float]]) -> pd.DataFrame:

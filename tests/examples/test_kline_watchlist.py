@@ -451,6 +451,21 @@ def test_a_missing_data_folder_is_one_line_and_exit_2(wl: ModuleType, tmp_path: 
     assert code == 2
 
 
+def test_a_data_folder_without_csvs_is_an_error_and_writes_nothing(
+    wl: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a CSV")
+    code = wl.main(["--data", str(empty), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "holds no .csv file" in err
+    assert "--demo" in err
+    assert not (tmp_path / "out").exists()  # no empty report, no results.sqlite
+
+
 # ---------------------------------------------------------------------------------------------- found by new users
 
 
