@@ -27,6 +27,7 @@ from __future__ import annotations
 import reprlib
 from contextvars import ContextVar
 from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from agent_framework.exceptions import (
     ChatClientContentFilterException,
@@ -35,7 +36,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
 )
 
-__all__ = ["ProviderError", "as_text", "to_chat_client_exception"]
+__all__ = ["ProviderError", "as_text", "shown_url", "to_chat_client_exception", "url_secrets"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,28 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, "***")
     return text
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and ``repr`` show it: the secret of its userinfo masked, ``http://user:***@host/v1``
+    (``http://***@host/v1`` when the userinfo is a lone token); a URL without userinfo as it is."""
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if colon else f"***@{host}"))
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The secret of ``url``'s userinfo (the password, else a lone user token), as written and percent-decoded:
+    what `hide` should register for it."""
+    userinfo, at, _ = urlsplit(url).netloc.rpartition("@")
+    if not at:
+        return ()
+    user, colon, password = userinfo.partition(":")
+    secret = password if colon else user
+    return tuple(dict.fromkeys(s for s in (secret, unquote(secret)) if s))
 
 
 def to_chat_client_exception(error: ProviderError, inner: Exception | None = None) -> ChatClientException:

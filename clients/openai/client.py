@@ -10,7 +10,9 @@ Decisions and sources: docs/openai.md.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import json
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypedDict
 
 import httpx2
@@ -24,12 +26,16 @@ from agent_framework import (
     SecretString,
     load_settings,
 )
-from agent_framework.exceptions import ChatClientInvalidResponseException, SettingNotFoundError
+from agent_framework.exceptions import (
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+    SettingNotFoundError,
+)
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
-from clients.core.errors import redact
+from clients.core.errors import hide, redact, shown_url, url_secrets
 from clients.core.event_stream import EventStream
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.retry import PERMANENT_CODES, Failure
@@ -64,8 +70,49 @@ def _status_failure(exc: openai.APIStatusError) -> Failure:
     return Failure(parse_error(exc.status_code, exc.body, exc.request_id), exc.response.headers)
 
 
+class _BoundedBody(httpx2.AsyncByteStream):
+    """An answer that is not an event stream (a JSON body, an error body, a proxy's page), read no further than
+    ``max_bytes`` and no later than ``deadline`` (``time.monotonic()``, checked as each chunk arrives; each read
+    has the request's read timeout): the SDK reads error bodies whole before it raises, so the bound sits here.
+    Answers are asked for uncompressed (``Accept-Encoding: identity``): the bytes counted are the bytes decoded.
+
+    Raises:
+        ChatClientInvalidResponseException: the body went past either bound (the response is closed first).
+    """
+
+    def __init__(self, stream: httpx2.AsyncByteStream, what: str, max_bytes: int, deadline: float) -> None:
+        self._stream, self._what, self._max_bytes, self._deadline = stream, what, max_bytes, deadline
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._stream:
+            size += len(chunk)
+            late = time.monotonic() > self._deadline
+            if size > self._max_bytes or late:
+                await self._stream.aclose()
+                bound = "was still coming at its deadline" if late else f"went past {self._max_bytes} bytes"
+                raise ChatClientInvalidResponseException(
+                    f"{self._what} {bound}: stopped reading it (a broken or hostile server or proxy; max_event_bytes "
+                    "bounds every answer that is not an event stream)"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in: what a redirect may not change."""
+    port = url.port if url.port is not None else {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, port
+
+
+def _is_event_stream(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+
+
 async def _payloads(
-    http: httpx2.Response, max_bytes: int, idle: float
+    http: httpx2.Response, max_bytes: int, idle: float, provider: str = "OpenAI"
 ) -> AsyncGenerator[Mapping[str, Any] | str, None]:
     """The event payloads of a stream (``data:`` JSON objects, and ``"[DONE]"``); an error event raises `Failure`."""
     request_id = http.headers.get("x-request-id")
@@ -75,7 +122,7 @@ async def _payloads(
             event = decode_event(payload)
         except ValueError as exc:
             raise ChatClientInvalidResponseException(
-                f"OpenAI sent a malformed event: {redact(payload)[:200]!r}"
+                f"{provider} sent a malformed event: {redact(payload)[:200]!r}"
             ) from exc
         if isinstance(event, Mapping) and event.get("error") is not None and not event.get("choices"):
             raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream
@@ -99,6 +146,19 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     _STREAM_UNIT: ClassVar[str] = "update"
     _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
     _STREAM_IDLE: ClassVar[str] = "sent nothing"
+
+    def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
+        """As ``ProviderChatClient``; a ``base_url`` with credentials in it (``http://user:token@host/v1``, sent as
+        HTTP Basic auth by httpx) is shown as ``http://user:***@host/v1`` in ``base_url``, ``repr`` and every
+        message, the token registered with ``hide`` for each request."""
+        super().__init__(settings=settings, **kwargs)
+        self._url = self.base_url  # with its credentials: for the SDK only
+        self._url_secrets = url_secrets(self.base_url)
+        self.base_url = shown_url(self.base_url)
+
+    def _label(self) -> str:
+        """The server's name in messages about what it sent."""
+        return self._PROVIDER
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         settings = load_settings(OpenAISettings, env_prefix="OPENAI_", **keywords.given())
@@ -160,16 +220,64 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
     # ------------------------------------------------------------------------------------------- transport
 
+    def _inner_get_response(self, **kwargs: Any) -> Any:
+        for secret in self._url_secrets:  # the token of a base_url's userinfo, like the API key
+            hide(secret)
+        return super()._inner_get_response(**kwargs)
+
     def _client(self) -> openai.AsyncOpenAI:
-        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them)."""
+        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them), its
+        answers checked as they arrive (`_on_response`) and asked for uncompressed."""
+        timeout = httpx2.Timeout(self.timeout, connect=self.connect_timeout)
         return self._per_loop(
             lambda: openai.AsyncOpenAI(
                 api_key=self._api_key.get_secret_value(),
-                base_url=self.base_url,
-                timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
+                base_url=self._url,
+                timeout=timeout,
                 max_retries=0,
+                default_headers={"Accept-Encoding": "identity"},
+                http_client=openai.DefaultAsyncHttpxClient(
+                    timeout=timeout, event_hooks={"response": [self._on_response]}
+                ),
             )
         )
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        """Each HTTP answer, before the SDK reads it (an httpx response hook, so also each hop of a redirect):
+
+        - a redirect to another origin (scheme, host or port) is refused: the conversation is never sent there
+          (the SDK's httpx client follows redirects; one within the origin still is);
+        - an answer that is not an event stream (a JSON body, an error body, a proxy's page) is read no further than
+          ``max_event_bytes`` and no later than ``timeout`` from now (`_BoundedBody`); one compressed though the
+          client asked for none is refused.
+
+        Raises:
+            ChatClientInvalidRequestException: a redirect to another origin (the message names it).
+            ChatClientInvalidResponseException: a compressed answer that is not a stream.
+        """
+        request_url = response.request.url
+        if response.has_redirect_location:
+            target = request_url.join(response.headers["location"])
+            if _origin(target) != _origin(request_url):
+                shown = shown_url(str(target))
+                base = shown.removesuffix("/chat/completions")
+                raise ChatClientInvalidRequestException(
+                    f"{self._label()} at {self.base_url} redirected the request (HTTP {response.status_code}) to "
+                    f"{shown}, another origin: not followed, a redirect never carries the conversation to another "
+                    f"scheme, host or port. If that server is the one you mean, pass base_url={base!r}."
+                )
+        if _is_event_stream(response) and response.is_success:
+            return  # a stream: each line and event is bounded by aiter_events
+        what = f"{self._label()}'s answer (HTTP {response.status_code}) from {self.base_url}"
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            await response.aclose()
+            raise ChatClientInvalidResponseException(
+                f"{what} came {encoding}-compressed though the client asked for none (Accept-Encoding: identity): "
+                "not read (a compressed body could expand past any bound)"
+            )
+        deadline = time.monotonic() + self.timeout
+        response.stream = _BoundedBody(response.stream, what, self.max_event_bytes, deadline)  # type: ignore[arg-type]
 
     def _create(self, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
         """``chat.completions.create`` through ``with_streaming_response``: the SDK builds the request (auth,
@@ -187,8 +295,12 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                 raw = await response.read()
                 headers = response.headers
         except openai.APIStatusError as exc:
-            raise _status_failure(exc) from exc
-        data = json_object("OpenAI", raw)
+            failure: Failure | None = _status_failure(exc)
+        else:
+            failure = None
+        if failure is not None:  # raised outside the handler: the SDK's error, which quotes the body, stays out of
+            raise failure  # the exception chain (a secret the server echoed is redacted in ours only)
+        data = json_object(self._label(), raw)
         if data.get("error") is not None and not data.get("choices"):  # an error in a 200 (some compatible servers)
             raise Failure(parse_error(None, data, headers.get("x-request-id")), headers)
         return data
@@ -197,12 +309,48 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         try:
             response = await self._create(request.body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
         except openai.APIStatusError as exc:
-            raise _status_failure(exc) from exc
+            failure: Failure | None = _status_failure(exc)
+        else:
+            failure = None
+        if failure is not None:  # outside the handler, as in _send
+            raise failure
+        http = response.http_response
+        if not _is_event_stream(http):
+            await self._not_a_stream(http, response.close)
         return await EventStream(
             self,
-            _payloads(response.http_response, self.max_event_bytes, self.stream_idle_timeout),
+            _payloads(http, self.max_event_bytes, self.stream_idle_timeout, self._label()),
             response.close,
         ).start()
+
+    async def _not_a_stream(self, http: httpx2.Response, close: Any) -> None:
+        """A stream request answered by a JSON body or an HTML page (a proxy's, a server that ignores ``stream``):
+        its error raised as such, anything else as not a stream (read bounded, `_on_response`). Other content types
+        are read as a stream (some servers label theirs loosely).
+
+        Raises:
+            Failure: a JSON error body.
+            ChatClientInvalidResponseException: any other JSON body or HTML page, its start quoted.
+        """
+        kind = http.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind not in ("text/html", "application/json"):
+            return
+        try:
+            raw = await http.aread()
+        finally:
+            await close()
+        text = raw.decode("utf-8", "replace")
+        if kind == "application/json":
+            try:
+                data = json.loads(text)
+            except (ValueError, RecursionError):
+                data = None
+            if isinstance(data, Mapping) and data.get("error") is not None and not data.get("choices"):
+                raise Failure(parse_error(None, data, http.headers.get("x-request-id")), http.headers)
+        raise ChatClientInvalidResponseException(
+            f"{self._label()} answered the stream request with {kind}, not an event stream (text/event-stream): "
+            f"{redact(text)[:200]!r}"
+        )
 
 
 class OpenAIChatCompletionClient(

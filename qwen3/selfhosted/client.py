@@ -27,7 +27,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
-from clients.core.errors import to_chat_client_exception
+from clients.core.errors import shown_url, to_chat_client_exception
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.retry import Failure
 from clients.openai.client import RawOpenAIChatCompletionClient
@@ -103,7 +103,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
             )
         url = (settings.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
         if servers.is_dashscope(url):
-            raise ValueError(str(servers.dashscope_error(url)))
+            raise ValueError(str(servers.dashscope_error(shown_url(url))))
         return str(settings["model"]), settings.get("api_key") or "EMPTY", url  # the SDK needs some key
 
     @property
@@ -136,10 +136,14 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
     async def _detect(self) -> ServerProfile:
         key = self._api_key.get_secret_value()
-        info = await servers.detect_server(self.base_url, key, timeout=min(servers.PROBE_TIMEOUT, self.timeout))
+        info = await servers.detect_server(self._url, key, timeout=min(servers.PROBE_TIMEOUT, self.timeout))
         name = servers.checked_server(self._given_server, info, self.base_url)
         self.max_model_len = info.max_model_len
         return PROFILES[name]
+
+    def _label(self) -> str:
+        """The server's name once known (``"vLLM"``, ``"SGLang"``, ``"Ollama"``), else ``"self-hosted Qwen"``."""
+        return self._profile.label if self._profile is not None else self._PROVIDER
 
     def _server_profile(self) -> ServerProfile:
         if self._profile is None:
@@ -201,8 +205,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
     def _exception(self, failure: Failure, request: ProviderRequest) -> ChatClientException:
         """The server's error answer, named after the server (the OpenAI error shape is read the same)."""
-        label = self._profile.label if self._profile is not None else self._PROVIDER
-        return to_chat_client_exception(replace(failure.error, provider=label))
+        return to_chat_client_exception(replace(failure.error, provider=self._label()))
 
 
 class SelfHostedQwenChatClient(

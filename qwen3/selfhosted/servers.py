@@ -40,7 +40,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
 )
 
-from clients.core.errors import redact
+from clients.core.errors import redact, shown_url
 
 if TYPE_CHECKING:
     import httpx2
@@ -129,31 +129,32 @@ async def _get_json(http: httpx2.AsyncClient, url: str, timeout: float) -> tuple
     try:
         return await asyncio.wait_for(_read_json(http, url), timeout)
     except asyncio.TimeoutError:  # a server that trickles its answer: the deadline is for the whole GET
-        return None, None, f"GET {url}: no answer within {timeout:g} s"
+        return None, None, f"GET {shown_url(url)}: no answer within {timeout:g} s"
 
 
 async def _read_json(http: httpx2.AsyncClient, url: str) -> tuple[Any, int | None, str]:
     import httpx2
 
     status: int | None = None
+    shown = shown_url(url)  # the userinfo's secret masked
     try:
         async with http.stream("GET", url) as response:
             if response.headers.get("x-dashscope-call-gateway"):
-                raise dashscope_error(url)
+                raise dashscope_error(shown)
             status = response.status_code
             if status != 200:
-                return None, status, f"GET {url}: HTTP {status}"
+                return None, status, f"GET {shown}: HTTP {status}"
             raw = bytearray()
             async for chunk in response.aiter_bytes():
                 raw += chunk
                 if len(raw) > MAX_PROBE_BYTES:
-                    return None, status, f"GET {url}: over {MAX_PROBE_BYTES} bytes"
+                    return None, status, f"GET {shown}: over {MAX_PROBE_BYTES} bytes"
     except httpx2.HTTPError as exc:
-        return None, status, f"GET {url}: {type(exc).__name__}: {redact(str(exc))[:200]}"
+        return None, status, f"GET {shown}: {type(exc).__name__}: {redact(str(exc))[:200]}"
     try:
-        return json.loads(raw), status, f"GET {url}: HTTP 200"
+        return json.loads(raw), status, f"GET {shown}: HTTP 200"
     except (ValueError, RecursionError):
-        return None, status, f"GET {url}: HTTP 200, not JSON"
+        return None, status, f"GET {shown}: HTTP 200, not JSON"
 
 
 def _from_models(body: Any) -> ServerInfo | None:
@@ -194,11 +195,12 @@ async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_T
     import httpx2  # the openai SDK's HTTP library (the openai extra), loaded with the client, not with this module
 
     headers = {"Authorization": f"Bearer {api_key}"}
+    shown = shown_url(base_url)  # in messages: the secret of a userinfo masked
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout), headers=headers, follow_redirects=False) as http:
         models, models_status, seen_models = await _get_json(http, f"{base_url}/models", timeout)
         if models_status in (401, 403):
             raise ChatClientInvalidAuthException(
-                f"{base_url} refused the API key ({seen_models}): pass the key the server was started with as "
+                f"{shown} refused the API key ({seen_models}): pass the key the server was started with as "
                 "api_key= (vLLM and SGLang: --api-key), or QWEN_SELFHOSTED_API_KEY."
             )
         found = _from_models(models)
@@ -207,15 +209,15 @@ async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_T
         if not base_url.endswith("/v1"):  # vLLM's and SGLang's OpenAI API sits under /v1: a base_url without it?
             below, _, _ = await _get_json(http, f"{base_url}/v1/models", timeout)
             if _from_models(below) is not None:
-                raise missing_v1(base_url)
+                raise missing_v1(shown)
         version, version_status, seen_version = await _get_json(http, f"{server_root(base_url)}/api/version", timeout)
     seen = f"{seen_models}; {seen_version}"
     if isinstance(version, Mapping) and isinstance(version.get("version"), str):
         if not base_url.endswith("/v1"):  # Ollama answers its native API at the root, its OpenAI one under /v1 only
-            raise missing_v1(base_url)
+            raise missing_v1(shown)
         return ServerInfo("ollama", None, seen)
     if models_status is None and version_status is None:
-        raise ChatClientException(f"Cannot reach a server at {base_url} ({seen}).")
+        raise ChatClientException(f"Cannot reach a server at {shown} ({seen}).")
     return ServerInfo(None, None, seen)
 
 

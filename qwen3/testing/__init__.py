@@ -107,7 +107,8 @@ served by vLLM, SGLang or Ollama on their OpenAI-compatible ``/v1``: each server
 (``reasoning`` or ``reasoning_content``, or ``<think>`` in the text without a reasoning parser), tool calls parsed or
 leaked as text (`tool_call_text`: hermes JSON or Qwen3-Coder XML), thinking switch, replayed-reasoning field, media
 rules and error bodies, from the servers' docs and source. Its requests are `SelfHostedRecordedRequest`
-(``.server``, ``.thinking``, ``.dropped``: what the server did not read).
+(``.server``, ``.thinking``, ``.dropped``: what the server did not read); `Hostile` scripts what a broken or
+hostile server sends instead (a body that never ends, an HTML page, a redirect to another origin).
 """
 
 from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolCall
@@ -115,7 +116,7 @@ from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolC
 from ._batch import BatchLineRequest
 from ._compatible import CompatibleRecordedRequest
 from ._emulator import DashScopeEmulator
-from ._selfhosted import SelfHostedQwenEmulator, SelfHostedRecordedRequest, tool_call_text
+from ._selfhosted import Hostile, SelfHostedQwenEmulator, SelfHostedRecordedRequest, tool_call_text
 from ._types import Endpoint, RecordedRequest
 from ._uploads import RecordedUpload
 from ._validation import ApiError, endpoint_for
@@ -126,6 +127,7 @@ __all__ = [
     "CompatibleRecordedRequest",
     "DashScopeEmulator",
     "Endpoint",
+    "Hostile",
     "RecordedRequest",
     "RecordedUpload",
     "Reply",

@@ -51,6 +51,9 @@ and source say. It is the Chat Completions wire of ``clients.testing`` (`ChatCom
   ``{"error": "Unauthorized"}``; Ollama checks no key (``api_key`` is ignored).
 * Ollama's bodies and chunks carry ``system_fingerprint: "fp_ollama"`` and deltas always carry ``role`` and
   ``content`` (``ToChunk``).
+* Hostile answers (`Hostile`, scripted like a `Reply`): what a broken or hostile server or proxy sends instead of
+  an answer, for the client's bounds: a body that never ends (a JSON answer, an error body, also to a stream
+  request), an HTML page with HTTP 200, a redirect to another origin.
 
 Standard library only; bounded and loopback only like the other emulators.
 """
@@ -61,7 +64,7 @@ import json
 import secrets
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from clients.testing import (
@@ -69,9 +72,11 @@ from clients.testing import (
     ChatCompletionRecordedRequest,
     ChatCompletionRenderer,
     ChatCompletionServer,
+    Disconnect,
     Reply,
     ReplyFactory,
     ScriptError,
+    Stall,
     ToolCall,
     Turn,
     call_fragments,
@@ -88,6 +93,7 @@ from clients.testing import (
 )
 
 __all__ = [
+    "Hostile",
     "SelfHostedQwenEmulator",
     "SelfHostedRecordedRequest",
     "Server",
@@ -133,6 +139,50 @@ def tool_call_text(call: ToolCall, tool_format: ToolFormat = "hermes") -> str:
     arguments = json.dumps(parsed, ensure_ascii=False) if isinstance(parsed, dict) else call.arguments_json
     name = json.dumps(call.name, ensure_ascii=False)
     return f'<tool_call>\n{{"name": {name}, "arguments": {arguments}}}\n</tool_call>'
+
+
+@dataclass
+class Hostile(Reply):
+    """A scripted answer no well-behaved server sends, whatever the request asked (streamed or not):
+
+    * ``kind="endless"``: HTTP ``status`` (default 200) with a JSON body that starts well and never ends, sent as
+      fast as the client reads (``application/json``; the emulator gives up after ``limit`` bytes, 64 MiB by
+      default, and closes the connection). With ``status`` 400-599 it is an error body that never ends; with
+      ``trickle=seconds``, one 1 KiB piece every that many seconds instead (a body that keeps a read timeout
+      happy and never completes);
+    * ``kind="html"``: HTTP ``status`` (default 200) with a proxy's HTML page (``text/html``);
+    * ``kind="redirect"``: HTTP ``status`` (default 307, which keeps the method and body) to ``location``.
+    """
+
+    kind: Literal["endless", "html", "redirect"] = "endless"
+    status: int = 0
+    location: str = ""
+    limit: int = 64 * 1024 * 1024
+    trickle: float = 0.0
+    page: bytes = field(default=b"<html><head><title>Welcome</title></head><body><h1>It works!</h1></body></html>")
+
+    def answer(self) -> Answer:
+        """This hostile answer, as the server writes it."""
+        if self.kind == "redirect":
+            return Answer(self.status or 307, {"location": self.location, "content-type": "text/plain"}, b"")
+        if self.kind == "html":
+            return Answer(self.status or 200, {"content-type": "text/html; charset=utf-8"}, self.page)
+        status = self.status or 200
+        start = (
+            b'{"error": {"message": "'
+            if status >= 400
+            else b'{"id": "chatcmpl-1", "choices": [{"message": {"content": "'
+        )
+        return Answer(status, {"content-type": "application/json"}, events=self._endless(start))
+
+    def _endless(self, start: bytes) -> Iterator[bytes | Stall | Disconnect]:
+        yield start
+        piece = b"x" * (1024 if self.trickle > 0 else 1024 * 1024)
+        for _ in range(max(self.limit // len(piece), 1)):
+            yield piece
+            if self.trickle > 0:
+                yield Stall(self.trickle)
+        yield Disconnect()
 
 
 # ---------------------------------------------------------------------------------------------- the request
@@ -561,6 +611,8 @@ class SelfHostedQwenEmulator(ChatCompletionServer[SelfHostedRecordedRequest]):
         return json_answer(500, error_body(self.server, 500, str(error)))
 
     def _render(self, reply: Reply, request: SelfHostedRecordedRequest, request_id: str) -> Answer:
+        if isinstance(reply, Hostile):
+            return reply.answer()
         headers = dict(reply.headers)
         if reply.error is not None and (not request.stream or not reply.error_after_events):
             status, code, message = reply.error
