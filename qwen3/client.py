@@ -39,13 +39,18 @@ from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
-from clients.core.body import streamed_json
 from clients.core.client import ProviderChatClient, ProviderRequest
-from clients.core.errors import as_text, to_chat_client_exception
-from clients.core.event_stream import EventStream
 from clients.core.keywords import ClientSettings, refuse_unexpected
-from clients.core.retry import Failure, RetryPolicy
-from clients.core.sse import SSEDecoder, aiter_events
+from clients.core.transport import (
+    EventStream,
+    Failure,
+    RetryPolicy,
+    SSEDecoder,
+    aiter_events,
+    as_text,
+    streamed_json,
+    to_chat_client_exception,
+)
 from clients.core.validation import WRONG_SHAPE, json_object
 from qwen3.convert import conversation_has_media, request_body, request_messages
 from qwen3.errors import error_from_body, explained, parse_error
@@ -366,7 +371,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
     async def _send(self, request: QwenRequest) -> dict[str, Any]:
         """One non-streamed attempt; ``connect_timeout`` seconds to connect. A body with big inline media is sent piece
-        by piece (``clients.core.body``), never built whole."""
+        by piece (``clients.core.transport``), never built whole."""
         body, endpoint, headers = request.body, request.endpoint, request.headers
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         transport = self._client().transport
@@ -512,7 +517,7 @@ class QwenChatClient(
         max_retries: retries after a 429 (but not free-quota-exhausted), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). See docs/errors-and-retries.md.
-        retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.

@@ -19,13 +19,13 @@ from agent_framework import Content, Message
 from clients.core.conversion import (
     NOT_SENT,
     add_system_text,
+    hoist_tool_media,
     invalid,
     result_text,
     sendable,
     wire_tool_calls,
 )
 from clients.core.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
-from clients.core.tool_media import hoist_tool_media
 from qwen3.cache import CACHE_KEY, apply_cache, marked, system_marker
 from qwen3.errors import media_advice
 from qwen3.options import convert_options, structured_output_instruction
@@ -185,7 +185,7 @@ def _tool_messages(message: Message, endpoint: Endpoint, where: str) -> list[dic
 
     Content is a string on the text endpoint and ``[{"text"}]`` on the multimodal endpoint (captures
     ``single-generation-message-with-tools-sse`` and ``multimodal-generation-message-with-tools-sse``).
-    Media items of a result go in a user turn after the tool turns (``clients.core.tool_media``).
+    Media items of a result go in a user turn after the tool turns (``clients.core.conversion``).
     """
     out: list[dict[str, Any]] = []
     for content in message.contents:

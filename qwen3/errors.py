@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 
-from clients.core.errors import ProviderError, as_text
+from clients.core.transport import ProviderError, as_text
 from qwen3.headers import WORKSPACE_HEADER
 from qwen3.routing import is_url_error, known_family, similar_models
 

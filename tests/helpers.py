@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_framework import ChatResponse, Message, tool
 
-from clients.core.retry import RetryPolicy
+from clients.core.transport import RetryPolicy
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0)
 """Retries without waiting: the retry tests count attempts, not seconds."""

@@ -3,8 +3,8 @@
 Thin on purpose: the translation lives in ``clients.anthropic.convert``. This module resolves settings, sends the
 body with the official ``anthropic`` SDK (``AsyncAnthropic``, its own retries off) asking it for the raw JSON and
 the raw event stream (``messages.with_streaming_response.create``), retries transient failures with
-``clients.core.retry`` (streams only before their first event), and turns failures into MAF exceptions. Decisions and
-sources: docs/anthropic.md.
+``clients.core.transport`` (streams only before their first event), and turns failures into MAF exceptions.
+Decisions and sources: docs/anthropic.md.
 """
 
 from __future__ import annotations
@@ -36,10 +36,8 @@ from clients.anthropic.errors import StreamError, parse_error
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.core.client import ProviderChatClient, ProviderRequest
-from clients.core.event_stream import EventStream
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.retry import Failure
-from clients.core.sse import SSEDecoder, aiter_events
+from clients.core.transport import EventStream, Failure, SSEDecoder, aiter_events
 from clients.core.validation import json_object
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
@@ -253,7 +251,7 @@ class AnthropicChatClient(
             stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429, 5xx, 529 ``overloaded_error`` or connection failure, with exponential
             backoff, jitter and ``Retry-After``; streams only before their first event (default 2; 0 disables).
-        retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.

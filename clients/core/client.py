@@ -38,23 +38,24 @@ from agent_framework import (
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 from typing_extensions import Self, TypeVar
 
-from clients.core.errors import hide, to_chat_client_exception
-from clients.core.event_stream import EventStream
 from clients.core.keywords import ClientSettings
 from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
-from clients.core.retry import (
+from clients.core.transport import (
+    MAX_EVENT_BYTES,
     PERMANENT_CODES,
     Attempts,
+    EventStream,
     Failure,
     RetryAdvice,
     RetryPolicy,
     call_with_retries,
+    hide,
     http_errors,
     retry_advice,
+    to_chat_client_exception,
     transport_cause,
     within,
 )
-from clients.core.sse import MAX_EVENT_BYTES
 from clients.core.validation import checked_model, checked_option_types, parsed
 
 if TYPE_CHECKING:

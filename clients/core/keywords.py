@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from agent_framework import SecretString
 from typing_extensions import Self
 
-from clients.core.retry import RetryPolicy
+from clients.core.transport import RetryPolicy
 
 __all__ = ["MAF_KEYWORDS", "ClientSettings", "PublicKeywords", "keyword_signature", "refuse_unexpected"]
 

@@ -23,11 +23,10 @@ from agent_framework.exceptions import (
 )
 from typing_extensions import TypeVar
 
-from clients.core.errors import redact
 from clients.core.tool_calls import MAX_NESTING, nesting
+from clients.core.transport import redact
 
 __all__ = [
-    "TEXT_KINDS",
     "WRONG_SHAPE",
     "checked_model",
     "checked_option_types",
@@ -129,8 +128,6 @@ _STRING_FIELDS: dict[str, tuple[str, ...]] = {
 _IDS = ("response_id", "conversation_id", "model", "finish_reason", "created_at")
 _MESSAGE_IDS = ("message_id",)
 _UPDATE_IDS = (*_IDS, *_MESSAGE_IDS)
-TEXT_KINDS = frozenset({"text", "text_reasoning"})
-"""The contents whose characters a broken stream's message counts as delivered, and the deltas of a plain update."""
 
 
 def _strings(obj: Any, names: Sequence[str], kind: str = "") -> None:

@@ -5,7 +5,7 @@ the REST response objects. This module resolves settings, hands the body to the 
 (``genai.Client(...).aio.models``, its own retries, automatic function calling and automatic continuation off) on
 an ``httpx.AsyncClient`` of ours (so connect / read timeouts are ours and an early-closed stream closes its HTTP
 response at once), asks the SDK for the raw JSON where it can (``should_return_http_response`` for non-streamed
-calls; streamed events are dumped with their REST names), retries transient failures with ``clients.core.retry``
+calls; streamed events are dumped with their REST names), retries transient failures with ``clients.core.transport``
 (streams only before their first event), and turns failures into MAF exceptions. Decisions and sources:
 docs/gemini.md. Vertex AI is out of scope: this client always talks to the Developer API.
 """
@@ -46,11 +46,8 @@ from google.genai import types
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
-from clients.core.errors import as_text
-from clients.core.event_stream import EventStream
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.retry import Failure
-from clients.core.sse import event_too_long
+from clients.core.transport import EventStream, Failure, as_text, event_too_long
 from clients.core.validation import WRONG_SHAPE, json_object
 from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.errors import parse_error, retry_delay_seconds
@@ -202,7 +199,7 @@ async def _payloads(iterator: Any, responses: list[httpx.Response]) -> AsyncGene
 
 
 class _BoundedEvents(httpx.AsyncByteStream):
-    """A streamed body held to the rules `clients.core.sse.aiter_events` applies to the streams we read ourselves,
+    """A streamed body held to the rules `clients.core.transport.aiter_events` applies to the streams we read ourselves,
     enforced where the bytes pass, since google-genai reads this one (``aiter_lines``, joining ``data:`` lines until
     a blank line, and error lines until their braces balance):
 
@@ -440,7 +437,7 @@ class GeminiChatClient(
         max_retries: retries after a 429, 5xx or connection failure, with exponential backoff, jitter and the
             server's ``Retry-After`` / ``RetryInfo``; streams only before their first event (default 2; 0
             disables). google-genai's own retries are off.
-        retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.

@@ -3,8 +3,8 @@
 Thin on purpose: the translation lives in ``clients.openai.convert`` (requests) and ``clients.openai.parse``
 (responses). This module resolves settings, sends the body with the ``openai`` SDK (``AsyncOpenAI``, its own retries
 off, asked for the raw HTTP response so the wire JSON goes to the parser as is), retries transient failures with
-``clients.core.retry`` (streams only before their first event), reads the SSE stream line by line, closes it when the
-consumer stops early, and turns failures into MAF exceptions.
+``clients.core.transport`` (streams only before their first event), reads the SSE stream line by line, closes it
+when the consumer stops early, and turns failures into MAF exceptions.
 Decisions and sources: docs/openai.md.
 """
 
@@ -35,11 +35,18 @@ from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
-from clients.core.errors import hide, redact, shown_url, url_secrets
-from clients.core.event_stream import EventStream
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.retry import PERMANENT_CODES, Failure
-from clients.core.sse import SSEDecoder, aiter_events
+from clients.core.transport import (
+    PERMANENT_CODES,
+    EventStream,
+    Failure,
+    SSEDecoder,
+    aiter_events,
+    hide,
+    redact,
+    shown_url,
+    url_secrets,
+)
 from clients.core.validation import json_object
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
@@ -390,7 +397,7 @@ class OpenAIChatCompletionClient(
         max_retries: retries after a 429 (but not ``insufficient_quota``), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). The SDK's own retries are off.
-        retry_policy: a ``clients.core.retry.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).

@@ -19,13 +19,14 @@ from agent_framework import (
 
 from clients.core.conversion import (
     NOT_SENT,
+    hoist_tool_media,
     invalid,
     result_text,
     sendable,
+    tool_media,
     wire_tool_calls,
 )
 from clients.core.media import MediaError, media_kind, media_type_of, media_uri
-from clients.core.tool_media import hoist_tool_media, tool_media
 from clients.openai.options import convert_options
 
 logger = logging.getLogger("agent_framework.qwen3.openai")
@@ -237,7 +238,7 @@ def _assistant_message(
 def _tool_messages(message: Message) -> list[dict[str, Any]]:
     """One ``role: "tool"`` message per function result, in order, text only (recorded exchange
     ``mirascope__test_call_with_tools``); media the result carried follow in a user message
-    (``clients.core.tool_media``, recorded exchange ``pydantic-ai__test_image_url_tool_response``)."""
+    (``clients.core.conversion``, recorded exchange ``pydantic-ai__test_image_url_tool_response``)."""
     out: list[dict[str, Any]] = []
     for content in message.contents:
         if content.type != "function_result":

@@ -1,6 +1,6 @@
 """MAF ⇄ OpenAI Chat Completions, response side: ``parse_response`` (one JSON body → ``ChatResponse``),
 ``parse_stream_event`` (one SSE ``data:`` payload → ``ChatResponseUpdate``, with a per-stream ``StreamState``),
-``decode_event``, ``parse_usage`` and ``finish_reason``. Pure; the stream's framing is ``clients.core.sse``'s.
+``decode_event``, ``parse_usage`` and ``finish_reason``. Pure; the stream's framing is ``clients.core.transport``'s.
 """
 
 from __future__ import annotations

@@ -25,17 +25,21 @@ from agent_framework.exceptions import (
     SettingNotFoundError,
 )
 
-from clients.core.errors import hide, redact, to_chat_client_exception
-from clients.core.retry import (
+from clients.core.transport import (
     Failure,
     RetryAdvice,
     RetryPolicy,
+    ServerSentEvent,
+    SSEDecoder,
+    aiter_events,
     call_with_retries,
+    hide,
     is_transient_transport_error,
+    redact,
     retry_advice,
+    to_chat_client_exception,
     within,
 )
-from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
 from clients.core.validation import checked_model, json_object, read_limited
 from qwen3.batch.lines import (
     CHAT_URL,
@@ -75,7 +79,7 @@ class BatchSettings(TypedDict, total=False):
 
 
 class _JsonlLines(SSEDecoder):
-    """`clients.core.sse.aiter_events`' bounded line splitting, for JSONL: each non-empty line is one "event"."""
+    """`clients.core.transport.aiter_events`' bounded line splitting, for JSONL: each non-empty line is one "event"."""
 
     def feed_lines(self, lines: Iterable[bytes]) -> list[ServerSentEvent]:
         return [ServerSentEvent(None, line.decode("utf-8", "replace"), None) for line in lines if line.strip()]

@@ -14,7 +14,7 @@ from typing import Any
 from agent_framework import ChatResponse
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-from clients.core.errors import redact
+from clients.core.transport import redact
 from clients.core.validation import parsed
 from qwen3.parse import parse_response
 

@@ -27,9 +27,8 @@ from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
-from clients.core.errors import shown_url, to_chat_client_exception
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.retry import Failure
+from clients.core.transport import Failure, shown_url, to_chat_client_exception
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.parse import StreamState
 from qwen3.selfhosted import servers

@@ -40,7 +40,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
 )
 
-from clients.core.errors import redact, shown_url
+from clients.core.transport import redact, shown_url
 
 if TYPE_CHECKING:
     import httpx2

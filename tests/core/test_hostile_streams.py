@@ -15,7 +15,7 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidRes
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.anthropic.testing import AnthropicEmulator
-from clients.core.sse import ServerSentEvent, SSEDecoder, aiter_events
+from clients.core.transport import ServerSentEvent, SSEDecoder, aiter_events
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Reply

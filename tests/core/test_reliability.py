@@ -1,4 +1,4 @@
-"""Reliability: the retry policy (``clients.core.retry``, pure), then the client over real HTTP against the emulator's
+"""Reliability: the retry policy (``clients.core.transport``), then the client over real HTTP against the emulator's
 injected faults: throttling, 5xx bursts, refused and dropped connections, broken, stalled, malformed and cut
 streams, timeouts, and a consumer that stops reading. Delays are tiny, so the file runs in a few seconds."""
 
@@ -21,8 +21,8 @@ from agent_framework.exceptions import (
     ChatClientInvalidResponseException,
 )
 
-from clients.core.errors import ProviderError
-from clients.core.retry import (
+from clients.core.transport import (
+    ProviderError,
     RetryAdvice,
     RetryPolicy,
     call_with_retries,

@@ -12,7 +12,7 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException
 
-from clients.core.retry import RetryPolicy, call_with_retries, retry_after_seconds
+from clients.core.transport import RetryPolicy, call_with_retries, retry_after_seconds
 from clients.gemini.errors import retry_delay_seconds
 from clients.testing import Reply
 from qwen3 import QwenChatClient
@@ -66,7 +66,7 @@ async def test_no_retry_waits_past_the_deadline() -> None:
     async def sleep(seconds: float) -> None:
         sleeps.append(seconds)
 
-    from clients.core.retry import RetryAdvice
+    from clients.core.transport import RetryAdvice
 
     with pytest.raises(RuntimeError, match="busy"):
         await call_with_retries(

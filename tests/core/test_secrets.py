@@ -12,8 +12,7 @@ from agent_framework.exceptions import ChatClientException
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.anthropic.testing import AnthropicEmulator
-from clients.core.errors import redact
-from clients.core.retry import RetryPolicy
+from clients.core.transport import RetryPolicy, redact
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Reply

@@ -20,8 +20,8 @@ from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionC
 from clients.anthropic.errors import parse_error as anthropic_error
 from clients.anthropic.testing import AnthropicEmulator
 from clients.core.client import ProviderRequest
-from clients.core.errors import ProviderError, to_chat_client_exception
 from clients.core.tool_calls import MAX_NESTING, json_object_arguments
+from clients.core.transport import ProviderError, to_chat_client_exception
 from clients.core.validation import json_object, parsed
 from clients.gemini.errors import parse_error as gemini_error
 from clients.gemini.errors import retry_delay_seconds

@@ -19,8 +19,7 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message
 from agent_framework.exceptions import ChatClientInvalidAuthException, ChatClientInvalidRequestException
 from google.genai import types
 
-from clients.core.errors import to_chat_client_exception
-from clients.core.retry import is_transient
+from clients.core.transport import is_transient, to_chat_client_exception
 from clients.gemini.client import RawGeminiChatClient
 from clients.gemini.convert import GEMINI_NAMESPACE, SIGNATURE_KEY, base64_bytes, field_of
 from clients.gemini.errors import parse_error

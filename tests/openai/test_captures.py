@@ -28,8 +28,7 @@ from agent_framework.exceptions import (
 )
 from pydantic import BaseModel, Field
 
-from clients.core.errors import to_chat_client_exception
-from clients.core.sse import SSEDecoder
+from clients.core.transport import SSEDecoder, to_chat_client_exception
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.errors import parse_error
 from clients.openai.parse import StreamState, decode_event, parse_response, parse_stream_event
@@ -193,7 +192,7 @@ def _request(name: str, index: int, recorded: dict[str, Any]) -> Request:
             {
                 "messages.3.content.0.text": (
                     f"[Media returned by tool call {call['id']}]",
-                    "the label before a tool's media names the call (clients.core.tool_media) where pydantic-ai names "
+                    "the label before a tool's media names the call (clients.core.conversion) where pydantic-ai names "
                     "a file it made up",
                 )
             },

@@ -23,7 +23,7 @@ import pytest
 from agent_framework import ChatResponse, Content, FunctionTool, Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
-from clients.core.sse import SSEDecoder
+from clients.core.transport import SSEDecoder
 from qwen3 import video_frames
 from qwen3.convert import build_request
 from qwen3.options import citation_format

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from clients.core.sse import SSEDecoder
+from clients.core.transport import SSEDecoder
 from qwen3.convert import build_request, conversation_has_media, convert_messages
 from qwen3.options import convert_options
 from qwen3.parse import StreamState, parse_response, parse_stream_event, parse_usage

@@ -85,7 +85,7 @@ async def test_per_call_client_kwargs_override_the_client(emu: DashScopeEmulator
 
 @STREAM
 async def test_a_request_with_inline_media_carries_them_too(emu: DashScopeEmulator, stream: bool) -> None:
-    # a body with 64 KiB of base64 or more goes out piece by piece (clients.core.body), another path to the transport
+    # a body with 64 KiB of base64 or more goes out piece by piece (streamed_json), another path to the transport
     client = QwenVLChatClient(model="qwen3-vl-plus", api_key=KEY, base_url=emu.base_url, workspace="ws_team")
     image = PNG + bytes(64 * 1024)
     question = Message("user", ["What is this?", Content.from_data(image, "image/png")])
