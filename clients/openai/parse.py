@@ -91,22 +91,30 @@ def _created_at(created: Any) -> str | None:
     return datetime.fromtimestamp(created, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _reasoning_contents(message: Mapping[str, Any], merge_mode: str | None) -> list[Content]:
+def _reasoning_contents(message: Mapping[str, Any], merge_mode: str | None, warned: bool = False) -> list[Content]:
     """``reasoning_content`` / ``reasoning`` (a string) → ``text_reasoning`` marked with its field, so it can go
-    back the same way; OpenRouter's structured ``reasoning_details`` stay in ``raw_representation``."""
-    out: list[Content] = []
-    for name in REASONING_FIELDS:
-        text = message.get(name)
-        if isinstance(text, str) and text:
-            out.append(
-                Content.from_text_reasoning(
-                    text=text,
-                    merge_mode=merge_mode,  # type: ignore[arg-type]
-                    additional_properties={"openai": {"reasoning_field": name}},
-                )
-            )
-            break  # a server sending both fields sends the same text twice
-    return out
+    back the same way; OpenRouter's structured ``reasoning_details`` stay in ``raw_representation``.
+
+    A message (or delta) with both: the same text is kept once (vLLM builds around the rename sent it under both
+    names); different texts cannot both be kept in a stream (MAF joins adjacent reasoning pieces, so two texts would
+    interleave), so ``reasoning_content`` is kept and ``reasoning`` dropped with a warning naming both (``warned``:
+    a stream already warned); the dropped text stays in ``raw_representation``."""
+    texts = [(name, message.get(name)) for name in REASONING_FIELDS]
+    present = [(name, text) for name, text in texts if isinstance(text, str) and text]
+    if len(present) == 2 and present[0][1] != present[1][1] and not warned:
+        logger.warning(
+            "The server sent reasoning under both %s and %s with different text: %s is kept, %s (%d characters) "
+            "dropped (it stays in raw_representation).",
+            present[0][0], present[1][0], present[0][0], present[1][0], len(present[1][1]),
+        )  # fmt: skip
+    return [
+        Content.from_text_reasoning(
+            text=text,
+            merge_mode=merge_mode,  # type: ignore[arg-type]
+            additional_properties={"openai": {"reasoning_field": name}},
+        )
+        for name, text in present[:1]
+    ]
 
 
 def _annotations(message: Mapping[str, Any]) -> list[Annotation] | None:
@@ -218,6 +226,8 @@ class StreamState:
     done: bool = False
     """``data: [DONE]`` arrived: the stream is complete."""
     usage_seen: bool = False
+    reasoning_warned: bool = False
+    """A chunk carried different reasoning under both field names (warned once per stream)."""
 
 
 def parse_stream_event(
@@ -243,7 +253,10 @@ def parse_stream_event(
     reason: str | None = None
     choice = first_choice(event.get("choices") or [])  # a stream of several choices: choice 0 only, by its index
     delta: Mapping[str, Any] = choice.get("delta") or {}
-    contents.extend(_reasoning_contents(delta, "append"))
+    contents.extend(_reasoning_contents(delta, "append", state.reasoning_warned))
+    both = [delta.get(name) for name in REASONING_FIELDS]
+    differ = all(isinstance(t, str) and t for t in both) and both[0] != both[1]
+    state.reasoning_warned = state.reasoning_warned or differ
     text = delta.get("content")
     if isinstance(text, str) and text:
         state.answered = True

@@ -91,6 +91,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         self._prefilled = False  # a stream showed a lone </think>: the template opens the block, no reasoning parser
         self.max_model_len: int | None = None
         """The context length the server reports for its model (vLLM, SGLang), once detected."""
+        self._served_models: tuple[str, ...] = ()  # what GET /models listed at detection
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         settings = load_settings(SelfHostedSettings, env_prefix="QWEN_SELFHOSTED_", **keywords.given())
@@ -138,6 +139,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         info = await servers.detect_server(self._url, key, timeout=min(servers.PROBE_TIMEOUT, self.timeout))
         name = servers.checked_server(self._given_server, info, self.base_url)
         self.max_model_len = info.max_model_len
+        self._served_models = info.models
         return PROFILES[name]
 
     def _label(self) -> str:
@@ -203,8 +205,14 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         return update
 
     def _exception(self, failure: Failure, request: ProviderRequest) -> ChatClientException:
-        """The server's error answer, named after the server (the OpenAI error shape is read the same)."""
-        return to_chat_client_exception(replace(failure.error, provider=self._label()))
+        """The server's error answer, named after the server (the OpenAI error shape is read the same); a 404 led by
+        what to do (`servers.not_found_advice`: the models served, or the base URL to pass)."""
+        error = replace(failure.error, provider=self._label())
+        if error.status == 404:
+            port = self._server_profile().default_port if self._profile is not None else PROFILES["vllm"].default_port
+            advice = servers.not_found_advice(self._label(), self.base_url, request.model, self._served_models, port)
+            error = replace(error, advice=advice)
+        return to_chat_client_exception(error)
 
 
 class SelfHostedQwenChatClient(

@@ -28,11 +28,13 @@ one level below, or where Ollama answers, is refused with the URL to pass (`miss
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from urllib.parse import urlsplit
 
 from agent_framework.exceptions import (
     ChatClientException,
@@ -58,6 +60,7 @@ __all__ = [
     "detect_server",
     "is_dashscope",
     "missing_v1",
+    "not_found_advice",
     "server_root",
 ]
 
@@ -107,6 +110,8 @@ class ServerInfo:
     server: Server | None
     max_model_len: int | None = None
     seen: str = ""
+    models: tuple[str, ...] = ()
+    """The model names ``GET {base}/models`` listed (empty: none, or it did not answer)."""
 
 
 def is_dashscope(url: str) -> bool:
@@ -170,6 +175,38 @@ def _from_models(body: Any) -> ServerInfo | None:
     return None
 
 
+def _model_ids(body: Any) -> tuple[str, ...]:
+    """The ``id`` of each model a ``/models`` list names (vLLM, SGLang and Ollama all answer one)."""
+    data = body.get("data") if isinstance(body, Mapping) else None
+    cards = data if isinstance(data, list) else []
+    return tuple(card["id"] for card in cards if isinstance(card, Mapping) and isinstance(card.get("id"), str))
+
+
+def not_found_advice(label: str, base_url: str, model: str, models: tuple[str, ...], default_port: int) -> str:
+    """What to do after a 404 to ``POST {base_url}/chat/completions``: a ``model`` the server's list lacks gets the
+    list and the closest names (``difflib``); otherwise no chat endpoint answers there, and the message names the
+    URL that answered 404 and the base URL to pass (the server's ``/v1`` at its root, or its default port)."""
+    if models and model not in models:
+        close = difflib.get_close_matches(model, models, n=3, cutoff=0.6)
+        guess = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+        shown = ", ".join(map(repr, models[:20])) + (f" and {len(models) - 20} more" if len(models) > 20 else "")
+        return (
+            f"{label} at {base_url} does not serve model {model!r}; it serves {shown} (GET {base_url}/models).{guess}"
+        )
+    parts = urlsplit(base_url)
+    root = f"{parts.scheme}://{parts.netloc}"
+    suggestion = f"{root}/v1"
+    if parts.path == "/v1":  # the path is right: the port may be another server's
+        host = parts.netloc if parts.port is None else parts.netloc[: -len(str(parts.port)) - 1]
+        suggestion = f"{parts.scheme}://{host}:{default_port}/v1"
+    advice = f"pass base_url={suggestion!r}" if suggestion != base_url else "check the server's address and port"
+    return (
+        f"POST {base_url}/chat/completions answered HTTP 404: no chat endpoint there, so base_url={base_url!r} is not "
+        f"{label}'s OpenAI-compatible base; {advice} (where GET …/models and POST …/chat/completions answer; "
+        f"{label} listens on port {default_port} by default)."
+    )
+
+
 def server_root(base_url: str) -> str:
     """The server's root: ``base_url`` without its trailing ``/v1`` (Ollama's native API lives there)."""
     return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
@@ -205,7 +242,7 @@ async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_T
             )
         found = _from_models(models)
         if found is not None:
-            return ServerInfo(found.server, found.max_model_len, seen_models)
+            return ServerInfo(found.server, found.max_model_len, seen_models, _model_ids(models))
         if not base_url.endswith("/v1"):  # vLLM's and SGLang's OpenAI API sits under /v1: a base_url without it?
             below, _, _ = await _get_json(http, f"{base_url}/v1/models", timeout)
             if _from_models(below) is not None:
@@ -215,10 +252,10 @@ async def detect_server(base_url: str, api_key: str, *, timeout: float = PROBE_T
     if isinstance(version, Mapping) and isinstance(version.get("version"), str):
         if not base_url.endswith("/v1"):  # Ollama answers its native API at the root, its OpenAI one under /v1 only
             raise missing_v1(shown)
-        return ServerInfo("ollama", None, seen)
+        return ServerInfo("ollama", None, seen, _model_ids(models))
     if models_status is None and version_status is None:
         raise ChatClientException(f"Cannot reach a server at {shown} ({seen}).")
-    return ServerInfo(None, None, seen)
+    return ServerInfo(None, None, seen, _model_ids(models))
 
 
 def checked_server(given: Server | None, info: ServerInfo, base_url: str) -> Server:

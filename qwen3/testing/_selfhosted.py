@@ -151,20 +151,25 @@ class Hostile(Reply):
       ``trickle=seconds``, one 1 KiB piece every that many seconds instead (a body that keeps a read timeout
       happy and never completes);
     * ``kind="html"``: HTTP ``status`` (default 200) with a proxy's HTML page (``text/html``);
-    * ``kind="redirect"``: HTTP ``status`` (default 307, which keeps the method and body) to ``location``.
+    * ``kind="redirect"``: HTTP ``status`` (default 307, which keeps the method and body) to ``location``;
+    * ``kind="raw"``: HTTP ``status`` (default 200) with ``page`` as the body, of ``content_type``: a wire shape the
+      renderer does not make (``text/event-stream`` for a stream's events).
     """
 
-    kind: Literal["endless", "html", "redirect"] = "endless"
+    kind: Literal["endless", "html", "redirect", "raw"] = "endless"
     status: int = 0
     location: str = ""
     limit: int = 64 * 1024 * 1024
     trickle: float = 0.0
+    content_type: str = "application/json"
     page: bytes = field(default=b"<html><head><title>Welcome</title></head><body><h1>It works!</h1></body></html>")
 
     def answer(self) -> Answer:
         """This hostile answer, as the server writes it."""
         if self.kind == "redirect":
             return Answer(self.status or 307, {"location": self.location, "content-type": "text/plain"}, b"")
+        if self.kind == "raw":
+            return Answer(self.status or 200, {"content-type": self.content_type}, self.page)
         if self.kind == "html":
             return Answer(self.status or 200, {"content-type": "text/html; charset=utf-8"}, self.page)
         status = self.status or 200

@@ -5,6 +5,8 @@ stream request: by bytes and by a deadline), a redirect never takes the conversa
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -157,3 +159,65 @@ async def test_an_html_page_to_a_stream_request_is_not_a_stream(vllm: SelfHosted
     assert message.startswith("vLLM answered the stream request with text/html, not an event stream")
     assert "It works!" in message
     assert "cut off" not in message
+
+
+# ------------------------------------------------------------------------------------------ errors that lead
+
+
+@pytest.mark.parametrize("server", ["vllm", "ollama"])
+async def test_an_unknown_model_lists_the_models_served_with_a_did_you_mean(server: str) -> None:
+    with SelfHostedQwenEmulator(server) as emu:  # type: ignore[arg-type]
+        typo = emu.model[:-1] + emu.model[-1].swapcase() + "x"  # Qwen/Qwen3-8bx, qwen3:8Bx
+        client = SelfHostedQwenChatClient(model=typo, base_url=emu.base_url, retry_policy=FAST)
+        with pytest.raises(ChatClientInvalidRequestException) as info:
+            await ask(client)
+    message = str(info.value)
+    assert f"does not serve model {typo!r}; it serves {emu.model!r}" in message
+    assert f"Did you mean {emu.model!r}?" in message
+    assert "[HTTP 404]" in message  # the server's own words follow
+
+
+@pytest.mark.parametrize("server", ["vllm", "sglang", "ollama"])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_404_after_server_is_given_names_the_url_and_the_base_url_to_pass(server: str, stream: bool) -> None:
+    # a base_url under which detection cannot tell the server: our advice is server=, and then the chat POST 404s
+    with SelfHostedQwenEmulator(server) as emu:  # type: ignore[arg-type]
+        root = emu.root_url
+        wrong = f"{root}/api/v1"
+        client = SelfHostedQwenChatClient(model=emu.model, base_url=wrong, server=server, retry_policy=FAST)  # type: ignore[arg-type]
+        with pytest.raises(ChatClientInvalidRequestException) as info:
+            await ask(client, stream=stream)
+    message = str(info.value)
+    assert message.startswith(f"POST {wrong}/chat/completions answered HTTP 404")
+    assert f"pass base_url='{root}/v1'" in message
+
+
+def reasoning_answer(stream: bool, first: str, second: str) -> Hostile:
+    """A vLLM answer with reasoning under both names, ``reasoning_content`` then ``reasoning``."""
+    message = {"role": "assistant", "content": "42.", "reasoning_content": first, "reasoning": second}
+    if not stream:
+        body = {"id": "c", "object": "chat.completion", "model": "m",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+        return Hostile(kind="raw", page=json.dumps(body).encode())
+    end = {"index": 0, "delta": {}, "finish_reason": "stop"}
+    chunks = [{"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": message}]},
+              {"id": "c", "object": "chat.completion.chunk", "choices": [end]}]  # fmt: skip
+    events = b"".join(b"data: %s\n\n" % json.dumps(chunk).encode() for chunk in chunks) + b"data: [DONE]\n\n"
+    return Hostile(kind="raw", page=events, content_type="text/event-stream")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_reasoning_under_both_names_is_kept_once_and_a_dropped_text_is_named(
+    vllm: SelfHostedQwenEmulator, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    vllm.script(reasoning_answer(stream, "Six times seven.", "Six times seven."))
+    with caplog.at_level(logging.WARNING):
+        response = await ask(client_for(vllm), stream=stream)
+    assert [c.text for c in response.messages[-1].contents if c.type == "text_reasoning"] == ["Six times seven."]
+    assert "both" not in caplog.text
+    vllm.script(reasoning_answer(stream, "Six times seven.", "Something else entirely."))
+    with caplog.at_level(logging.WARNING):
+        response = await ask(client_for(vllm), stream=stream)
+    assert [c.text for c in response.messages[-1].contents if c.type == "text_reasoning"] == ["Six times seven."]
+    assert "under both reasoning_content and reasoning with different text: reasoning_content is kept" in caplog.text
+    assert "reasoning (24 characters) dropped" in caplog.text
