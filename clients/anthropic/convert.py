@@ -48,8 +48,15 @@ MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 """The Messages API's request size limit (https://docs.claude.com/en/api/errors, 413 ``request_too_large``)."""
 
-_FOREIGN_NAMESPACES = ("openai", "gemini", "google", "dashscope")
-"""``additional_properties`` namespaces of other providers: reasoning they signed is never sent as Anthropic's."""
+ANTHROPIC_NAMESPACE = "anthropic"
+"""This client's key in MAF's ``additional_properties`` (``clients.providers.PROVIDERS["anthropic"].namespace``)."""
+_SIGNERS = frozenset({ANTHROPIC_NAMESPACE})
+"""The allow-list of who may have signed reasoning that goes back to Claude: a ``text_reasoning`` is sent as a
+signed block only when it carries one of these ``additional_properties`` namespaces (this client marks what it
+parses) or is the ``anthropic`` SDK's own block (``raw_representation``: MAF's official Anthropic client marks
+nothing). Any other signed reasoning (another provider's signature or encrypted reasoning, MAF's official OpenAI
+and Gemini clients' unmarked ones, a provider added later) is dropped: Claude would refuse its signature, and it
+must never reach the model as text."""
 
 
 # ---------------------------------------------------------------------------------------------- media
@@ -186,13 +193,11 @@ def _reasoning_block(content: Content) -> dict[str, Any] | None:
     ``mirascope__test_call_with_thinking__*`` interaction 2); a redacted block (marked by this client) as
     ``{"type": "redacted_thinking", "data"}``. Reasoning without a signature (another provider's, or made up) is
     dropped: the API rejects unsigned thinking ("thinking.signature: Field required") and it must never reach the
-    model as text; so is reasoning another provider signed (its ``additional_properties`` namespace says so).
+    model as text; so is reasoning that Anthropic did not sign (`_SIGNERS`: an allow-list, not a list of the others).
     """
     props = content.additional_properties or {}
-    mine = props.get("anthropic")
-    if not content.protected_data:
-        return None
-    if mine is None and any(key in props for key in _FOREIGN_NAMESPACES):
+    mine = props.get(ANTHROPIC_NAMESPACE)
+    if not content.protected_data or not _signed_by_anthropic(content):
         return None
     if isinstance(mine, Mapping) and mine.get("type") == "redacted_thinking":
         return {"type": "redacted_thinking", "data": content.protected_data}
@@ -214,6 +219,15 @@ def _user_blocks(message: Message, where: str) -> list[dict[str, Any]]:
         else:
             raise invalid(f"{where}: content of type {content.type!r} cannot be sent to Anthropic.")
     return blocks
+
+
+def _signed_by_anthropic(content: Content) -> bool:
+    """Whether ``content`` comes from Claude: marked with a `_SIGNERS` namespace, or the ``anthropic`` SDK's own
+    object (MAF's official client keeps it as ``raw_representation``)."""
+    if any(key in _SIGNERS for key in content.additional_properties or {}):
+        return True
+    raw = content.raw_representation
+    return raw is not None and type(raw).__module__.split(".")[0] == "anthropic"
 
 
 def _joined_reasoning(contents: Sequence[Content]) -> list[Content]:
@@ -239,6 +253,7 @@ def _joined_reasoning(contents: Sequence[Content]) -> list[Content]:
                     **(previous.additional_properties or {}),
                     **(content.additional_properties or {}),
                 },
+                raw_representation=content.raw_representation,  # the signature's origin (`_signed_by_anthropic`)
             )
         else:
             out.append(content)

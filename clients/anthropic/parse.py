@@ -12,6 +12,7 @@ from typing import Any
 
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 
+from clients.anthropic.convert import ANTHROPIC_NAMESPACE
 from clients.anthropic.errors import StreamError
 from clients.core.conversion import text_delta
 from clients.core.tool_calls import StreamedToolCalls
@@ -82,13 +83,13 @@ def _thinking_content(block: Mapping[str, Any], message_id: str | None, index: i
         return Content.from_text_reasoning(
             id=_reasoning_id(message_id, index),
             protected_data=block.get("data"),
-            additional_properties={"anthropic": {"type": "redacted_thinking"}},
+            additional_properties={ANTHROPIC_NAMESPACE: {"type": "redacted_thinking"}},
         )
     return Content.from_text_reasoning(
         id=_reasoning_id(message_id, index),
         text=block.get("thinking") or "",
         protected_data=block.get("signature") or None,
-        additional_properties={"anthropic": {"type": "thinking"}},
+        additional_properties={ANTHROPIC_NAMESPACE: {"type": "thinking"}},
     )
 
 
@@ -238,7 +239,7 @@ def parse_stream_event(
                 id=_reasoning_id(state.message_id, index),
                 protected_data=delta.get("signature"),
                 merge_mode="append",
-                additional_properties={"anthropic": {"type": "thinking"}},
+                additional_properties={ANTHROPIC_NAMESPACE: {"type": "thinking"}},
             )
             return _update(state, [signature])
         if delta_type == "input_json_delta" and index in state.tool_calls.calls:

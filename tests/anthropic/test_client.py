@@ -21,6 +21,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidResponseException,
     SettingNotFoundError,
 )
+from anthropic.types import SignatureDelta, ThinkingDelta
 from pydantic import BaseModel
 
 from clients import AnthropicChatClient
@@ -391,11 +392,18 @@ async def test_reasoning_round_trip(emu: AnthropicEmulator, stream: bool) -> Non
 
 
 async def test_reasoning_and_its_separate_signature_are_sent_as_one_block(emu: AnthropicEmulator) -> None:
-    """Streamed updates kept one by one (MAF's official client emits the signature as its own text-less content)."""
+    """Streamed updates kept one by one (MAF's official client emits the signature as its own text-less content,
+    unmarked but with the SDK's delta as ``raw_representation``)."""
     emu.script("fine")
+    signature = sign("Six times seven.")
     parts = [
-        Content.from_text_reasoning(text="Six times seven."),
-        Content.from_text_reasoning(protected_data=sign("Six times seven.")),
+        Content.from_text_reasoning(
+            text="Six times seven.",
+            raw_representation=ThinkingDelta(type="thinking_delta", thinking="Six times seven."),
+        ),
+        Content.from_text_reasoning(
+            protected_data=signature, raw_representation=SignatureDelta(type="signature_delta", signature=signature)
+        ),
     ]
     messages = [Message("user", ["6*7?"]), Message("assistant", [*parts, "42"]), Message("user", ["ok?"])]
     await claude(emu).get_response(messages, options={"thinking_budget": 1024})
@@ -408,7 +416,9 @@ async def test_reasoning_and_its_separate_signature_are_sent_as_one_block(emu: A
 
 async def test_altered_thinking_is_refused_by_the_emulator(emu: AnthropicEmulator) -> None:
     emu.script("x")
-    altered = Content.from_text_reasoning(text="tampered", protected_data=sign("original"))
+    altered = Content.from_text_reasoning(
+        text="tampered", protected_data=sign("original"), additional_properties={"anthropic": {"type": "thinking"}}
+    )
     messages = [
         Message("user", ["q"]),
         Message("assistant", [altered, "a"]),
@@ -416,6 +426,35 @@ async def test_altered_thinking_is_refused_by_the_emulator(emu: AnthropicEmulato
     ]
     with pytest.raises(ChatClientInvalidRequestException, match=r"Invalid `signature` in `thinking` block"):
         await claude(emu).get_response(messages, options={"thinking_budget": 1024})
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [{"mistral": {"type": "thinking"}}, {"openai": {}}, None],
+    ids=["a-provider-added-later", "openai", "unmarked"],
+)
+async def test_reasoning_anthropic_did_not_sign_is_not_sent(emu: AnthropicEmulator, origin: Any) -> None:
+    """An allow-list, not a list of the others: signed reasoning from a provider no list names (or unmarked, as MAF's
+    official OpenAI and Gemini clients leave theirs) is never sent to Claude as a signed thinking block, nor as
+    text; Claude's own, beside it, still is."""
+    emu.script("fine")
+    own = Content.from_text_reasoning(
+        text="Six times seven.",
+        protected_data=sign("Six times seven."),
+        additional_properties={"anthropic": {"type": "thinking"}},
+    )
+    foreign = Content.from_text_reasoning(
+        text="foreign thoughts", protected_data="Zm9yZWlnbi1zaWduYXR1cmU=", additional_properties=origin
+    )
+    messages = [Message("user", ["6*7?"]), Message("assistant", [foreign, own, "42"]), Message("user", ["ok?"])]
+    await claude(emu).get_response(messages, options={"thinking_budget": 1024})
+    body = emu.requests[0].body
+    assert body["messages"][1]["content"] == [
+        {"type": "thinking", "thinking": "Six times seven.", "signature": sign("Six times seven.")},
+        {"type": "text", "text": "42"},
+    ]
+    assert "foreign" not in json.dumps(body)
+    assert "Zm9yZWlnbi1zaWduYXR1cmU=" not in json.dumps(body)
 
 
 async def test_thinking_tool_loop_keeps_the_signed_block_first(emu: AnthropicEmulator) -> None:
