@@ -9,7 +9,8 @@ Each provider subpackage has the same files: ``client`` (the MAF chat client on 
 (pure MAF ⇄ wire translation) and ``testing`` (a loopback emulator of the provider's API). What they share lives in
 ``clients.core``; the neutral emulator machinery in ``clients.testing``. The peer clients are imported on first
 use, so ``import qwen3`` never loads another provider's SDK; without its extra installed, a peer raises an
-``ImportError`` that names the extra.
+``ImportError`` (``ModuleNotFoundError``) that names the extra and its pip line. ``clients.providers.PROVIDERS``
+lists the providers (this module reads it).
 
 Also here, for building messages: ``image_content`` (image content from a path, URL or bytes), ``video_frames`` and
 ``MediaError``.
@@ -17,46 +18,32 @@ Also here, for building messages: ``image_content`` (image content from a path, 
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from clients.core.media import MediaError, image_content, video_frames
+from clients.providers import PROVIDERS
 
 if TYPE_CHECKING:
     from clients.anthropic import AnthropicChatClient
     from clients.gemini import GeminiChatClient
     from clients.openai import OpenAIChatCompletionClient
 
-# public name → (subpackage, the extra that installs its SDK)
-_PEERS = {
-    "OpenAIChatCompletionClient": ("clients.openai", "openai"),
-    "AnthropicChatClient": ("clients.anthropic", "anthropic"),
-    "GeminiChatClient": ("clients.gemini", "gemini"),
-}
+_PEERS = {provider.client: provider for provider in PROVIDERS.values() if provider.package.startswith("clients.")}
 
 
 def __getattr__(name: str) -> Any:
     """The peer clients, imported when first asked for (PEP 562).
 
     Raises:
-        ImportError: the provider's SDK is not installed; the message names the extra that installs it.
+        ModuleNotFoundError: the provider's SDK is not installed; the message names the extra and its pip line.
     """
     if name == "OpenAIChatClient":  # the name before 0.2: clients.openai.DEPRECATED says why it changed
         warnings.warn("OpenAIChatClient is now OpenAIChatCompletionClient", DeprecationWarning, stacklevel=2)
         name = "OpenAIChatCompletionClient"
     if name not in _PEERS:
         raise AttributeError(f"module 'clients' has no attribute {name!r}")
-    module, extra = _PEERS[name]
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("clients", "agent_framework"):
-            raise
-        raise ImportError(
-            f"{name} needs the {extra!r} extra ({exc.name} is not installed): "
-            f'pip install "agent-framework-qwen3[{extra}]"'
-        ) from exc
+    return _PEERS[name].load_client()
 
 
 def __dir__() -> list[str]:

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import itertools
 import json
 import os
@@ -64,6 +63,12 @@ else:  # Python 3.10: the tomli backport, when installed
         import tomli as _toml
     except ImportError:
         _toml = None
+
+try:
+    from clients.providers import PROVIDERS, Provider
+except ImportError:  # a source checkout without `pip install -e .`: use the packages next to this example
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from clients.providers import PROVIDERS, Provider
 
 READER = "ChartReader"
 ANALYST = "Analyst"
@@ -104,55 +109,6 @@ class ConfigError(ValueError):
 # --------------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Provider:
-    """One analyst provider: its client class, default model, key variables and loopback emulator."""
-
-    name: str
-    label: str
-    client: tuple[str, str]  # (module, class) of the chat client
-    default_model: str
-    key_vars: tuple[str, ...]  # any one set (non-empty) means "use the real service"
-    emulator: tuple[str, str]  # (module, class) of the loopback emulator
-
-
-PROVIDERS: dict[str, Provider] = {
-    p.name: p
-    for p in (
-        Provider(
-            "qwen",
-            "DashScope",
-            ("qwen3", "QwenChatClient"),
-            "qwen-plus",
-            ("DASHSCOPE_API_KEY",),
-            ("qwen3.testing", "DashScopeEmulator"),
-        ),
-        Provider(
-            "openai",
-            "OpenAI",
-            ("clients", "OpenAIChatCompletionClient"),
-            "gpt-4o",
-            ("OPENAI_API_KEY",),
-            ("clients.openai.testing", "OpenAIEmulator"),
-        ),
-        Provider(
-            "anthropic",
-            "Anthropic",
-            ("clients", "AnthropicChatClient"),
-            "claude-sonnet-4-6",
-            ("ANTHROPIC_API_KEY",),
-            ("clients.anthropic.testing", "AnthropicEmulator"),
-        ),
-        Provider(
-            "gemini",
-            "Gemini",
-            ("clients", "GeminiChatClient"),
-            "gemini-2.5-flash",
-            ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-            ("clients.gemini.testing", "GeminiEmulator"),
-        ),
-    )
-}
 VALID_PROVIDERS = ", ".join(PROVIDERS)
 
 
@@ -164,11 +120,13 @@ def provider(name: str, *, source: str = "argument") -> Provider:
     return PROVIDERS[key]
 
 
-def _load_attr(module: str, name: str, what: str) -> Any:
+def _load(info: Provider, what: str) -> Any:
+    """The provider's client (``what="client"``) or emulator class; `ConfigError` with the pip line when its extra
+    is not installed."""
     try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{what} ({module}.{name}) is not available in this installation: {exc}") from None
+        return info.load_client() if what == "client" else info.load_emulator()
+    except ImportError as exc:
+        raise ConfigError(f"the {info.label} {what} is not available in this installation: {exc}") from None
 
 
 def make_client(
@@ -182,7 +140,7 @@ def make_client(
     provider or one whose client is not installed, and MAF's ``SettingNotFoundError`` for a missing key.
     """
     info = provider(provider_name)
-    cls = _load_attr(*info.client, what=f"the {info.label} chat client")
+    cls = _load(info, "client")
     kwargs: dict[str, Any] = {"model": model}
     if api_key is not None:
         kwargs["api_key"] = api_key
@@ -194,7 +152,7 @@ def make_client(
 
 def has_key(info: Provider, environ: Mapping[str, str]) -> bool:
     """Whether the environment holds a key for ``info`` (then the real service is called)."""
-    return any(environ.get(var, "").strip() for var in info.key_vars)
+    return any(environ.get(var, "").strip() for var in info.key_variables)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -219,7 +177,7 @@ def parse_choice(text: str, *, source: str) -> ModelChoice:
     model = model.strip()
     if sep and not model:
         raise ConfigError(f"empty model in {text!r} (from {source}); use PROVIDER or PROVIDER:MODEL")
-    return ModelChoice(info.name, model or info.default_model, source)
+    return ModelChoice(info.name, model or info.example_model, source)
 
 
 _CONFIG_KEYS = {"analyst": {"provider", "model"}, "chart_reader": {"model"}}
@@ -296,7 +254,7 @@ def resolve_settings(
         table = tables["analyst"]
         source = f"{config_name} [analyst]"
         info = provider(table["provider"], source=source)
-        analyst = ModelChoice(info.name, table.get("model", info.default_model), source)
+        analyst = ModelChoice(info.name, table.get("model", info.example_model), source)
     else:
         analyst = parse_choice(DEFAULT_ANALYST, source="built-in default")
 
@@ -325,7 +283,7 @@ def configured_analyst(path: Path = DEFAULT_CONFIG) -> str | None:
         chosen = provider(analyst["provider"], source=path.name)
     except ConfigError:
         return None
-    return f"{chosen.name}:{analyst.get('model') or chosen.default_model}"
+    return f"{chosen.name}:{analyst.get('model') or chosen.example_model}"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -335,7 +293,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="ChartReader (Qwen-VL) and a swappable Analyst (qwen/openai/anthropic/gemini) read a K-line "
         "chart in a MAF sequential workflow and a group chat.",
         epilog=f"Analyst precedence: --analyst > ${ENV_ANALYST} > config file [analyst] > {DEFAULT_ANALYST}. "
-        f"Providers and default models: {', '.join(f'{p.name}:{p.default_model}' for p in PROVIDERS.values())}. "
+        f"Providers and default models: {', '.join(f'{p.name}:{p.example_model}' for p in PROVIDERS.values())}. "
         "Agents whose provider has no API key in the environment run on a local emulator (EMULATED).",
     )
     parser.add_argument(
@@ -383,10 +341,6 @@ from agent_framework import (
 )
 from agent_framework_orchestrations import GroupChatBuilder, GroupChatState, SequentialBuilder
 
-try:
-    import qwen3  # noqa: F401
-except ImportError:  # a source checkout without `pip install -e .`: use the packages next to this example
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
 from kline.agent import TOOL_NAME, emulated_analysis, make_indicator_tool
@@ -502,7 +456,7 @@ def analyst_reply(info: Provider, model: str) -> Callable[[RecordedRequest], Rep
                 f"[EMULATED ANALYSIS - {info.label} emulator, model {model}; no model was called]",
                 f'{READER} reported: "{quoted}"',
                 *body,
-                f"Not investment advice. Set {' or '.join(info.key_vars)} to have {model} answer.",
+                f"Not investment advice. Set {' or '.join(info.key_variables)} to have {model} answer.",
             ]
         )
         return Reply(text=text + "\n", chunks=12)
@@ -668,7 +622,7 @@ class WorkflowReport:
 
 
 def _start_emulator(info: Provider, default_reply: Callable[[RecordedRequest], Reply]) -> LoopbackServer:
-    cls = _load_attr(*info.emulator, what=f"the {info.label} emulator")
+    cls = _load(info, "emulator")
     server: LoopbackServer = cls(api_key=EMULATOR_KEY, default_reply=default_reply)
     return server.start()
 
@@ -776,7 +730,7 @@ def banner(settings: Settings, offline: bool, environ: Mapping[str, str]) -> str
     for name, choice in ((READER, settings.reader), (ANALYST, settings.analyst)):
         info = PROVIDERS[choice.provider]
         real = not offline and has_key(info, environ)
-        why = "key found" if real else "--offline" if offline else f"no {' / '.join(info.key_vars)} set"
+        why = "key found" if real else "--offline" if offline else f"no {' / '.join(info.key_variables)} set"
         where = f"{info.label} (real service)" if real else f"EMULATED {info.label} (local emulator, {why})"
         lines.append(f"  {name:<12} {choice.model} on {where}; chosen by {choice.source}")
     note = ""
@@ -789,8 +743,8 @@ def banner(settings: Settings, offline: bool, environ: Mapping[str, str]) -> str
 
 
 async def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> list[WorkflowReport]:
-    """Resolve the settings, render the chart, run the chosen workflow(s). Raises `ConfigError`, ``DataError``,
-    ``MediaError``."""
+    """Resolve the settings, render the chart, run the chosen workflow(s). Raises `ConfigError` (also for an
+    analyst whose provider's extra is not installed, naming its pip line), ``DataError``, ``MediaError``."""
     env = os.environ if environ is None else environ
     settings = resolve_settings(
         analyst_flag=args.analyst,
@@ -798,6 +752,7 @@ async def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None
         config=Path(args.config) if args.config else None,
         environ=env,
     )
+    _load(PROVIDERS[settings.analyst.provider], "client")  # a missing extra stops here, with its pip line
     print(banner(settings, args.offline, env))
     inputs = prepare(args.csv, args.days, args.out)
     window = inputs.window

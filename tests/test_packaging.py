@@ -9,7 +9,9 @@ import textwrap
 
 import pytest
 
-PEER_MODULES = ("openai", "anthropic", "google.genai", "httpx2")
+from clients.providers import PROVIDERS, Provider
+
+PEER_MODULES = tuple(sorted({module for p in PROVIDERS.values() if p.extra for module in p.sdk}))
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -27,15 +29,15 @@ def test_import_qwen3_loads_no_peer_sdk() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "blocked", "extra"),
-    [
-        ("OpenAIChatCompletionClient", "openai", "openai"),
-        ("AnthropicChatClient", "anthropic", "anthropic"),
-        ("GeminiChatClient", "google", "gemini"),
-    ],
+    ("provider", "blocked"),
+    [(p, module) for p in PROVIDERS.values() if p.extra for module in p.sdk],
+    ids=lambda value: value if isinstance(value, str) else value.name,
 )
-def test_a_peer_without_its_sdk_names_the_extra(name: str, blocked: str, extra: str) -> None:
-    """A real failed import (a finder that refuses the SDK, as if it were not installed), not a mock of our code."""
+def test_a_peer_without_its_sdk_names_the_extra(provider: Provider, blocked: str) -> None:
+    """A real failed import (a finder that refuses one of the modules the extra installs, as if it were not
+    installed), not a mock of our code; every way in names the pip line: the class from ``clients``, the class from
+    its own package, and the provider's emulator module (unless it needs no SDK)."""
+    emulator = provider.emulator.partition(":")[0]
     done = _run(f"""
         import sys
         class Missing:
@@ -43,14 +45,27 @@ def test_a_peer_without_its_sdk_names_the_extra(name: str, blocked: str, extra: 
                 if fullname.split(".")[0] == {blocked!r}:
                     raise ModuleNotFoundError(f"No module named {{fullname!r}}", name=fullname)
         sys.meta_path.insert(0, Missing())
-        try:
-            from clients import {name}
-        except ImportError as exc:
-            print(exc)
+        for statement in (
+            "from clients import {provider.client}",
+            "from {provider.package} import {provider.client}",
+            "import {emulator}",
+        ):
+            try:
+                exec(statement)
+            except ImportError as exc:
+                print(type(exc).__name__, exc)
+            else:
+                print("imported", statement)
         """)
     assert done.returncode == 0, done.stderr
-    assert f'pip install "agent-framework-qwen3[{extra}]"' in done.stdout
-    assert name in done.stdout
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3
+    if lines[2] == f"imported import {emulator}":  # an emulator on the standard library alone (OpenAI's)
+        lines.pop()
+    for line in lines:
+        assert line.startswith("ModuleNotFoundError "), line
+        assert line.endswith(f'({blocked} is not installed): pip install "agent-framework-qwen3[{provider.extra}]"')
+    assert provider.client in lines[0]
 
 
 def test_unknown_names_are_attribute_errors() -> None:

@@ -4,7 +4,10 @@
 emulator. Needs the ``anthropic`` extra: ``pip install "agent-framework-qwen3[anthropic]"``.
 """
 
-from clients.anthropic.client import AnthropicChatClient, RawAnthropicChatClient
-from clients.anthropic.options import AnthropicChatOptions
+from clients.providers import PROVIDERS
+
+with PROVIDERS["anthropic"].sdk_required():  # the SDK is missing: the message says which extra installs it
+    from clients.anthropic.client import AnthropicChatClient, RawAnthropicChatClient
+    from clients.anthropic.options import AnthropicChatOptions
 
 __all__ = ["AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]

@@ -4,7 +4,10 @@
 emulator. Needs the ``gemini`` extra: ``pip install "agent-framework-qwen3[gemini]"``.
 """
 
-from clients.gemini.client import GeminiChatClient, RawGeminiChatClient
-from clients.gemini.options import GeminiChatOptions
+from clients.providers import PROVIDERS
+
+with PROVIDERS["gemini"].sdk_required():  # the SDK is missing: the message says which extra installs it
+    from clients.gemini.client import GeminiChatClient, RawGeminiChatClient
+    from clients.gemini.options import GeminiChatOptions
 
 __all__ = ["GeminiChatClient", "GeminiChatOptions", "RawGeminiChatClient"]

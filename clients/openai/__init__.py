@@ -12,6 +12,8 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from clients.providers import PROVIDERS
+
 if TYPE_CHECKING:
     from clients.openai.client import OpenAIChatCompletionClient, RawOpenAIChatCompletionClient
     from clients.openai.options import OpenAIChatCompletionOptions
@@ -45,7 +47,8 @@ def __getattr__(name: str) -> Any:
         )
         name = new
     if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
+        with PROVIDERS["openai"].sdk_required(name):
+            return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module 'clients.openai' has no attribute {name!r}")
 
 

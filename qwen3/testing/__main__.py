@@ -13,7 +13,6 @@ also serves Qwen3 as that server serves it (`SelfHostedQwenEmulator`) and prints
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import threading
@@ -21,6 +20,7 @@ from contextlib import ExitStack
 from types import FrameType
 from typing import Any
 
+from clients.providers import PROVIDERS, Provider
 from qwen3.testing import DashScopeEmulator, Endpoint, SelfHostedQwenEmulator
 from qwen3.testing._selfhosted import Server
 
@@ -63,22 +63,17 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-PEERS = (
-    ("OPENAI", "clients.openai.testing", "OpenAIEmulator"),
-    ("ANTHROPIC", "clients.anthropic.testing", "AnthropicEmulator"),
-    ("GEMINI", "clients.gemini.testing", "GeminiEmulator"),
-)
-
-
-def _peers(key: str) -> list[tuple[str, Any]]:
-    """The peers' emulators (prefix, unstarted server), those whose modules import."""
+def _peers(key: str) -> list[tuple[Provider, Any]]:
+    """The peers' emulators (`clients.providers.PROVIDERS` but DashScope's: provider, unstarted server), those whose
+    modules import (a peer whose extra is not installed is left out)."""
     out = []
-    for prefix, module, name in PEERS:
-        try:
-            emulator = getattr(importlib.import_module(module), name)
-        except ImportError:
-            continue
-        out.append((prefix, emulator(api_key=key)))
+    for provider in PROVIDERS.values():
+        if provider.package.startswith("clients."):
+            try:
+                emulator = provider.load_emulator()
+            except ImportError:
+                continue
+            out.append((provider, emulator(api_key=key)))
     return out
 
 
@@ -110,12 +105,10 @@ def _serve(key: str, port: int, *, peers: bool, models: dict[str, Endpoint], sel
             "DASHSCOPE_HTTP_BASE_URL": dashscope.base_url,  # the dashscope SDK's own variable
             "DASHSCOPE_API_KEY": key,
         }
-        for prefix, server in _peers(key) if peers else []:
+        for provider, server in _peers(key) if peers else []:
             stack.enter_context(server)
-            variables[f"{prefix}_BASE_URL"] = server.base_url
-            variables[f"{prefix}_API_KEY"] = key
-        if "GEMINI_API_KEY" in variables:
-            variables["GOOGLE_API_KEY"] = key  # google-genai reads it first
+            variables[f"{provider.env_prefix}_BASE_URL"] = server.base_url
+            variables.update(dict.fromkeys(provider.key_variables, key))  # Gemini: GOOGLE_API_KEY and GEMINI_API_KEY
         if selfhosted is not None:  # the variables qwen3.SelfHostedQwenChatClient reads
             hosted = stack.enter_context(SelfHostedQwenEmulator(selfhosted, api_key=key))
             variables["QWEN_SELFHOSTED_BASE_URL"] = hosted.base_url

@@ -18,9 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from clients.anthropic.testing import AnthropicEmulator
-from clients.gemini.testing import GeminiEmulator
-from clients.openai.testing import OpenAIEmulator
+from clients.providers import PROVIDERS, Provider
 from clients.testing import LoopbackServer
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator, SelfHostedQwenEmulator
@@ -284,7 +282,7 @@ class _Provider(TypedDict):
 
 
 _QWEN: _Provider = {
-    "emulator": DashScopeEmulator,
+    "emulator": PROVIDERS["qwen"].load_emulator(),
     "model": "qwen-plus",
     "vision_model": "qwen3-vl-plus",
     "thinking_model": "qwen-plus",
@@ -319,7 +317,7 @@ field, ``chat_template_kwargs`` for the thinking switch, ``video_url`` parts; no
 is the model's answer)."""
 _SELFHOSTED_SERVER = {"server": "vllm", "model": _SELFHOSTED_MODEL}
 _OPENAI: _Provider = {
-    "emulator": OpenAIEmulator,
+    "emulator": PROVIDERS["openai"].load_emulator(),
     "model": "gpt-4o-mini",
     "vision_model": "gpt-4o-mini",
     "thinking_model": "gpt-5-mini",
@@ -332,7 +330,7 @@ _OPENAI: _Provider = {
     "features": frozenset(),
 }
 _ANTHROPIC: _Provider = {
-    "emulator": AnthropicEmulator,
+    "emulator": PROVIDERS["anthropic"].load_emulator(),
     "model": "claude-sonnet-4-6",
     "vision_model": "claude-sonnet-4-6",
     "thinking_model": "claude-sonnet-4-6",
@@ -346,7 +344,7 @@ _ANTHROPIC: _Provider = {
     "features": frozenset(),
 }
 _GEMINI: _Provider = {
-    "emulator": GeminiEmulator,
+    "emulator": PROVIDERS["gemini"].load_emulator(),
     "model": "gemini-2.5-flash",
     "vision_model": "gemini-2.5-flash",
     "thinking_model": "gemini-2.5-flash",
@@ -359,48 +357,46 @@ _GEMINI: _Provider = {
     "features": frozenset({"video"}),
 }
 
+CAPABILITIES: dict[str, _Provider] = {"qwen": _QWEN, "openai": _OPENAI, "anthropic": _ANTHROPIC, "gemini": _GEMINI}
+"""Each provider of `clients.providers.PROVIDERS` (by name) and what its emulator emulates: a provider added there
+needs its row here."""
+
+
+def _ours_for(provider: Provider) -> Target:
+    """Our client of a `clients.providers.PROVIDERS` entry, as a target: class, module and emulator from the registry,
+    the capabilities from `CAPABILITIES`."""
+    if provider.name not in CAPABILITIES:
+        raise LookupError(f"tests/conformance/targets.py CAPABILITIES has no row for the provider {provider.name!r}")
+    special: dict[str, Any] = {}
+    if provider.name == "qwen":  # two classes (QwenVLChatClient for images) and DashScope's hosted tools
+        special = {
+            "classes": "qwen3.QwenChatClient / QwenVLChatClient",
+            "make": _qwen,
+            "feature_options": {
+                "web_search": {"tools": [QwenChatClient.get_web_search_tool()]},
+                "code_interpreter": {
+                    "model": _CONTINUITY_MODEL,
+                    "tools": [QwenChatClient.get_code_interpreter_tool()],
+                },
+                "reasoning_continuity": {"model": _CONTINUITY_MODEL},
+            },
+        }
+    return Target(
+        **{
+            "name": f"{'Qwen' if provider.name == 'qwen' else provider.label} (ours)",
+            "ours": True,
+            "classes": f"clients.{provider.client}",
+            "package": "agent-framework-qwen3",
+            "module": f"{provider.package}.client",
+            "make": _ours(f"{provider.package}.{provider.client}"),
+            **CAPABILITIES[provider.name],
+            **special,
+        }
+    )
+
+
 OURS: list[Target] = [
-    Target(
-        name="Qwen (ours)",
-        ours=True,
-        classes="qwen3.QwenChatClient / QwenVLChatClient",
-        package="agent-framework-qwen3",
-        module="qwen3.client",
-        make=_qwen,
-        feature_options={
-            "web_search": {"tools": [QwenChatClient.get_web_search_tool()]},
-            "code_interpreter": {"model": _CONTINUITY_MODEL, "tools": [QwenChatClient.get_code_interpreter_tool()]},
-            "reasoning_continuity": {"model": _CONTINUITY_MODEL},
-        },
-        **_QWEN,
-    ),
-    Target(
-        name="OpenAI (ours)",
-        ours=True,
-        classes="clients.OpenAIChatCompletionClient",
-        package="agent-framework-qwen3",
-        module="clients.openai.client",
-        make=_ours("clients.openai.client.OpenAIChatCompletionClient"),
-        **_OPENAI,
-    ),
-    Target(
-        name="Anthropic (ours)",
-        ours=True,
-        classes="clients.AnthropicChatClient",
-        package="agent-framework-qwen3",
-        module="clients.anthropic.client",
-        make=_ours("clients.anthropic.client.AnthropicChatClient"),
-        **_ANTHROPIC,
-    ),
-    Target(
-        name="Gemini (ours)",
-        ours=True,
-        classes="clients.GeminiChatClient",
-        package="agent-framework-qwen3",
-        module="clients.gemini.client",
-        make=_ours("clients.gemini.client.GeminiChatClient"),
-        **_GEMINI,
-    ),
+    *(_ours_for(provider) for provider in PROVIDERS.values()),
     Target(
         name="Qwen self-hosted (ours)",
         ours=True,

@@ -14,6 +14,7 @@ import pytest
 
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.core.keywords import MAF_KEYWORDS, ClientSettings, PublicKeywords
+from clients.providers import PROVIDERS
 from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
 from qwen3.selfhosted.client import SelfHostedClientSettings
 
@@ -30,9 +31,7 @@ COMMON = [field.name for field in fields(ClientSettings)] + [parameter.name for 
 DERIVED = [OpenAIChatCompletionClient, AnthropicChatClient, GeminiChatClient, SelfHostedQwenChatClient]
 """The classes whose signature is derived from their family's settings (`PublicKeywords`)."""
 TABLES = {
-    "docs/openai.md": ClientSettings,
-    "docs/anthropic.md": ClientSettings,
-    "docs/gemini.md": ClientSettings,
+    **{f"docs/{p.name}.md": p.load_client().KEYWORDS for p in PROVIDERS.values() if p.package.startswith("clients.")},
     "docs/self-hosted.md": SelfHostedClientSettings,
 }
 """Each document whose keyword table (a table whose head starts ``| keyword |``) lists a family's keywords."""

@@ -10,18 +10,11 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
-from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
-from clients.anthropic.testing import AnthropicEmulator
-from clients.gemini.testing import GeminiEmulator
-from clients.openai.testing import OpenAIEmulator
-from qwen3 import QwenChatClient
-from qwen3.testing import DashScopeEmulator
+from clients.providers import PROVIDERS
 
 CLIENTS: dict[str, tuple[Any, Any, str]] = {
-    "qwen": (DashScopeEmulator, QwenChatClient, "qwen-plus"),
-    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
-    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
-    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
+    name: (provider.load_emulator(), provider.load_client(), provider.example_model)
+    for name, provider in PROVIDERS.items()
 }
 BAD = [
     ({"temperature": "hot"}, "Option 'temperature' must be a number, not 'hot'"),

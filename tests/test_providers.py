@@ -1,0 +1,74 @@
+"""The providers registry (``clients.providers.PROVIDERS``) says true things: each entry points at modules and classes
+that exist, in a folder with the files every provider has, and its environment variables are the ones its client
+reads (the variables ``python -m qwen3.testing`` prints are built from them)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from pathlib import Path
+
+import pytest
+from typing_extensions import is_typeddict
+
+from clients.providers import PROVIDERS, Provider, provider_of
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = ("client", "convert", "parse", "options", "errors", "testing")
+"""The modules of a provider's own folder (docs/design.md "Adding a provider")."""
+
+
+def _ids(provider: Provider) -> str:
+    return provider.name
+
+
+@pytest.mark.parametrize("provider", PROVIDERS.values(), ids=_ids)
+def test_an_entry_points_at_existing_modules(provider: Provider) -> None:
+    assert PROVIDERS[provider.name] is provider
+    assert provider_of(provider.package) is provider
+    missing = [name for name in FILES if importlib.util.find_spec(f"{provider.package}.{name}") is None]
+    assert not missing, f"{provider.package} has no {missing}"
+    client = provider.load_client()
+    assert isinstance(client, type)
+    assert client.__name__ == provider.client
+    assert "model" in inspect.signature(client).parameters  # a public class with its keywords shown
+    options = getattr(importlib.import_module(provider.package), provider.options)
+    assert is_typeddict(options)
+    emulator = provider.load_emulator()
+    assert emulator.__name__ == provider.emulator.rpartition(":")[2]
+    if provider.extra is not None:
+        assert f'"agent-framework-qwen3[{provider.extra}]"' in provider.install
+        pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+        assert f"\n{provider.extra} = [" in pyproject, f"pyproject.toml has no [{provider.extra}] extra"
+    assert all(importlib.util.find_spec(module) is not None for module in provider.sdk)
+
+
+def test_an_unknown_package_is_no_provider() -> None:
+    with pytest.raises(KeyError, match=r"no provider in PROVIDERS lives in 'clients\.core'"):
+        provider_of("clients.core")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS.values(), ids=_ids)
+async def test_the_client_reads_the_registrys_variables(provider: Provider, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client built with a model alone finds its key and base URL in ``<PREFIX>_BASE_URL`` and each of
+    ``key_variables`` (every one is read: set alone, it is enough)."""
+    for variable in provider.key_variables:
+        with provider.load_emulator()(api_key="sk-registry") as server:
+            for other in provider.key_variables:
+                monkeypatch.delenv(other, raising=False)
+            monkeypatch.setenv(f"{provider.env_prefix}_BASE_URL", server.base_url)
+            monkeypatch.setenv(variable, "sk-registry")
+            client = provider.load_client()(model=provider.example_model)
+            try:
+                answer = await client.get_response("hello")
+            finally:
+                await client.close()
+            assert "You said: hello" in answer.text
+
+
+def test_design_md_lists_the_files_of_a_providers_folder() -> None:
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    section = design.split("\n## Adding a provider\n", 1)[1].split("\n## ", 1)[0]
+    assert "`clients/providers.py`" in section
+    assert [name for name in FILES if f"`{name}.py`" not in section] == []
