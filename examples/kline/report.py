@@ -46,7 +46,8 @@ th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::afte
 td.num{text-align:right;font-variant-numeric:tabular-nums} img{display:block;border:1px solid #ddd}
 .up{color:#1a9c4a;font-weight:600} .down{color:#e03a3e;font-weight:600} .sideways{color:#777;font-weight:600}
 .failed td{background:#fff5f5} .skipped td{background:#fafafa;color:#777}
-.why{max-width:420px;min-width:200px;font-size:13px}
+.why{max-width:360px;min-width:130px;font-size:13px;overflow-wrap:anywhere} td small{overflow-wrap:anywhere}
+td:nth-child(2){max-width:170px} td img{width:150px;height:auto}
 """
 
 _JS = """
@@ -152,6 +153,11 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
     return path
 
 
+def _with_this_run(shown: str, this_run: str, resumed: int) -> str:
+    """A total of the results the report shows (resumed ones included), and this run's part when it resumed any."""
+    return f"{shown} ({this_run} this run)" if resumed else shown
+
+
 def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
     """``verdicts.jsonl`` (one object per ticker with a stored result: symbol, file, status, the verdict's fields,
     usage) and ``report.html``, from the store: a resumed run's earlier verdicts included."""
@@ -197,16 +203,22 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
             )
     tmp.replace(jsonl)
     t = run.totals
+    stored = list(rows.values())
+    tokens = sum(int((json.loads(r["usage"]) if r["usage"] else {}).get("total_token_count") or 0) for r in stored)
+    cached = sum(
+        int((json.loads(r["usage"]) if r["usage"] else {}).get("cache_read_input_token_count") or 0) for r in stored
+    )
+    asked = run.store.run_seconds(float(r["updated"]) for r in stored if r["updated"] is not None)
     totals = {
         "tickers": t.tickers,
         "verdicts": sum(1 for r in report_rows if r.status == "done"),
         "failures": sum(1 for r in report_rows if r.status == "failed"),
         "skipped (bad input)": t.skipped,
         "resumed (not asked again)": t.resumed,
-        "tokens": f"{t.total_tokens:,}",
-        "cached tokens": f"{t.cached_tokens:,}",
+        "tokens": _with_this_run(f"{tokens:,}", f"{t.total_tokens:,}", t.resumed),
+        "cached tokens": _with_this_run(f"{cached:,}", f"{t.cached_tokens:,}", t.resumed),
         "429s": t.rate_limited,
-        "time": f"{t.seconds:.1f} s",
+        "time": _with_this_run(f"{max(asked, t.seconds):.1f} s", f"{t.seconds:.1f} s", t.resumed),
         "mode": run.mode + (" (EMULATED)" if run.emulated else ""),
         "model": run.args.model,
     }

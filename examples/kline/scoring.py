@@ -192,19 +192,22 @@ class Summary:
 
 
 def summarize(source: str, calls: Sequence[Call], horizon: int) -> Summary:
+    """One source's scores at ``horizon``; a score with nothing to score (no call, no directional call) is NaN, never
+    a 0 that reads like a result (the long/flat return of no call is not +0.0 %)."""
     rate, directional = hit_rate(calls, horizon)
     held = levels_held(calls, horizon)
+    scored = sum(1 for c in calls if horizon in c.outcomes)
     return Summary(
         source,
         horizon,
-        sum(1 for c in calls if horizon in c.outcomes),
+        scored,
         rate,
         directional,
         rank_ic(calls, horizon),
         held["support"][0],
         held["resistance"][0],
         bias(calls),
-        equity_curve(calls, horizon)[-1] - 1.0,
+        equity_curve(calls, horizon)[-1] - 1.0 if scored else math.nan,
     )
 
 

@@ -4,6 +4,7 @@ a killed run loses no finished verdict and a rerun never asks twice."""
 from __future__ import annotations
 
 import argparse
+import bisect
 import hashlib
 import json
 import sqlite3
@@ -45,6 +46,7 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE TABLE IF NOT EXISTS batches (
     id TEXT PRIMARY KEY, model TEXT NOT NULL, keys TEXT NOT NULL, status TEXT NOT NULL, created REAL
 );
+CREATE TABLE IF NOT EXISTS runs (started REAL NOT NULL, ended REAL NOT NULL);
 """
 
 
@@ -124,6 +126,23 @@ class Store:
             return out
         finally:
             self.db.row_factory = None
+
+    def add_run(self, started: float, ended: float) -> None:
+        """Record a run's wall-clock span (``time.time()`` seconds), so that a later report can say how long the
+        verdicts it shows took to get."""
+        self.db.execute("INSERT INTO runs VALUES (?,?)", (started, ended))
+        self.db.commit()
+
+    def run_seconds(self, updated: Iterable[float]) -> float:
+        """The wall-clock seconds of the recorded runs that stored any of these results (by their ``updated``
+        times): what the verdicts a report shows took to get, whichever runs asked for them."""
+        times = sorted(updated)
+        total = 0.0
+        for started, ended in self.db.execute("SELECT started, ended FROM runs"):
+            at = bisect.bisect_left(times, started)
+            if at < len(times) and times[at] <= ended:
+                total += ended - started
+        return total
 
     def add_batch(self, batch_id: str, model: str, keys: Sequence[str]) -> None:
         self.db.execute(

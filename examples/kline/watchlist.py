@@ -232,7 +232,7 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
         files = write_demo(args.data, args.demo)
         print(f"Wrote {len(files)} demo CSVs to {args.data}")
         return Totals(tickers=len(files))
-    started = time.perf_counter()
+    started, wall_started = time.perf_counter(), time.time()
     files = discover(args.data, args.limit)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / ".charts").mkdir(exist_ok=True)
@@ -275,6 +275,7 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
                 current.totals.seconds = time.perf_counter() - started
+                store.add_run(wall_started, time.time())
                 jsonl, report = write_outputs(current, tickers)
                 store.close()
     if emulated:

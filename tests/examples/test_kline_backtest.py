@@ -141,6 +141,20 @@ def test_the_demo_folder_has_sessions_enough_for_every_date_of_the_default_walk(
         assert [d.problem for d in dates] == [""] * 12, file.name  # the demo-then-backtest path: none skipped
 
 
+def test_a_source_with_no_calls_shows_no_return_on_the_page(tmp_path: Path) -> None:
+    from kline.backtest_report import MODEL, Page, write_page
+
+    baseline = [_call("up", 0.8, 0.02, step=0)]
+    page = Page("empty", emulated=True, horizons=(5,), calls={MODEL: [], "always up": baseline})
+    html = write_page(tmp_path / "backtest.html", page).read_text(encoding="utf-8")
+    table = html.split('<table id="scores">')[1].split("</table>")[0]
+    model_row, baseline_row = table.split("<tr")[2:4]
+    assert "model (EMULATED)" in model_row
+    assert "%" not in model_row  # 0 calls: every score "–", the long/flat return too (it showed "+0.0 %")
+    assert "+2.0 %" in baseline_row
+    assert math.isnan(scoring.summarize(MODEL, [], 5).total_return)
+
+
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
     walk = walkforward.Walk(days=30, min_sessions=30)
     data = _frame(list(np.linspace(10, 20, 100)))

@@ -380,6 +380,8 @@ def test_the_report_renders_in_headless_chromium_and_sorts(realtime: dict[str, A
             rows = page.locator("#verdicts tbody tr")
             assert rows.count() == GOOD + 3
             assert page.locator("#verdicts").is_visible()
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 1400, f"the table overflows a 1400 px window: {wide} px wide"
             thumbs = page.eval_on_selector_all("#verdicts img", "imgs => imgs.map(i => i.naturalWidth)")
             assert len(thumbs) == GOOD - 1
             assert all(width > 0 for width in thumbs)  # the inline thumbnails decode
@@ -503,6 +505,34 @@ def test_a_run_on_the_service_never_reuses_an_emulated_verdict(
         _run(wl, argv, offline_again, monkeypatch)
         assert offline_again.requests == []
     assert "3 finished before (resumed), 0 to analyse" in capsys.readouterr().out
+
+
+def _boxes(page: str) -> dict[str, str]:
+    """The report's totals, label -> value."""
+    return dict(re.findall(r"<div>([^<]+)<b>([^<]*)</b></div>", page))
+
+
+def test_a_fully_resumed_report_shows_the_tokens_and_time_of_the_verdicts_it_shows(
+    wl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 2, sessions=60)
+    argv = ["--data", str(data), "--out", str(out), *FAST]
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        first = _run(wl, argv, emu, monkeypatch)
+    asked = _boxes((out / "report.html").read_text(encoding="utf-8"))
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        again = _run(wl, argv, emu, monkeypatch)
+        assert emu.requests == []
+    resumed = _boxes((out / "report.html").read_text(encoding="utf-8"))
+    assert (first.total_tokens, again.total_tokens, again.resumed) == (first.total_tokens, 0, 2)
+    assert first.total_tokens > 0
+    assert asked["tokens"] == f"{first.total_tokens:,}"
+    assert resumed["tokens"] == f"{first.total_tokens:,} (0 this run)"  # not "0"
+    assert resumed["cached tokens"] == f"{first.cached_tokens:,} (0 this run)"
+    stored_seconds = float(resumed["time"].split(" s (")[0])
+    assert stored_seconds >= first.seconds * 0.99  # the first run's wall time, which stored both verdicts
+    assert resumed["time"].endswith(f"({again.seconds:.1f} s this run)")
 
 
 def test_failures_of_an_earlier_run_are_asked_again_and_counted(
