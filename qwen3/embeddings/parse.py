@@ -4,9 +4,11 @@ The answer (Model Studio "Text embedding synchronous API", "Multimodal embedding
 source, ``dashscope/v2/resources/embeddings.py``): ``{"output": {"embeddings": [{"embedding": [...], "text_index":
 0}]}, "usage": {"total_tokens": 3}, "request_id": "…"}``; the multimodal endpoint says ``index`` (and ``type``) and
 counts ``input_tokens`` (and ``image_tokens`` / ``image_count``, ``duration`` for video). A sparse vector arrives as
-``sparse_embedding`` beside ``embedding``. Everything is checked: one vector per input, each index once, finite
-numbers, one size (the asked ``dimension``), counts that are whole numbers ≥ 0; anything else is
-``IntegrationInvalidResponseException``, never a raw ``KeyError`` or ``TypeError``.
+``sparse_embedding`` beside ``embedding``, a list of ``{"index", "value", "token"}`` (the shape the emulator
+assumes). Everything is checked: one vector per input, each index once, finite numbers, one size (the asked
+``dimension``, else the model's default, the first size of its `EMBEDDING_MODELS` row), each sparse entry an object
+with a whole ``index`` ≥ 0 given once and a finite ``value`` (a ``token``, when sent, text), counts that are whole
+numbers ≥ 0; anything else is ``IntegrationInvalidResponseException``, never a raw ``KeyError`` or ``TypeError``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 
 from agent_framework import Embedding, UsageDetails
 from agent_framework.exceptions import IntegrationInvalidResponseException
+
+from qwen3.embeddings.convert import EMBEDDING_MODELS
 
 __all__ = ["parse_embeddings", "parse_usage"]
 
@@ -54,16 +58,52 @@ def _vector(raw: Any, position: int) -> list[float]:
     return vector
 
 
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float, else None (a bool, text, inf, NaN, an integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _sparse(raw: Any, position: int) -> list[Any]:
+    """A sparse vector: a list of objects, each with a whole ``index`` >= 0 given once, a finite ``value`` and, when
+    sent, a ``token`` that is text."""
+    if not isinstance(raw, list):
+        raise _wrong(f"whose sparse vector {position} is a {type(raw).__name__}, not a list")
+    seen: set[int] = set()
+    for n, entry in enumerate(raw):
+        where = f"whose sparse vector {position} has an entry {n}"
+        if not isinstance(entry, Mapping):
+            raise _wrong(f"{where} that is a {type(entry).__name__}, not an object")
+        index = entry.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise _wrong(f"{where} whose index is {index!r:.40}, not a whole number >= 0")
+        if index in seen:
+            raise _wrong(f"whose sparse vector {position} has index {index} twice")
+        seen.add(index)
+        if _number(entry.get("value")) is None:
+            raise _wrong(f"{where} whose value is {entry.get('value')!r:.40}, not a finite number")
+        if "token" in entry and not isinstance(entry["token"], str):
+            raise _wrong(f"{where} whose token is a {type(entry['token']).__name__}, not text")
+    return raw
+
+
 def parse_embeddings(
     data: Mapping[str, Any], count: int, *, model: str, dimensions: int | None, dense: bool = True
 ) -> list[Embedding[list[float]]]:
     """The ``count`` embeddings of one call's answer ``data``, in input order (by ``text_index`` / ``index``).
-    ``dimensions``: the size asked (None: any, but one for all); ``dense`` False (``output_type="sparse"``): the
-    vectors may be empty, the sparse ones are in ``additional_properties["sparse_embedding"]``.
+    ``dimensions``: the size asked (None: the model's default when `EMBEDDING_MODELS` has the model, else any but
+    one for all); ``dense`` False (``output_type="sparse"``): the vectors may be empty, the sparse ones are in
+    ``additional_properties["sparse_embedding"]``.
 
     Raises:
         IntegrationInvalidResponseException: no ``output.embeddings`` list, not ``count`` items, an index missing,
-            repeated or out of range, a vector that is not finite numbers or not of one size.
+            repeated or out of range, a vector that is not finite numbers or not of the size asked (or the
+            model's default, or one size), a sparse vector of the wrong shape (`_sparse`).
     """
     output = data.get("output")
     items = output.get("embeddings") if isinstance(output, Mapping) else None
@@ -72,7 +112,10 @@ def parse_embeddings(
     if len(items) != count:
         raise _wrong(f"with {len(items)} vectors for {count} inputs")
     placed: list[Embedding[list[float]] | None] = [None] * count
-    size = dimensions
+    size, why = dimensions, "asked"
+    known = EMBEDDING_MODELS.get(model)
+    if size is None and known is not None and known.dimensions:
+        size, why = known.dimensions[0], f"{model}'s default, no dimensions were asked"
     for position, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise _wrong(f"whose item {position} is a {type(item).__name__}, not an object")
@@ -86,14 +129,11 @@ def parse_embeddings(
             raise _wrong(f"whose vector {position} is empty")
         if vector:
             if size is not None and len(vector) != size:
-                raise _wrong(f"whose vector {position} has {len(vector)} dimensions, not {size}")
-            size = len(vector)
+                raise _wrong(f"whose vector {position} has {len(vector)} dimensions, not {size} ({why})")
+            size, why = len(vector), "the size of the vectors before it"
         extra: dict[str, Any] = {}
         if "sparse_embedding" in item:
-            sparse = item["sparse_embedding"]
-            if not isinstance(sparse, list):
-                raise _wrong(f"whose sparse vector {position} is not a list")
-            extra["sparse_embedding"] = sparse
+            extra["sparse_embedding"] = _sparse(item["sparse_embedding"], position)
         if isinstance(item.get("type"), str):
             extra["type"] = item["type"]
         placed[index] = Embedding(vector, model=model, dimensions=len(vector) or None, additional_properties=extra)

@@ -239,8 +239,9 @@ async def test_one_str_is_refused_not_embedded_character_by_character(emu: DashS
 
 
 async def test_an_answer_without_usage_reports_none(emu: DashScopeEmulator) -> None:
-    emu.embeddings.script(lambda body: {"output": {"embeddings": [{"embedding": [0.6, 0.8], "text_index": 0}]}})
+    vector = [0.6, 0.8] + [0.0] * 1022  # text-embedding-v4's default size
+    emu.embeddings.script(lambda body: {"output": {"embeddings": [{"embedding": vector, "text_index": 0}]}})
     async with client(emu) as embedder:
         result = await embedder.get_embeddings(["a"])
     assert result.usage is None
-    assert result[0].vector == [0.6, 0.8]
+    assert result[0].vector == vector

@@ -105,29 +105,51 @@ async def test_the_re_split_happens_once(emu: DashScopeEmulator) -> None:
     assert [len(call.items) for call in emu.embeddings.calls] == [5, 3]
 
 
+V = [0.1] * 1024  # a vector of text-embedding-v4's default size (no dimensions asked)
+W = json.dumps(V)[1:-1]  # the same, as the raw JSON text inside its brackets
+
+
 def _raw_pair(number: str) -> bytes:
-    """An answer body for two inputs whose first vector is ``[number]``, written as raw JSON text."""
-    first = f'{{"embedding": [{number}], "text_index": 0}}'
-    return f'{{"output": {{"embeddings": [{first}, {{"embedding": [0.1], "text_index": 1}}]}}}}'.encode()
+    """An answer body for two inputs whose first vector is ``[number, 0.1…]`` (1,024 numbers), as raw JSON text."""
+    first = f'{{"embedding": [{number}, {W[5:]}], "text_index": 0}}'
+    return f'{{"output": {{"embeddings": [{first}, {{"embedding": [{W}], "text_index": 1}}]}}}}'.encode()
 
 
 def _answer(vectors: list[Any], **extra: Any) -> Any:
     return lambda body: {"output": {"embeddings": vectors}, "usage": {"total_tokens": 1}, **extra}
 
 
+def _sparse(entries: Any) -> Any:
+    """Two good vectors, the first with ``entries`` as its sparse vector."""
+    return _answer([{"embedding": V, "text_index": 0, "sparse_embedding": entries}, {"embedding": V, "text_index": 1}])
+
+
 @pytest.mark.parametrize(
     ("payload", "says"),
     [
-        (_answer([{"embedding": [0.1], "text_index": 0}]), "1 vectors for 2 inputs"),
-        (_answer([{"embedding": [0.1], "text_index": 0}] * 2), "index 0 twice"),
-        (_answer([{"embedding": [0.1], "text_index": 0}, {"embedding": [0.1], "text_index": 7}]), "index 7"),
-        (_answer([{"embedding": [0.1], "text_index": 0}, {"embedding": [0.1, 0.2], "text_index": 1}]), "2 dimensions"),
-        (_answer([{"embedding": "0.1", "text_index": 0}, {"embedding": [0.1], "text_index": 1}]), "not a list"),
-        (_answer([{"embedding": [True], "text_index": 0}, {"embedding": [0.1], "text_index": 1}]), "holds a bool"),
-        (_answer([{"embedding": [10**400], "text_index": 0}, {"embedding": [1], "text_index": 1}]), "not finite"),
-        (_answer([{"embedding": [], "text_index": 0}, {"embedding": [0.1], "text_index": 1}]), "is empty"),
+        (_answer([{"embedding": V, "text_index": 0}]), "1 vectors for 2 inputs"),
+        (_answer([{"embedding": V, "text_index": 0}] * 2), "index 0 twice"),
+        (_answer([{"embedding": V, "text_index": 0}, {"embedding": V, "text_index": 7}]), "index 7"),
+        (_answer([{"embedding": V, "text_index": 0}, {"embedding": [*V, 0.2], "text_index": 1}]), "1025 dimensions"),
+        (
+            _answer([{"embedding": [0.1] * 512, "text_index": 0}, {"embedding": [0.1] * 512, "text_index": 1}]),
+            r"512 dimensions, not 1024 \(text-embedding-v4's default, no dimensions were asked\)",
+        ),
+        (_answer([{"embedding": "0.1", "text_index": 0}, {"embedding": V, "text_index": 1}]), "not a list"),
+        (_answer([{"embedding": [True], "text_index": 0}, {"embedding": V, "text_index": 1}]), "holds a bool"),
+        (_answer([{"embedding": [10**400], "text_index": 0}, {"embedding": V, "text_index": 1}]), "not finite"),
+        (_answer([{"embedding": [], "text_index": 0}, {"embedding": V, "text_index": 1}]), "is empty"),
         (_answer(["x", "y"]), "item 0 is a str"),
-        (_answer([{"embedding": [0.1], "text_index": 0}, {"embedding": [0.2], "text_index": 1}], usage=[1]), "usage"),
+        (_answer([{"embedding": V, "text_index": 0}, {"embedding": V, "text_index": 1}], usage=[1]), "usage"),
+        (_sparse({"index": 1, "value": 0.5}), "sparse vector 0 is a dict, not a list"),
+        (_sparse([[1, 0.5]]), "entry 0 that is a list, not an object"),
+        (_sparse([{"index": -1, "value": 0.5}]), "index is -1, not a whole number"),
+        (_sparse([{"index": True, "value": 0.5}]), "index is True, not a whole number"),
+        (_sparse([{"index": "7", "value": 0.5}]), "index is '7', not a whole number"),
+        (_sparse([{"index": 7, "value": 0.5}, {"index": 7, "value": 0.1}]), "has index 7 twice"),
+        (_sparse([{"index": 7, "value": "0.5"}]), "value is '0.5', not a finite number"),
+        (_sparse([{"index": 7, "value": 10**400}]), "not a finite number"),
+        (_sparse([{"index": 7, "value": 0.5, "token": 7}]), "token is a int, not text"),
         (lambda body: {"output": {"embeddings": {"0": []}}}, "without an output.embeddings list"),
         (lambda body: {"output": None}, "without an output.embeddings list"),
         (lambda body: [1, 2], "non-object body"),
