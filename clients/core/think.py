@@ -54,6 +54,10 @@ except for
   caller knows more, everything streams early: ``assume_open=True`` when the template pre-fills ``<think>`` and
   thinking is on (QwQ's template bakes ``<think>`` into every generation prompt, same blog post), or
   ``detect_missing_open=False`` when the model writes its own ``<think>`` or none (Qwen3 hybrid models).
+
+Whatever is held, the work is linear in the stream's length however it is cut: a chunk that can only add to the hold
+(no tag can end in it) is kept aside and joined once, when something may come out (copying the hold per chunk made
+2 MB of text before a first tag, in 8-character chunks, take 136 s; benchmarks/linear.py).
 """
 
 from __future__ import annotations
@@ -148,6 +152,8 @@ def _partial_tag_length(text: str, tags: tuple[str, ...]) -> int:
     return 0
 
 
+_TAIL = len(CLOSE) - 1
+"""A tag that ends in a chunk begins at most this many characters before it."""
 _BOTH = (OPEN, CLOSE)
 _CLOSE_ONLY = (CLOSE,)
 
@@ -193,6 +199,9 @@ class ThinkSplitter:
 
     def _reset(self) -> None:
         self._buf = ""
+        self._more: list[str] = []  # chunks held after _buf, joined to it only when something may come out (`_quiet`)
+        self._tail = ""  # "pretag": the last characters held, where a tag ending in the next chunk may begin
+        self._blank = True  # _buf is empty or white space
         self._scan = 0  # "pretag": no tag starts before this index of _buf
         self._swallow_open = self.assume_open  # rule 5: a leading <think> echoed despite the pre-fill
         self._block_has_text = False
@@ -206,18 +215,48 @@ class ThinkSplitter:
             self._state = "start"
 
     def feed(self, delta: str) -> list[ThinkPiece]:
-        """Take the next chunk of content; return what can be told apart already."""
-        self._buf += delta
+        """Take the next chunk of content; return what can be told apart already.
+
+        Linear in the stream's length however it is cut: a chunk that can only join what is held (`_quiet`) is kept
+        aside and costs its own length, not the hold's."""
+        if self._quiet(delta):
+            self._more.append(delta)
+            self._tail = (self._tail + delta)[-_TAIL:]
+            return []
+        self._join(delta)
         out = _Out()
         self._run(out, final=False)
+        self._held()
         return out.pieces
 
     def flush(self) -> list[ThinkPiece]:
         """End of the stream: release everything held (an open block stays reasoning) and reset."""
+        self._join("")
         out = _Out()
         self._run(out, final=True)
         self._reset()
         return out.pieces
+
+    def _quiet(self, delta: str) -> bool:
+        """Whether ``delta`` can only add to what is held, with nothing to release and no state to change: text
+        before the first tag (detection) that completes no tag, or white space after held white space at the start
+        of the stream or the end of a block (rules 2-4)."""
+        if self._state == "pretag":
+            window = self._tail + delta
+            return OPEN not in window and CLOSE not in window
+        return self._state in ("start", "block") and self._blank and (not delta or delta.isspace())
+
+    def _join(self, delta: str) -> None:
+        if self._more:
+            self._buf = "".join((self._buf, *self._more, delta))
+            self._more = []
+        else:
+            self._buf += delta
+
+    def _held(self) -> None:
+        """After a run: what `_quiet` needs to know about what is held."""
+        self._blank = not self._buf or self._buf.isspace()
+        self._tail = self._buf[-_TAIL:]
 
     def _reasoning(self, out: _Out, text: str) -> None:
         """Emit block text (already free of the whitespace rules 2 drop), with the separator of rule 1."""
@@ -348,7 +387,8 @@ class LeadingThinkSplitter:
     def _reset(self) -> None:
         self._splitter: ThinkSplitter | None = None
         self._decided = False
-        self._pending = ""
+        self._pending: list[str] = []  # undecided: blanks, maybe a partial <think> after them
+        self._blank = True  # _pending is white space only
 
     @property
     def plain(self) -> bool:
@@ -361,12 +401,16 @@ class LeadingThinkSplitter:
             return self._splitter.feed(delta)
         if self._decided:
             return [("text", delta)] if delta else []
-        self._pending += delta
-        head = self._pending.lstrip()
-        if not head or (len(head) < len(OPEN) and OPEN.startswith(head)):
-            return []  # blank so far, or possibly the start of <think>: wait for more
+        if self._blank and (not delta or delta.isspace()):
+            self._pending.append(delta)  # kept aside: a long run of blanks is joined once, not per chunk
+            return []
+        pending = "".join((*self._pending, delta))
+        head = pending.lstrip()
+        if len(head) < len(OPEN) and OPEN.startswith(head):
+            self._pending, self._blank = [pending], False
+            return []  # possibly the start of <think>: wait for more
         self._decided = True
-        pending, self._pending = self._pending, ""
+        self._pending = []
         if head.startswith(OPEN):
             self._splitter = ThinkSplitter(detect_missing_open=False)
             return self._splitter.feed(pending)
@@ -374,7 +418,7 @@ class LeadingThinkSplitter:
 
     def flush(self) -> list[ThinkPiece]:
         """End of the stream: release what is held (an open block stays reasoning) and reset."""
-        splitter, pending = self._splitter, self._pending
+        splitter, pending = self._splitter, "".join(self._pending)
         self._reset()
         if splitter is not None:
             return splitter.flush()

@@ -54,8 +54,9 @@ class SelfHostedQwenChatOptions(OpenAIChatCompletionOptions[ResponseModelT], Gen
     """Passed to the chat template (vLLM, SGLang); merged with what ``enable_thinking`` / ``thinking_budget`` set.
     Ollama ignores it: an error."""
     recover_tool_calls: bool
-    """Turn Qwen3 tool calls that arrive as text (``<tool_call>`` JSON or ``<function=…>`` XML, in the answer or
-    the reasoning) into function calls, for the tools the request declared (default True)."""
+    """Turn Qwen3 tool calls that arrive as text (``<tool_call>`` JSON or ``<function=…>`` XML in the answer, or
+    ending unclosed reasoning as vLLM's reasoning parser allows: ``qwen3.selfhosted.parse``) into function calls,
+    for the tools the request declared (default True)."""
 
 
 OWN_OPTIONS = ("enable_thinking", "thinking_budget", "chat_template_kwargs", "recover_tool_calls")

@@ -11,16 +11,28 @@ server left them.
   blocks split out, and a lone ``</think>`` is dropped with a warning: what came before it was reasoning, sent as
   text. From then on (`SelfHostedStreamState.prefilled`, kept by the client) the client's streams hold their text
   until the first tag, and split it as a whole answer is split.
-- Tool calls: a Qwen3 tool call the server's tool parser missed arrives as text, in the answer or in the reasoning
-  (vllm-project/vllm#42021: XML in ``content`` with thinking on). For the tools the request declared (and unless
-  ``recover_tool_calls=False``), ``qwen3.selfhosted.tool_text`` turns each ``<tool_call>`` JSON or
-  ``<function=…>`` XML block into a function call with a new ``call_…`` id, and the finish reason becomes
-  ``tool_calls``; a block it cannot read stays text, with a warning.
+- Tool calls: a Qwen3 tool call the server's tool parser missed arrives as text (vllm-project/vllm#42021: XML in
+  ``content`` with thinking on). For the tools the request declared (and unless ``recover_tool_calls=False``),
+  ``qwen3.selfhosted.tool_text`` turns each ``<tool_call>`` JSON or ``<function=…>`` XML block of the *answer* into
+  a function call with a new ``call_…`` id, and the finish reason becomes ``tool_calls``; a block it cannot read
+  stays text, with a warning.
+- Tool calls in the reasoning: the model's reasoning is data, and a block it only quotes there never runs. The one
+  exception is vLLM's own (``Qwen3ReasoningParser`` in ``vllm/reasoning/qwen3_reasoning_parser.py``, vllm-project/vllm
+  at commit 00a4c6a1d828f0de294a8eac028c60a2b522efa2; its tests ``tests/reasoning/test_qwen3_reasoning_parser.py``
+  at 049d8df27dda4fd0caffa289ea12bfe5a47ac794: Qwen3.5 may call a tool before closing its reasoning, and a
+  ``<tool_call>`` followed by ``<function`` is then the end of the reasoning): when the reasoning was never closed,
+  thinking was not switched off and its *first* ``<tool_call>`` is followed, after at most
+  ``MAX_SPACE_AFTER_TOOL_CALL`` white-space characters, by ``<function=`` (or ``<function`` and white space), the
+  reasoning ends there and the rest (at most ``MAX_BLOCK_CHARS``) is read as answer text (`reasoning_calls`,
+  `ReasoningCalls`). "Never closed": the answer has no ``</think>`` and no text at all (with a reasoning field
+  the server removed the tag, and vLLM's parser then sends no ``content``). Everything else in the reasoning
+  (hermes JSON, a later block, any block once the answer has text or a ``</think>``) stays reasoning text.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,9 +54,23 @@ from clients.core.think import (
 from clients.openai.parse import StreamState
 from clients.openai.parse import parse_response as openai_response
 from clients.openai.parse import parse_stream_event as openai_stream_event
-from qwen3.selfhosted.tool_text import ToolCallTextSplitter, ToolSchemas, ToolTextPiece, split_tool_calls
+from qwen3.selfhosted.tool_text import (
+    MAX_BLOCK_CHARS,
+    MAX_SPACE_AFTER_TOOL_CALL,
+    ToolCallTextSplitter,
+    ToolSchemas,
+    ToolTextPiece,
+    split_tool_calls,
+)
 
-__all__ = ["SelfHostedStreamState", "parse_response", "parse_stream_event", "tool_schemas"]
+__all__ = [
+    "ReasoningCalls",
+    "SelfHostedStreamState",
+    "parse_response",
+    "parse_stream_event",
+    "reasoning_calls",
+    "tool_schemas",
+]
 
 logger = logging.getLogger("agent_framework.qwen3.selfhosted")
 
@@ -65,6 +91,91 @@ def tool_schemas(options: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
             parameters = spec.get("parameters")
             schemas[spec["name"]] = parameters if isinstance(parameters, Mapping) else {}
     return schemas
+
+
+_TOOL_CALL = "<tool_call>"
+_ENDS_REASONING = re.compile(rf"<tool_call>\s{{0,{MAX_SPACE_AFTER_TOOL_CALL}}}<function[\s=]")
+"""vLLM's test for a ``<tool_call>`` that ends unclosed reasoning (``_RE_FUNCTION_OPEN`` after the tag, white space
+stripped), with our bound on that white space."""
+_FUNCTION = "<function"
+
+
+def reasoning_calls(reasoning: str, *, closed: bool, max_chars: int = MAX_BLOCK_CHARS) -> tuple[str, str]:
+    """Whole reasoning split by vLLM's rule (the module docstring): ``(reasoning kept, answer text from the first
+    <tool_call> on)``; the second is empty unless the reasoning was never closed (``closed`` False) and that first
+    ``<tool_call>`` is followed by ``<function`` (and the rest is at most ``max_chars`` long)."""
+    at = -1 if closed else reasoning.find(_TOOL_CALL)
+    if at == -1 or not _ENDS_REASONING.match(reasoning, at) or len(reasoning) - at > max_chars:
+        return reasoning, ""
+    at -= reasoning.endswith("\n", 0, at)  # the template's newline before a block goes with it (tool_text rule 2)
+    return reasoning[:at], reasoning[at:]
+
+
+class ReasoningCalls:
+    """`reasoning_calls` for a stream: feed reasoning deltas, get the reasoning to release now; `close` when the
+    answer shows the reasoning was closed; `finish` at the end. For every cutting into chunks the released reasoning
+    and the answer text `finish` gives equal `reasoning_calls` of the whole (what is held: a suffix that may begin
+    ``<tool_call>``, the few characters after it that tell whether ``<function`` follows, then, once it does,
+    everything up to the end or to ``max_chars``: each character is held once, in a list)."""
+
+    def __init__(self, max_chars: int = MAX_BLOCK_CHARS) -> None:
+        self.max_chars = max_chars
+        self._state = "search"  # "search" | "check" (after the first <tool_call>) | "held" | "done"
+        self._text = ""  # "search": a partial "<tool_call>" (or a "\n"); "check": the tag and what followed it
+        self._lead = ""  # "check": the "\n" right before the tag
+        self._held: list[str] = []
+        self._size = 0  # "held": characters from the tag on
+
+    def feed(self, text: str) -> str:
+        """The next reasoning delta; returns the reasoning that can be released."""
+        if self._state == "done":
+            return text
+        if self._state == "held":
+            self._held.append(text)
+            self._size += len(text)
+            return self._release() if self._size > self.max_chars else ""
+        window = self._text + text
+        if self._state == "search":
+            at = window.find(_TOOL_CALL)
+            if at == -1:
+                keep = next((n for n in range(len(_TOOL_CALL) - 1, 0, -1) if window.endswith(_TOOL_CALL[:n])), 0)
+                keep += window.endswith("\n", 0, len(window) - keep)
+                self._text = window[len(window) - keep :]
+                return window[: len(window) - keep]
+            start = at - window.endswith("\n", 0, at)
+            self._state, self._text, self._lead = "check", "", window[start:at]
+            return window[:start] + self._check(window[at:])
+        return self._check(window)
+
+    def _check(self, text: str) -> str:
+        """``text`` starts with the first ``<tool_call>``: hold it while undecided, then hold on or give up."""
+        if _ENDS_REASONING.match(text):
+            self._state, self._held, self._size = "held", [self._lead, text], len(text)
+            return self._release() if self._size > self.max_chars else ""
+        after = text[len(_TOOL_CALL) :]
+        rest = after.lstrip()
+        if len(after) - len(rest) <= MAX_SPACE_AFTER_TOOL_CALL and _FUNCTION.startswith(rest):
+            self._text = text  # "<function" may still follow (or its next character decide)
+            return ""
+        lead, self._state, self._text, self._lead = self._lead, "done", "", ""
+        return lead + text
+
+    def _release(self) -> str:
+        held = "".join(self._held) if self._state == "held" else self._lead + self._text
+        self._state, self._text, self._lead, self._held, self._size = "done", "", "", [], 0
+        return held
+
+    def close(self) -> str:
+        """The reasoning was closed (a ``</think>`` or answer text arrived): release what is held as reasoning."""
+        return self._release()
+
+    def finish(self) -> tuple[str, str]:
+        """End of the stream: ``(reasoning still held, answer text the reasoning ended into)``."""
+        if self._state == "held":
+            answer = "".join(self._held)
+            self._state, self._held, self._size = "done", [], 0
+            return "", answer
+        return self._release(), ""
 
 
 def _like(content: Content, text: str) -> Content:
@@ -95,6 +206,30 @@ def _is_plain(content: Content) -> bool:
     return content.type == "text_reasoning" or (
         content.type == "text" and not (content.additional_properties or {}).get("model_output_kind")
     )
+
+
+def _answers(content: Content) -> bool:
+    """``content`` is (part of) an answer: text, a refusal or a call; its presence closes the reasoning."""
+    return content.type == "function_call" or (content.type == "text" and bool(content.text))
+
+
+def _ended_reasoning(contents: list[Content], closed: bool) -> list[Content]:
+    """``contents`` with the reasoning split by `reasoning_calls` (all reasoning contents as one text, in order):
+    what it ends into becomes answer text, after everything else."""
+    reasoning = [c for c in contents if c.type == "text_reasoning" and c.text]
+    kept, answer = reasoning_calls("".join(c.text or "" for c in reasoning), closed=closed)
+    if not answer:
+        return contents
+    out: list[Content] = []
+    left = len(kept)
+    for content in contents:
+        if content.type == "text_reasoning" and content.text:
+            if left > 0:
+                out.append(_like(content, content.text[:left]))
+            left -= len(content.text)
+        else:
+            out.append(content)
+    return [*out, Content.from_text(answer)]
 
 
 def _think_split(text: str, may_think: bool) -> tuple[str, str]:
@@ -128,9 +263,14 @@ def parse_response(
             contents.append(content)
     recovered = False
     if tools:
+        if may_think:
+            closed = any(_answers(c) for c in contents) or any(
+                c.type == "text" and CLOSE in (c.text or "") for c in message.contents
+            )
+            contents = _ended_reasoning(contents, closed)
         out: list[Content] = []
         for content in contents:
-            if not (_is_plain(content) and content.text):
+            if not (content.type == "text" and _is_plain(content) and content.text):
                 out.append(content)
                 continue
             found, called = _contents(split_tool_calls(content.text, tools), partial(_like, content))
@@ -146,7 +286,8 @@ def parse_response(
 @dataclass
 class SelfHostedStreamState(StreamState):
     """`StreamState` plus what recovering reasoning and tool calls from a stream's text needs: the ``<think>``
-    splitter (chosen at the first answer text), one tool-call splitter for the answer and one for the reasoning."""
+    splitter (chosen at the first answer text), the tool-call splitter of the answer and the `ReasoningCalls` of the
+    reasoning."""
 
     tools: ToolSchemas = field(default_factory=dict)
     may_think: bool = True
@@ -165,19 +306,51 @@ class SelfHostedStreamState(StreamState):
     field_seen: bool = False
     """A reasoning field arrived: the server runs a reasoning parser."""
     answer_calls: ToolCallTextSplitter | None = None
-    reasoning_calls: ToolCallTextSplitter | None = None
+    reasoning_calls: ReasoningCalls | None = None
+    """While the reasoning may still end into a tool call (vLLM's rule): until the answer closes it."""
+    close_tail: str = ""
+    """The end of the answer's raw text, to find a ``</think>`` cut over two chunks."""
     recovered: bool = False
 
     def __post_init__(self) -> None:
         self.split_think = False  # the answer's <think> is split here, not by the OpenAI parser
         if self.tools:
             self.answer_calls = ToolCallTextSplitter(self.tools)
-            self.reasoning_calls = ToolCallTextSplitter(self.tools)
+            if self.may_think:
+                self.reasoning_calls = ReasoningCalls()
+
+
+def _reasoning(state: SelfHostedStreamState, text: str) -> list[Content]:
+    """Streamed reasoning: released as it comes, but for what may end the reasoning (`ReasoningCalls`)."""
+    if state.reasoning_calls is not None:
+        text = state.reasoning_calls.feed(text)
+    return [text_delta(text, "text_reasoning")] if text else []
+
+
+def _closed(state: SelfHostedStreamState) -> list[Content]:
+    """The answer closed the reasoning: what was held of it is reasoning after all, and nothing more is held."""
+    if state.reasoning_calls is None:
+        return []
+    held, state.reasoning_calls = state.reasoning_calls.close(), None
+    return [text_delta(held, "text_reasoning")] if held else []
+
+
+def _routed(state: SelfHostedStreamState, pieces: list[ThinkPiece]) -> list[Content]:
+    """The answer's pieces after the ``<think>`` split: reasoning to `_reasoning`, text (which closes the reasoning)
+    to the answer's tool-call splitter."""
+    out: list[Content] = []
+    for kind, piece in pieces:
+        if kind == "reasoning":
+            out.extend(_reasoning(state, piece))
+        else:
+            out.extend(_closed(state))
+            out.extend(_pieces(state, "text", piece, final=False))
+    return out
 
 
 def _pieces(state: SelfHostedStreamState, kind: str, text: str, final: bool) -> list[Content]:
-    """Streamed ``text`` / ``text_reasoning`` through its tool-call splitter (``final``: then flushed)."""
-    splitter = state.answer_calls if kind == "text" else state.reasoning_calls
+    """Streamed answer ``text`` through its tool-call splitter (``final``: then flushed)."""
+    splitter = state.answer_calls if kind == "text" else None
     if splitter is None:
         return [text_delta(text, kind)] if text else []
     pieces = splitter.feed(text) if text else []
@@ -240,16 +413,24 @@ def parse_stream_event(
     for content in update.contents if update is not None else ():
         if content.type == "text_reasoning" and content.text:
             state.field_seen = True
-            texts.extend(_pieces(state, "text_reasoning", content.text, final=False))
+            texts.extend(_reasoning(state, content.text))
         elif content.type == "text" and _is_plain(content) and content.text:
-            for kind, piece in _answer_pieces(state, content.text, final=False):
-                texts.extend(_pieces(state, "text_reasoning" if kind == "reasoning" else "text", piece, final=False))
+            window = state.close_tail + content.text
+            state.close_tail = window[-len(CLOSE) :]
+            if CLOSE in window:
+                texts.extend(_closed(state))
+            texts.extend(_routed(state, _answer_pieces(state, content.text, final=False)))
         else:
+            if _answers(content):
+                texts.extend(_closed(state))
             others.append(content)
     if final:
-        for kind, piece in _answer_pieces(state, "", final=True):
-            texts.extend(_pieces(state, "text_reasoning" if kind == "reasoning" else "text", piece, final=False))
-        texts.extend(_pieces(state, "text_reasoning", "", final=True))
+        texts.extend(_routed(state, _answer_pieces(state, "", final=True)))
+        if state.reasoning_calls is not None:
+            held, answer = state.reasoning_calls.finish()
+            state.reasoning_calls = None
+            texts.extend([text_delta(held, "text_reasoning")] if held else [])
+            texts.extend(_pieces(state, "text", answer, final=False))
         texts.extend(_pieces(state, "text", "", final=True))
     contents = [*texts, *others]
     if update is None:

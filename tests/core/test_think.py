@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import tracemalloc
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clients.core.think import ThinkPiece, ThinkSplitter, split_think
+from clients.core.think import LeadingThinkSplitter, ThinkPiece, ThinkSplitter, split_leading_think, split_think
 
 # (id, text, assume_open, detect_missing_open, expected reasoning, expected answer)
 CASES: list[tuple[str, str, bool, bool, str, str]] = [
@@ -215,3 +217,46 @@ def test_only_a_partial_tag_is_held(case: tuple[str, list[str]], mode: tuple[boo
         released = _joined(pieces)
         candidates = [fed] + [fed[: -len(p)] for p in _TAG_PREFIXES if fed.endswith(p)]
         assert released in [split_think(c, assume_open=mode[0], detect_missing_open=mode[1]) for c in candidates]
+
+
+# ------------------------------------------------------------------------------------------------ linear holds
+
+_HELD = 40_000
+
+
+@pytest.mark.parametrize(
+    ("make", "text"),
+    [
+        (ThinkSplitter, "a" * _HELD + "</think>answer"),  # before the first tag (a lone </think>: the hold it starts)
+        (lambda: ThinkSplitter(detect_missing_open=False), " " * _HELD + "answer"),  # blanks at the start
+        (lambda: ThinkSplitter(assume_open=True), "plan" + " " * _HELD + "more</think>"),  # blanks in a block
+        (LeadingThinkSplitter, " " * _HELD + "<think>plan</think>answer"),  # blanks before a leading <think>
+    ],
+    ids=["before the first tag", "leading blanks", "blanks in a block", "blanks before <think>"],
+)
+def test_a_long_hold_costs_each_chunk_its_own_length(make: Callable[[], ThinkSplitter], text: str) -> None:
+    """The work of a stream held for long, counted without a clock: the memory each chunk allocates while it is fed.
+    Copying the whole hold per chunk (2 MB in 8-character chunks took 136 s) allocates the hold's length per chunk,
+    ~n²/16 characters here; a linear splitter allocates a bounded amount per chunk, apart from its list of chunks
+    growing geometrically."""
+    splitter = make()
+    pieces: list[ThinkPiece] = []
+    allocated = 0
+    tracemalloc.start()
+    try:
+        for at in range(0, len(text), 8):
+            chunk = text[at : at + 8]
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            pieces.extend(splitter.feed(chunk))
+            allocated += tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    pieces.extend(splitter.flush())
+    assert allocated < 100 * len(text)  # bytes; copying the hold per chunk allocates ~6,000 a character here
+    whole = (
+        split_leading_think(text)
+        if isinstance(splitter, LeadingThinkSplitter)
+        else split_think(text, assume_open=splitter.assume_open, detect_missing_open=splitter.detect_missing_open)
+    )
+    assert _joined(pieces) == whole

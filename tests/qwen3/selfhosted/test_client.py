@@ -261,10 +261,11 @@ async def test_tool_calls_written_as_text_run_in_the_agents_tool_loop(tool_forma
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("block", [CALL, XML_CALL])
-async def test_a_call_inside_the_reasoning_is_recovered(stream: bool, block: str) -> None:
+async def test_a_call_that_ends_unclosed_reasoning_is_recovered_as_vllm_does(stream: bool) -> None:
+    """vLLM's Qwen3 reasoning parser (module docstring of qwen3.selfhosted.parse): reasoning never closed, its first
+    <tool_call> followed by <function: the reasoning ends there, and the block is the answer's."""
     with SelfHostedQwenEmulator("vllm") as emu:
-        emu.script(Reply(reasoning=f"I should call it.\n{block}", text="", chunks=6))
+        emu.script(Reply(reasoning=f"I should call it.\n{XML_CALL}", text="", chunks=6))
         response = await ask(raw_client(emu), stream=stream, tools=[get_weather])
     assert kinds(response) == [
         ("text_reasoning", "I should call it."),
@@ -274,13 +275,76 @@ async def test_a_call_inside_the_reasoning_is_recovered(stream: bool, block: str
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_call_inside_think_tags_is_recovered(stream: bool) -> None:
+async def test_a_call_after_an_unclosed_think_tag_is_recovered(stream: bool) -> None:
     with SelfHostedQwenEmulator("vllm", reasoning_parser=False) as emu:
-        emu.script(Reply(text=f"<think>\nPlan.\n{CALL}\n</think>\n\n", chunks=11))
+        emu.script(Reply(text=f"<think>\nPlan.\n{XML_CALL}", chunks=11))
         response = await ask(raw_client(emu), stream=stream, tools=[get_weather])
-    assert ("function_call", ("get_weather", {"city": "Hangzhou"})) in kinds(response)
-    assert kinds(response)[0][0] == "text_reasoning"
+    assert kinds(response) == [("text_reasoning", "Plan."), ("function_call", ("get_weather", {"city": "Hangzhou"}))]
     assert response.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("reasoning", "text", "parser"),
+    [
+        (f"I should call it.\n{CALL}", "", True),  # hermes JSON: vLLM ends reasoning only at <function
+        (f"First a mention: <tool_call> (a tag).\n{XML_CALL}", "", True),  # only the first <tool_call> counts
+        (f"I should call it.\n{XML_CALL}", "Or not.", True),  # an answer came: the reasoning was closed
+        (f"Plan.\n{XML_CALL}", "", False),  # <think>…</think>: closed
+        (f"Plan.\n{XML_CALL}\nMore plan." + " " * 200, "", True),  # under the bound
+    ],
+    ids=["hermes", "not the first", "answered", "closed think tags", "long"],
+)
+async def test_a_block_in_closed_or_quoting_reasoning_stays_reasoning(
+    reasoning: str, text: str, parser: bool, stream: bool
+) -> None:
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=parser) as emu:
+        emu.script(Reply(reasoning=reasoning, text=text, chunks=7))
+        response = await ask(raw_client(emu), stream=stream, tools=[get_weather])
+    found = kinds(response)
+    if reasoning.endswith(" "):  # the one that does end the reasoning: all of the rest is answer text
+        assert found == [
+            ("text_reasoning", "Plan."),
+            ("function_call", ("get_weather", {"city": "Hangzhou"})),
+            ("text", "More plan." + " " * 200),
+        ]
+        return
+    assert found[0] == ("text_reasoning", reasoning)
+    assert all(kind != "function_call" for kind, _ in found)
+    assert response.finish_reason == "stop"
+
+
+TRANSFER = '<tool_call>\n{"name": "transfer_funds", "arguments": {"to": "attacker", "amount": 10000}}\n</tool_call>'
+TRANSFER_XML = (
+    "<tool_call>\n<function=transfer_funds>\n<parameter=to>\nattacker\n</parameter>\n<parameter=amount>\n10000\n"
+    "</parameter>\n</function>\n</tool_call>"
+)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("block", [TRANSFER, TRANSFER_XML], ids=["hermes", "xml"])
+@pytest.mark.parametrize("parser", [True, False], ids=["reasoning field", "think tags"])
+async def test_a_tool_call_the_reasoning_only_quotes_never_runs(block: str, parser: bool, stream: bool) -> None:
+    """Issue 22: the model quotes a call while thinking, then refuses; the agent must not transfer anything."""
+    transfers: list[tuple[str, int]] = []
+
+    def transfer_funds(to: str, amount: int) -> str:
+        """Transfer money."""
+        transfers.append((to, amount))
+        return "done"
+
+    reasoning = f"The user wants money moved. The format would be {block} ... but this is a scam. I will not call it."
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=parser) as emu:
+        emu.script(Reply(reasoning=reasoning, text="I can't help with moving money to that account.", chunks=5))
+        agent = Agent(client=client_for(emu), tools=[transfer_funds])
+        if stream:
+            result = await agent.run("Send 10000 to attacker", stream=True).get_final_response()
+        else:
+            result = await agent.run("Send 10000 to attacker")
+    assert transfers == []
+    assert len(emu.requests) == 1  # no tool round trip
+    assert result.messages[-1].text == "I can't help with moving money to that account."
+    assert [c.text for m in result.messages for c in m.contents if c.type == "text_reasoning"] == [reasoning]
 
 
 @pytest.mark.parametrize("stream", [False, True])

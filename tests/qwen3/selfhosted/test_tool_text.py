@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 from enum import Enum
 from typing import Any
 
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from qwen3.selfhosted import tool_text
 from qwen3.selfhosted.tool_text import (
     MAX_BLOCK_CHARS,
     TextToolCall,
@@ -465,3 +467,34 @@ def test_arguments_written_in_either_format_come_back(arguments: dict[str, tuple
     written = {key: value if isinstance(value, str) else json.dumps(value) for key, value in values.items()}
     for block in (hermes("tool", values), xml("tool", **written)):
         assert calls(split_tool_calls(f"x\n{block}\ny", tools)) == [("tool", values)]
+
+
+# ------------------------------------------------------------------------------------------------ linear work
+
+
+class _CountingSearch:
+    """``tool_text.PARAMETER_END`` with the characters each search scans counted (from its start to its match)."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern, self.scanned = pattern, 0
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        found = self.pattern.search(text, pos)
+        self.scanned += (len(text) if found is None else found.end()) - pos
+        return found
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_xml_parameters_are_scanned_once_however_many(closed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work counted, not timed: each parameter's value is searched from its start to the tag that ends it, so the
+    searches cover the block about once (a search per tag to the block's end, for each of 54k unclosed parameters,
+    scanned the block 54k times: 24 s for 1 MB)."""
+    counter = _CountingSearch(tool_text.PARAMETER_END)
+    monkeypatch.setattr(tool_text, "PARAMETER_END", counter)
+    close = "</parameter>" if closed else ""
+    params = "".join(f"<parameter=p{i}>v{close}" for i in range(20_000))
+    block = f"<tool_call>\n<function=now>\n{params}\n</function>\n</tool_call>"
+    (piece,) = split_tool_calls(block, {"now": {"type": "object", "properties": {}}})
+    assert piece[0] == "call"
+    assert len(piece[1].arguments) == 20_000
+    assert counter.scanned <= len(block)
