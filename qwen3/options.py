@@ -1,6 +1,7 @@
-"""DashScope options: ``QwenChatOptions`` (MAF's ``ChatOptions`` plus DashScope's own parameters), the tables of what is
-sent under the same name or refused, DashScope's thinking and structured-output rules, and ``convert_options`` (MAF
-options → the native ``parameters``; Model Studio "Qwen API reference",
+"""DashScope options: ``QwenChatOptions`` (MAF's ``ChatOptions`` plus DashScope's own parameters: the list of options),
+the tables of what is handled or refused (any other key is sent under its own name), DashScope's thinking and
+structured-output rules, and ``convert_options`` (MAF options → the native ``parameters``; Model Studio "Qwen API
+reference",
 https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference; docs/options.md).
 """
 
@@ -82,22 +83,6 @@ class QwenChatOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], tota
     thinking"). Unset: sent as true to the models that take it whenever reasoning is sent back; set: sent as given."""
 
 
-_SAME_NAME = (
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "stop",
-    "seed",
-    "presence_penalty",
-    "thinking_budget",
-    "top_k",
-    "repetition_penalty",
-    "enable_search",
-    "search_options",
-    "vl_high_resolution_images",
-    "logprobs",
-    "top_logprobs",
-)
 _HANDLED = MAF_OPTIONS | {"replay_reasoning", "enable_thinking", "preserve_thinking", "cache", "partial"}
 _UNSUPPORTED = {
     "frequency_penalty": "DashScope has no frequency_penalty; use presence_penalty or repetition_penalty.",
@@ -257,14 +242,11 @@ def convert_options(options: Mapping[str, Any], *, stream: bool, model: str = ""
     refuse_unsupported(options, _UNSUPPORTED)
     thinks = _thinking(parameters, options, model)
     for key, value in options.items():
-        if value is None or key in _HANDLED or key in _SAME_NAME or key in _UNSUPPORTED:
+        if value is None or key in _HANDLED or key in _UNSUPPORTED:
             continue
         if key in ("n", "stream", "incremental_output", "result_format"):
             continue  # n is 1 here; the others are transport-level, set by this client (Qwen API reference)
         parameters[key] = value  # a DashScope parameter this package does not know yet: pass it on
-    for key in _SAME_NAME:
-        if options.get(key) is not None:
-            parameters[key] = options[key]
     tools = function_tools(options.get("tools"), service="DashScope chat")
     if tools:
         choice, tools = _tool_choice(options.get("tool_choice"), tools)

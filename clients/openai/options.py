@@ -1,6 +1,6 @@
 """OpenAI Chat Completions options: ``OpenAIChatCompletionOptions`` (MAF's ``ChatOptions`` plus Chat Completions' own
-fields), the tables of what is sent under the same name, handled, or refused, and ``convert_options`` (MAF options
-→ the body's other keys; docs/openai.md).
+fields: the list of options), the tables of what is handled or refused (any other key is sent under its own name),
+and ``convert_options`` (MAF options → the body's other keys; docs/openai.md).
 """
 
 from __future__ import annotations
@@ -69,25 +69,6 @@ class OpenAIChatCompletionOptions(ChatOptions[ResponseModelT], Generic[ResponseM
     """Keys merged into the request body last (anything the server takes)."""
 
 
-_SAME_NAME = (
-    "temperature",
-    "top_p",
-    "seed",
-    "stop",
-    "frequency_penalty",
-    "presence_penalty",
-    "logit_bias",
-    "metadata",
-    "user",
-    "store",
-    "reasoning_effort",
-    "verbosity",
-    "service_tier",
-    "logprobs",
-    "top_logprobs",
-    "prompt_cache_key",
-    "safety_identifier",
-)
 _HANDLED = MAF_OPTIONS | {
     "max_tokens",
     "max_tokens_field",
@@ -184,12 +165,9 @@ def convert_options(options: Mapping[str, Any], *, stream: bool) -> dict[str, An
         body["stream_options"] = {"include_usage": True}
     refuse_unsupported(options, _UNSUPPORTED)
     for key, value in options.items():
-        if value is None or key in _HANDLED or key in _SAME_NAME or key in _UNSUPPORTED:
+        if value is None or key in _HANDLED or key in _UNSUPPORTED:
             continue
         body[key] = value  # a parameter this package does not know (yet), or a compatible server's own
-    for key in _SAME_NAME:
-        if options.get(key) is not None:
-            body[key] = options[key]
     if options.get("max_tokens") is not None:
         field_name = options.get("max_tokens_field") or "max_completion_tokens"
         if field_name not in ("max_completion_tokens", "max_tokens"):
