@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import math
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
@@ -23,10 +25,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kline import scoring
-from kline.backtest_report import MODEL, Page, Reading, write_page
+from kline.backtest_report import MODEL, Page, Reading, summaries, write_page
+from kline.baselines import BASELINES
 from kline.data import discover
 from kline.patterns import TALIB_MISSING, claimed, talib_available
 from kline.pool import make_pool
+from kline.stats import DateBootstrap
 from kline.store import Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, service
@@ -85,6 +89,7 @@ class Record:
 
     totals: Totals
     pairs: int = 0
+    failed: int = 0  # pairs whose stored result is a failure, this run's or an earlier one's
     skipped: dict[str, int] = field(default_factory=dict)
     page: Path | None = None
     emulated: bool = False
@@ -145,53 +150,65 @@ async def run(
 def write_results(
     args: argparse.Namespace, store: Store, plans: Sequence[Plan], pairs: Sequence[Pair], run: Run, record: Record
 ) -> Path:
-    """Score every stored verdict and every baseline; write ``OUT/scores.json`` and ``OUT/backtest.html``."""
+    """Score the stored verdicts and the baselines on the same (ticker, date) pairs, the ones the model answered and
+    every baseline read; write ``OUT/scores.json`` and ``OUT/backtest.html``. The pairs left out are counted: failed
+    (stored failures, this run's and earlier ones), not answered, without a baseline reading."""
     by_file = {plan.file: plan for plan in plans}
     rows = store.rows(p.key for p in pairs)
-    calls: dict[str, list[scoring.Call]] = {MODEL: []}
+    calls: dict[str, list[scoring.Call]] = {MODEL: [], **{name: [] for name in BASELINES}}
     readings: list[Reading] = []
     tally = scoring.PatternTally() if talib_available() else None
-    for plan in plans:
-        for as_of in plan.dates:
-            if as_of.problem:
-                continue
-            for source, (trend, confidence) in plan.baselines[as_of.position].items():
-                calls.setdefault(source, []).append(_call(source, plan, as_of, trend, confidence))
+    left_out = {"failed": 0, "not answered": 0, "no baseline reading": 0}
     for pair in pairs:
         row = rows.get(pair.key)
-        if row is None or row["status"] != "done":
-            continue
-        plan, verdict = by_file[str(pair.file)], json.loads(row["verdict"])
+        plan = by_file[str(pair.file)]
         at = pair.until if pair.until is not None else -1
-        as_of = AsOf(pair.step, at, pair.as_of)
-        support, resistance = verdict.get("support") or [], verdict.get("resistance") or []
+        if row is None or row["status"] != "done":
+            left_out["not answered" if row is None else "failed"] += 1
+            continue
+        if set(plan.baselines[at]) != set(BASELINES):
+            left_out["no baseline reading"] += 1
+            continue
+        verdict = json.loads(row["verdict"])
+        as_of, close = AsOf(pair.step, at, pair.as_of), plan.closes[at]
         call = _call(MODEL, plan, as_of, verdict.get("trend", ""), float(verdict.get("confidence") or 0.0))
+        support = scoring.nearest(verdict.get("support") or (), close, "support")
+        resistance = scoring.nearest(verdict.get("resistance") or (), close, "resistance")
         phase = (verdict.get("wyckoff") or {}).get("phase")
-        calls[MODEL].append(replace(call, support=_first(support), resistance=_first(resistance), phase=phase))
+        calls[MODEL].append(replace(call, support=support, resistance=resistance, phase=phase))
+        for source, (trend, confidence) in plan.baselines[at].items():
+            calls[source].append(_call(source, plan, as_of, trend, confidence))
         chart = f"charts/{pair.key.split(':')[0]}.png"
         returns = {h: o.ret for h, o in plan.outcomes[at].items()}
         readings.append(Reading(row["symbol"], pair.as_of, verdict, returns, chart))
         if tally is not None and plan.truth is not None:
             dates = plan.recent[at]
-            tally.add(claimed(verdict.get("patterns") or (), dates), set(map(tuple, plan.truth[at])), dates)
+            tally.add(claimed(verdict.get("patterns") or ()), set(map(tuple, plan.truth[at])), dates)
+    record.failed = left_out["failed"]
+    boot = DateBootstrap(c.as_of for c in calls[MODEL])
     totals = {
         "tickers": len(plans),
-        "as-of dates scored": len(calls[MODEL]),
         "pairs": len(pairs),
+        "pairs scored": len(calls[MODEL]),
+        "as-of dates": len(boot.days),
         **{f"skipped: {kind}": n for kind, n in record.skipped.items() if n},
         "resumed": run.totals.resumed,
-        "failed": run.totals.failed,
+        "failed": left_out["failed"],
+        **{kind: n for kind, n in left_out.items() if n and kind != "failed"},
         "model": args.model + (" (EMULATED)" if run.emulated else ""),
         "mode": run.mode,
         "time": f"{run.totals.seconds:.1f} s",
     }
     skipped = [(plan.symbol or Path(plan.file).stem, d) for plan in plans for d in plan.dates if d.problem]
+    baselines = {name: c for name, c in calls.items() if name != MODEL}
     page = Page(
         title=f"K-line backtest: {args.data.name or args.data}",
         emulated=run.emulated,
         horizons=tuple(args.horizons),
         calls=calls,
         totals=totals,
+        summaries=[scoring.summarize(s, c, h, boot) for h in args.horizons for s, c in calls.items()],
+        differences=[d for h in args.horizons for d in scoring.versus_best(calls[MODEL], baselines, h, boot)],
         patterns=tally,
         patterns_note="" if tally is not None else TALIB_MISSING,
         skipped=skipped,
@@ -201,29 +218,44 @@ def write_results(
     return write_page(args.out / "backtest.html", page)
 
 
-def _first(levels: Sequence[Any]) -> float | None:
-    return float(levels[0]) if levels else None
-
-
 def _call(source: str, plan: Plan, as_of: AsOf, trend: str, confidence: float) -> scoring.Call:
     at = as_of.position
     ticker = plan.symbol or Path(plan.file).stem
     return scoring.Call(source, ticker, as_of.date, as_of.step, trend, confidence, plan.closes[at], plan.outcomes[at])
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as JSON can hold it: NaN and infinities as ``null``, tuples as lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def write_scores(path: Path, page: Page) -> Path:
-    """The scores per source and horizon as JSON (what the page's main table shows), for scripts."""
-    out = [
-        {
-            k: v
-            for k, v in scoring.summarize(source, calls, horizon).__dict__.items()
-            if not isinstance(v, float) or v == v  # NaN is not JSON
+    """The main table as JSON, one object per source and horizon, every key in every object (``null`` where a value is
+    undefined): the counts (``calls``: pairs, ``dates``: distinct as-of dates), each score and its 95 % interval
+    (``*_ci``: ``[low, high]``), the bias, ``emulated``, and on the model's rows ``vs_best_baseline``: per metric the
+    best baseline, the difference and its interval (``null`` on the baselines' rows)."""
+    differences: dict[int, dict[str, Any]] = {}
+    for d in page.differences:
+        differences.setdefault(d.horizon, {})[d.metric] = {
+            "baseline": d.baseline or None,
+            "difference": d.difference,
+            "ci": d.interval,
         }
-        | {"emulated": page.emulated and source == MODEL}
-        for horizon in page.horizons
-        for source, calls in page.calls.items()
+    out = [
+        dataclasses.asdict(s)
+        | {
+            "emulated": page.emulated and s.source == MODEL,
+            "vs_best_baseline": differences.get(s.horizon) if s.source == MODEL else None,
+        }
+        for s in summaries(page)
     ]
-    path.write_text(json.dumps(out, indent=1, default=dict), encoding="utf-8")
+    path.write_text(json.dumps(_plain(out), indent=1, allow_nan=False), encoding="utf-8")
     return path
 
 
@@ -238,7 +270,7 @@ def print_summary(record: Record, run: Run, skipped: Sequence[tuple[Plan, AsOf]]
     print("Backtest" + (emulated if run.emulated else ""))
     print(
         f"  pairs:    {record.pairs} (ticker, as-of date): {t.done} analysed now, {t.resumed} resumed, "
-        f"{t.failed} failed"
+        f"{record.failed} failed ({t.failed} in this run; failed pairs are left out of every score)"
     )
     counts = ", ".join(f"{n} {kind}" for kind, n in record.skipped.items() if n) or "none"
     print(f"  skipped:  {sum(record.skipped.values())} as-of dates ({counts})")

@@ -6,6 +6,7 @@ every as-of date skipped with its reason."""
 from __future__ import annotations
 
 import base64
+import datetime
 import html
 import io
 import math
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kline import scoring
-from kline.patterns import TALIB_FUNCTIONS, patterns_text, wyckoff_text
+from kline.patterns import PRIOR_TREND, RECENT, TALIB_FUNCTIONS, patterns_text, wyckoff_text
 from kline.walkforward import AsOf
 
 MODEL = "model"
@@ -31,6 +32,7 @@ table{border-collapse:collapse;margin:4px 0 8px} th,td{border-bottom:1px solid #
 text-align:left;vertical-align:top} th{background:#f9fafb} td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.model td{background:#fff5f5;font-weight:600} .note{color:#555;font-size:13px;max-width:900px}
 .plots{display:flex;flex-wrap:wrap;gap:16px} .plots img{border:1px solid #ddd;max-width:100%}
+small.ci{color:#666;font-weight:400;white-space:nowrap} .rare{color:#888;font-style:italic}
 .up{color:#1a9c4a} .down{color:#e03a3e} .sideways{color:#777} .date{white-space:nowrap}
 """
 
@@ -55,6 +57,8 @@ class Page:
     horizons: Sequence[int]
     calls: Mapping[str, Sequence[scoring.Call]]  # source ("model" or a baseline's name) -> its calls
     totals: Mapping[str, Any] = field(default_factory=dict)
+    summaries: Sequence[scoring.Summary] = ()  # per horizon and source: the main table
+    differences: Sequence[scoring.Difference] = ()  # the model minus the best baseline, per horizon and metric
     patterns: scoring.PatternTally | None = None
     patterns_note: str = ""
     skipped: Sequence[tuple[str, AsOf]] = ()
@@ -75,6 +79,24 @@ def number(value: float, digits: int = 3) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:+.{digits}f}"
 
 
+def _undefined(value: float | None) -> bool:
+    return value is None or math.isnan(value)
+
+
+def interval(bounds: tuple[float, float], kind: str = "pct", digits: int = 1) -> str:
+    """A 95 % interval as small text after its value: `` [45.1, 58.7]`` (percent points) or `` [-0.08, +0.17]``."""
+    low, high = bounds
+    if _undefined(low) or _undefined(high):
+        return ""
+    if kind == "pct":
+        text = f"{low * 100:.{digits}f}–{high * 100:.{digits}f}"
+    elif kind == "signed-pct":
+        text = f"{low * 100:+.{digits}f}, {high * 100:+.{digits}f}"
+    else:
+        text = f"{low:+.{digits}f}, {high:+.{digits}f}"
+    return f' <small class="ci">[{text}]</small>'
+
+
 def _label(source: str, emulated: bool) -> str:
     return "model (EMULATED)" if source == MODEL and emulated else source
 
@@ -90,8 +112,8 @@ def plots(page: Page) -> tuple[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
     horizon = max(page.horizons)
     calibration = Figure(figsize=(5.2, 4.2))
@@ -101,13 +123,20 @@ def plots(page: Page) -> tuple[str, str]:
     for source, calls in page.calls.items():
         buckets = [b for b in scoring.calibration(calls, horizon) if b.calls]
         if buckets:
-            ax.plot(
-                [b.confidence for b in buckets],
-                [b.hit_rate for b in buckets],
-                marker="o",
-                color=COLORS.get(source),
-                label=_label(source, page.emulated),
+            x, y = [b.confidence for b in buckets], [b.hit_rate for b in buckets]
+            errors = [[b.hit_rate - b.interval[0] for b in buckets], [b.interval[1] - b.hit_rate for b in buckets]]
+            ax.errorbar(
+                x, y, yerr=errors, marker="o", capsize=3, color=COLORS.get(source), label=_label(source, page.emulated)
             )
+            for b in buckets:
+                ax.annotate(
+                    f"n={b.calls}",
+                    (b.confidence, b.hit_rate),
+                    textcoords="offset points",
+                    xytext=(5, 4),
+                    fontsize=7,
+                    color=COLORS.get(source),
+                )
     ax.set(xlim=(0, 1.02), ylim=(0, 1.02), xlabel="stated confidence", ylabel=f"hit rate at {horizon} sessions")
     ax.set_title("Calibration", fontsize=11)
     ax.legend(fontsize=8, loc="lower right")
@@ -117,10 +146,15 @@ def plots(page: Page) -> tuple[str, str]:
     ax = equity.add_subplot()
     for source, calls in page.calls.items():
         curve = scoring.equity_curve(calls, horizon)
-        ax.plot(range(len(curve)), curve, marker=".", color=COLORS.get(source), label=_label(source, page.emulated))
+        if curve:
+            when = [datetime.date.fromisoformat(d) for d, _ in curve]
+            ax.plot(
+                when, [e for _, e in curve], marker=".", color=COLORS.get(source), label=_label(source, page.emulated)
+            )
     ax.axhline(1.0, color="#ccc", lw=0.8)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set(xlabel="walk-forward step (oldest first)", ylabel="equity (start = 1)")
+    ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=7))
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    ax.set(xlabel="as-of date (calendar)", ylabel="equity (start = 1)")
     ax.set_title(f"Long/flat: long {horizon} sessions after an 'up' call, else flat", fontsize=11)
     ax.legend(fontsize=8)
     equity.tight_layout()
@@ -132,27 +166,53 @@ def _table(headers: Sequence[str], rows: Iterable[str], table_id: str) -> str:
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>\n' + "\n".join(rows) + "</tbody></table>"
 
 
+def summaries(page: Page) -> Sequence[scoring.Summary]:
+    """The page's main table: ``page.summaries``, or computed from its calls (each source's own dates resampled)."""
+    if page.summaries:
+        return page.summaries
+    return [scoring.summarize(s, calls, h) for h in page.horizons for s, calls in page.calls.items()]
+
+
 def _scores(page: Page) -> str:
     rows = []
-    for horizon in page.horizons:
-        for source, calls in page.calls.items():
-            s = scoring.summarize(source, calls, horizon)
-            cells = [
-                _esc(_label(source, page.emulated)),
-                str(horizon),
-                str(s.calls),
-                f"{pct(s.hit_rate)} <small>({s.directional})</small>",
-                number(s.rank_ic),
-                pct(s.support_held, 0),
-                pct(s.resistance_held, 0),
-                " / ".join(pct(s.bias[t], 0) for t in ("up", "down", "sideways")),
-                pct(s.total_return, 1, signed=True),
-            ]
-            row = "".join(f"<td>{c}</td>" if i == 0 else f'<td class="num">{c}</td>' for i, c in enumerate(cells))
-            rows.append(f'<tr class="{"model" if source == MODEL else ""}">{row}</tr>')
-    headers = ["Source", "Horizon", "Calls", "Hit rate (directional)", "Rank IC", "Support held"]
-    headers += ["Resistance held", "Bias up / down / sideways", "Long/flat return"]
+    for s in summaries(page):
+        cells = [
+            _esc(_label(s.source, page.emulated)),
+            str(s.horizon),
+            f"{s.calls} <small>({s.dates} dates)</small>",
+            f"{pct(s.hit_rate)}{interval(s.hit_rate_ci)} <small>({s.directional})</small>",
+            f"{number(s.rank_ic)}{interval(s.rank_ic_ci, 'number', 2)}",
+            f"{pct(s.support_held, 0)}{interval(s.support_held_ci, digits=0)} <small>({s.support_calls})</small>",
+            f"{pct(s.resistance_held, 0)}{interval(s.resistance_held_ci, digits=0)} "
+            f"<small>({s.resistance_calls})</small>",
+            " / ".join(pct(s.bias[t], 0) for t in ("up", "down", "sideways")),
+            f"{pct(s.total_return, 1, signed=True)}{interval(s.total_return_ci, 'signed-pct')}",
+        ]
+        row = "".join(f"<td>{c}</td>" if i == 0 else f'<td class="num">{c}</td>' for i, c in enumerate(cells))
+        rows.append(f'<tr class="{"model" if s.source == MODEL else ""}">{row}</tr>')
+    headers = ["Source", "Horizon", "Pairs", "Hit rate [95 %] (directional)", "Rank IC [95 %]"]
+    headers += ["Support held [95 %] (calls)", "Resistance held [95 %] (calls)", "Bias up / down / sideways"]
+    headers += ["Long/flat return [95 %]"]
     return _table(headers, rows, "scores")
+
+
+METRIC_LABELS = {"hit_rate": "hit rate", "rank_ic": "rank IC", "total_return": "long/flat return"}
+
+
+def _differences(page: Page) -> str:
+    rows = []
+    for d in page.differences:
+        if d.metric == "rank_ic":
+            value = number(d.difference) + interval(d.interval, "number", 2)
+        else:
+            value = pct(d.difference, 1, signed=True) + interval(d.interval, "signed-pct")
+        verdict = "–"
+        if not _undefined(d.interval[0]):
+            verdict = "above" if d.interval[0] > 0 else "below" if d.interval[1] < 0 else "within noise"
+        cells = [METRIC_LABELS[d.metric], str(d.horizon), _esc(d.baseline or "–"), value, verdict]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    headers = ["Score", "Horizon", "Best baseline", f"{_label(MODEL, page.emulated)} minus it [95 %]", "Reading"]
+    return _table(headers, rows, "versus")
 
 
 def _calibration(page: Page) -> str:
@@ -162,9 +222,9 @@ def _calibration(page: Page) -> str:
         for b in scoring.calibration(calls, horizon):
             if b.calls:
                 cells = [_esc(_label(source, page.emulated)), f"{b.low:.1f}–{b.high:.1f}", str(b.calls)]
-                cells += [pct(b.confidence, 0), pct(b.hit_rate, 0)]
+                cells += [pct(b.confidence, 0), pct(b.hit_rate, 0) + interval(b.interval, digits=0)]
                 rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    headers = ["Source", "Confidence", "Calls", "Mean confidence", f"Hit rate at {horizon}"]
+    headers = ["Source", "Confidence", "Calls", "Mean confidence", f"Hit rate at {horizon} [95 %]"]
     return _table(headers, rows, "calibration")
 
 
@@ -173,11 +233,17 @@ def _phases(page: Page) -> str:
     for row in scoring.phase_table(page.calls.get(MODEL, ()), page.horizons):
         cells = [_esc(row.phase), str(row.calls)]
         cells += [pct(row.mean_return[h], 2, signed=True) for h in page.horizons]
-        cells += [pct(row.hit_rate[h]) for h in page.horizons]
+        cells += [pct(row.hit_rate[h]) + interval(row.hit_rate_ci[h]) for h in page.horizons]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     headers = ["Wyckoff phase", "Readings"]
-    headers += [f"Mean return {h}" for h in page.horizons] + [f"Hit rate {h}" for h in page.horizons]
+    headers += [f"Mean return {h}" for h in page.horizons] + [f"Hit rate {h} [95 %]" for h in page.horizons]
     return _table(headers, rows, "phases")
+
+
+def _rate(value: float, bounds: tuple[float, float], count: int) -> str:
+    if count < scoring.RARE:
+        return f'<span class="rare">too rare to score ({count})</span>' if count else "–"
+    return pct(value, 0) + interval(bounds, digits=0)
 
 
 def _patterns(page: Page) -> str:
@@ -186,11 +252,13 @@ def _patterns(page: Page) -> str:
     rows = []
     for name, score in page.patterns.scores.items():
         if score.claimed or score.detected:
-            cells = [_esc(name), TALIB_FUNCTIONS[name][0], str(score.claimed), str(score.detected)]
-            cells += [pct(score.precision, 0), pct(score.recall, 0)]
+            cells = [_esc(name), TALIB_FUNCTIONS[name][0], str(score.claimed), str(score.off_chart)]
+            cells += [str(score.detected), _rate(score.precision, score.precision_ci, score.claimed)]
+            cells += [_rate(score.recall, score.recall_ci, score.detected)]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     note = f'<p class="note">{_esc(page.patterns_note)}</p>' if page.patterns_note else ""
-    headers = ["Pattern", "TA-Lib", "Named by the model", "Detected by TA-Lib", "Precision", "Recall"]
+    headers = ["Pattern", "TA-Lib", "Named by the model", "of them off the checked sessions or undated"]
+    headers += ["Detected by TA-Lib", "Precision [95 %]", "Recall [95 %]"]
     return note + _table(headers, rows, "patterns")
 
 
@@ -230,18 +298,33 @@ def write_page(path: Path, page: Page) -> Path:
 computed from the same data on the same dates. Educational, not investment advice.</div>{banner}
 <div class="totals">{boxes}</div>
 <h2>Scores</h2>{_scores(page)}
-<p class="note">Hit rate: the share of up/down calls whose forward return had that sign (sideways calls not counted).
-Rank IC: Spearman's correlation of direction × confidence with the forward return (0 is no skill; undefined without
-spread). Levels held: the forward low stayed above the nearest support, the forward high below the nearest
-resistance. Long/flat: long after each 'up' call for the longest horizon, equally weighted per step.</p>
+<p class="note">Every source is scored on the same (ticker, as-of date) pairs: the ones the model answered (failed
+calls are counted above and left out of every row). Hit rate: the share of up/down calls whose forward return had
+that sign (sideways calls not counted), with its 95 % Wilson interval. Rank IC: Spearman's correlation of direction ×
+confidence with the forward return (0 is no skill; undefined without spread), with a 95 % bootstrap interval that
+resamples as-of dates, not pairs. Levels held: the forward low stayed at or above the nearest support at or below the
+as-of close, the forward high at or below the nearest resistance at or above it (levels on the wrong side are
+ignored). Long/flat: long for the row's horizon after each 'up' call, flat otherwise; each calendar as-of date's
+positions equally weighted, compounded date after date (the 5-session row holds 5-session windows, the 20-session row
+20-session ones), with a bootstrap interval over dates. "–" is undefined.</p>
+<h2>The model against the best baseline</h2>{_differences(page)}
+<p class="note">Per score and horizon, the baseline that scored best on the whole sample, and the model's score minus
+its, with a 95 % bootstrap interval over as-of dates (both measured on the same resampled dates). An interval that
+spans 0 is "within noise": no evidence of skill beyond the rule.</p>
 <h2>Calibration and equity</h2>
 <div class="plots"><img id="calibration-plot" alt="calibration plot" src="{calibration_png}">
 <img id="equity-plot" alt="equity curves" src="{equity_png}"></div>
+<p class="note">Calibration: each point is a confidence bucket, its bar the hit rate's 95 % Wilson interval, n its
+calls. Equity: the long/flat rule at the longest horizon ({max(page.horizons)} sessions) on calendar as-of dates.</p>
 {_calibration(page)}
 <h2>Wyckoff phases against what followed</h2>{_phases(page)}
 <p class="note">Accumulation and markup expect a rise, distribution and markdown a fall: the hit rate is that
 direction's.</p>
 <h2>Candlestick patterns against TA-Lib</h2>{_patterns(page)}
+<p class="note">A claim dated outside the sessions checked (the chart's last {RECENT}) or undated counts as a false
+positive. Hammer and inverted hammer count only after a {PRIOR_TREND}-session fall, hanging man and shooting star only
+after a {PRIOR_TREND}-session rise (TA-Lib judges the candle's shape alone). Under {scoring.RARE} claims (detections) a
+precision (recall) is too rare to score.</p>
 """
     tmp = path.with_suffix(".html.tmp")
     with tmp.open("w", encoding="utf-8") as out:

@@ -3,7 +3,16 @@ backtest checks named patterns against (TA-Lib's ``CDL*`` functions, https://ta-
 func_groups/pattern_recognition.html), and the plausible readings the emulator makes up when no model is called.
 
 A pattern is dated by its last session, as TA-Lib marks it; a claim matches a detection of the same pattern on that
-session or, for a pattern of several candles, on any session it spans.
+session or, for a pattern of several candles, on any session it spans. A claim dated outside the chart's last
+sessions, or without a date, matches nothing: it is a false positive, counted.
+
+TA-Lib's one-candle reversal functions judge the candle's shape only (``ta_CDLHAMMER.c``: "the user should consider
+that a hammer must appear in a downtrend, while this function does not consider it", https://github.com/TA-Lib/ta-lib/
+blob/main/src/ta_func/ta_CDLHAMMER.c; the same caveat in CDLHANGINGMAN, CDLINVERTEDHAMMER, CDLSHOOTINGSTAR). The
+trend is what names them (S. Nison, *Japanese Candlestick Charting Techniques*, 2nd ed., 2001, ch. 4: the hammer and
+the hanging man are one line, a hammer after a decline, a hanging man after a rally; the inverted hammer and the
+shooting star likewise): the ground truth keeps a detection of those four only after the prior trend they need
+(`PRIOR_TREND`).
 """
 
 from __future__ import annotations
@@ -51,6 +60,12 @@ TALIB_FUNCTIONS: dict[str, tuple[str, int, int]] = {
     "three white soldiers": ("CDL3WHITESOLDIERS", 0, 3),
     "three black crows": ("CDL3BLACKCROWS", 0, 3),
 }
+
+PRIOR_TREND = 10
+"""Sessions of the prior trend: the close of the session before the candle against the close ``PRIOR_TREND``
+sessions before that one (a fall: a downtrend; a rise: an uptrend; unchanged or too little history: neither)."""
+NEEDS_TREND = {"hammer": -1, "inverted hammer": -1, "hanging man": 1, "shooting star": 1}
+"""The one-candle patterns named by the trend before them (-1 after a fall, +1 after a rise), not by shape alone."""
 
 WyckoffPhase = Literal["accumulation", "markup", "distribution", "markdown", "none"]
 WyckoffEventName = Literal[
@@ -132,38 +147,54 @@ def talib_available() -> bool:
     return True
 
 
+def prior_trend(close: np.ndarray) -> np.ndarray:
+    """Per session t, the sign of close[t-1] / close[t-1-PRIOR_TREND] - 1 (`PRIOR_TREND`): -1 after a fall, +1 after
+    a rise, 0 when unchanged or without that much history."""
+    out = np.zeros(len(close))
+    lag = PRIOR_TREND + 1
+    if len(close) > lag:
+        out[lag:] = np.sign(close[lag - 1 : -1] - close[:-lag])
+    return out
+
+
 def detected(data: pd.DataFrame, sessions: int = RECENT) -> set[tuple[str, str]]:
     """TA-Lib's detections on the last ``sessions`` sessions of ``data`` (its whole history feeds the averages TA-Lib
-    measures candles against): ``{(pattern, "YYYY-MM-DD")}``. Raises ``ImportError`` without TA-Lib."""
+    measures candles against), the hammer family only after the prior trend it needs (`NEEDS_TREND`):
+    ``{(pattern, "YYYY-MM-DD")}``. Raises ``ImportError`` without TA-Lib."""
     import talib
 
     prices = [np.ascontiguousarray(data[c].to_numpy(dtype="float64")) for c in ("Open", "High", "Low", "Close")]
     dates = [f"{d:%Y-%m-%d}" for d in data.index[-sessions:]]
+    trend = prior_trend(prices[3])[-sessions:]
     found: set[tuple[str, str]] = set()
     outputs: dict[str, np.ndarray] = {}
     for name, (function, sign, _) in TALIB_FUNCTIONS.items():
         if function not in outputs:
             outputs[function] = getattr(talib, function)(*prices)[-sessions:]
-        for date, value in zip(dates, outputs[function], strict=True):
-            if value != 0 and (sign == 0 or (value > 0) == (sign > 0)):
+        needs = NEEDS_TREND.get(name)
+        for date, value, before in zip(dates, outputs[function], trend, strict=True):
+            if value != 0 and (sign == 0 or (value > 0) == (sign > 0)) and (needs is None or before == needs):
                 found.add((name, date))
     return found
 
 
-def claimed(patterns: Iterable[Mapping[str, Any]], dates: Sequence[str]) -> set[tuple[str, str]]:
-    """A verdict's ``patterns`` as ``{(pattern, date)}``; claims outside ``dates`` (the chart's last sessions),
-    without a date or outside the vocabulary are left out."""
-    within = set(dates)
+def claimed(patterns: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """A verdict's ``patterns`` as ``{(pattern, date)}`` (``date`` as given, ``""`` when missing): every claim in the
+    vocabulary, the ones dated outside the chart's last sessions or undated included (they match nothing: false
+    positives). A name outside the vocabulary cannot pass the verdict's schema."""
     pairs = ((item.get("name"), str(item.get("date") or "")) for item in patterns)
-    return {(name, date) for name, date in pairs if name in TALIB_FUNCTIONS and date in within}
+    return {(str(name), date) for name, date in pairs if name in TALIB_FUNCTIONS}
 
 
 def matches(claim: tuple[str, str], truth: set[tuple[str, str]], dates: Sequence[str]) -> tuple[str, str] | None:
     """The detection ``claim`` names: the same pattern ending on the claimed session or, for a pattern of several
-    candles, ending up to its length - 1 sessions after it."""
+    candles, ending up to its length - 1 sessions after it; ``None`` for a claim dated outside ``dates`` (the
+    sessions checked) or undated."""
     name, date = claim
+    if date not in dates:
+        return None
     span = TALIB_FUNCTIONS[name][2]
-    start = dates.index(date)
+    start = list(dates).index(date)
     for later in dates[start : start + span]:
         if (name, later) in truth:
             return name, later

@@ -5,15 +5,18 @@ A :class:`Call` is one reading (a source's trend and confidence on one ticker at
 outcome (:class:`Outcome`: the return and the price range over the next N sessions). From a list of them:
 
 - **hit rate**: of the calls that said up or down, the share whose forward return had that sign (sideways calls are
-  not counted; a 0 return is a miss);
+  not counted; a 0 return is a miss), with its Wilson interval (`kline.stats`);
 - **rank IC**: Spearman's correlation between the signed conviction (+confidence for up, -confidence for down, 0
-  for sideways) and the forward return: above 0, higher conviction went with higher returns;
-- **calibration**: the hit rate per confidence bucket (a calibrated source hits ~70 % of its 0.7 calls);
-- **levels held**: of the calls with a support (resistance), the share where the forward low (high) stayed at or
-  above (below) the nearest one;
+  for sideways) and the forward return: above 0, higher conviction went with higher returns; with a bootstrap
+  interval over as-of dates;
+- **calibration**: the hit rate per confidence bucket (a calibrated source hits ~70 % of its 0.7 calls), each with
+  its count and Wilson interval;
+- **levels held**: of the calls with a support at or below the as-of close (a resistance at or above it), the share
+  where the forward low (high) stayed at or above (at or below) the nearest such level (`nearest`);
 - **bias**: the shares of up, down and sideways calls;
-- **equity**: a long/flat rule (long for the next N sessions when the call says up, flat otherwise), one position per
-  call, equally weighted per walk-forward step.
+- **long/flat**: long for the next N sessions after each "up" call, flat otherwise; per calendar as-of date the
+  positions opened that day, equally weighted, compounded date after date (`date_returns`), with a bootstrap
+  interval over dates.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from kline import stats
 from kline.patterns import PHASE_DIRECTION, TALIB_FUNCTIONS, matches
+from kline.stats import Interval
 
 DIRECTION = {"up": 1, "down": -1, "sideways": 0}
 BUCKETS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -54,8 +60,8 @@ def outcome(data: pd.DataFrame, position: int, horizon: int) -> Outcome | None:
 @dataclass(frozen=True)
 class Call:
     """One reading scored: ``source`` ("model" or a baseline's name), the ticker, the as-of date and walk-forward step,
-    the trend and confidence, the nearest support and resistance (``None`` when not stated), the Wyckoff phase (the
-    model's), the close on the as-of date, and the outcome per horizon."""
+    the trend and confidence, the close on the as-of date, the outcome per horizon, the nearest support at or below
+    the close and resistance at or above it (``None`` without one: `nearest`), the Wyckoff phase (the model's)."""
 
     source: str
     ticker: str
@@ -74,12 +80,31 @@ class Call:
         return DIRECTION.get(self.trend, 0)
 
 
+def nearest(levels: Iterable[Any], close: float, side: str) -> float | None:
+    """The level of ``levels`` nearest to ``close`` on ``side``: ``"support"`` the highest at or below it,
+    ``"resistance"`` the lowest at or above it; ``None`` when none is on that side (a "support" above the close is
+    not one). Levels that are not finite numbers are ignored."""
+    values = []
+    for level in levels:
+        try:
+            value = float(level)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            values.append(value)
+    if side == "support":
+        below = [v for v in values if v <= close]
+        return max(below) if below else None
+    above = [v for v in values if v >= close]
+    return min(above) if above else None
+
+
 def _hit(direction: int, ret: float) -> bool:
     return direction * ret > 0
 
 
-def hit_rate(calls: Iterable[Call], horizon: int, *, by: str = "trend") -> tuple[float, int]:
-    """(hit rate, calls counted) over the calls that expect a direction; ``by="phase"`` takes the Wyckoff phase's
+def hit_count(calls: Iterable[Call], horizon: int, *, by: str = "trend") -> tuple[int, int]:
+    """(hits, calls counted) over the calls that expect a direction; ``by="phase"`` takes the Wyckoff phase's
     direction (accumulation and markup up, distribution and markdown down) instead of the trend."""
     hits = counted = 0
     for call in calls:
@@ -88,6 +113,12 @@ def hit_rate(calls: Iterable[Call], horizon: int, *, by: str = "trend") -> tuple
             continue
         counted += 1
         hits += _hit(direction, call.outcomes[horizon].ret)
+    return hits, counted
+
+
+def hit_rate(calls: Iterable[Call], horizon: int, *, by: str = "trend") -> tuple[float, int]:
+    """(hit rate, calls counted): `hit_count` as a share (NaN without a directional call)."""
+    hits, counted = hit_count(calls, horizon, by=by)
     return (hits / counted if counted else math.nan), counted
 
 
@@ -115,6 +146,7 @@ class Bucket:
     calls: int
     hit_rate: float
     confidence: float  # the bucket's mean stated confidence
+    interval: Interval = stats.NO_INTERVAL  # the hit rate's Wilson 95 % interval
 
 
 def calibration(calls: Iterable[Call], horizon: int, edges: Sequence[float] = BUCKETS) -> list[Bucket]:
@@ -133,14 +165,15 @@ def calibration(calls: Iterable[Call], horizon: int, edges: Sequence[float] = BU
             len(group),
             sum(h for _, h in group) / len(group) if group else math.nan,
             sum(c for c, _ in group) / len(group) if group else math.nan,
+            stats.wilson(sum(h for _, h in group), len(group)),
         )
         for low, high, group in zip(edges[:-1], edges[1:], grouped, strict=True)
     ]
 
 
-def levels_held(calls: Iterable[Call], horizon: int) -> dict[str, tuple[float, int]]:
-    """``{"support": (share held, calls with one), "resistance": (...)}``: the forward low stayed at or above the
-    nearest support, the forward high at or below the nearest resistance."""
+def levels_held(calls: Iterable[Call], horizon: int) -> dict[str, tuple[int, int]]:
+    """``{"support": (held, calls with one), "resistance": (...)}``: the forward low stayed at or above the nearest
+    support (at or below the close), the forward high at or below the nearest resistance (at or above it)."""
     held = {"support": [0, 0], "resistance": [0, 0]}
     for call in calls:
         result = call.outcomes.get(horizon)
@@ -152,7 +185,7 @@ def levels_held(calls: Iterable[Call], horizon: int) -> dict[str, tuple[float, i
         if call.resistance is not None:
             held["resistance"][1] += 1
             held["resistance"][0] += result.high <= call.resistance
-    return {k: ((n / total if total else math.nan), total) for k, (n, total) in held.items()}
+    return {k: (n, total) for k, (n, total) in held.items()}
 
 
 def bias(calls: Iterable[Call]) -> dict[str, float]:
@@ -161,54 +194,153 @@ def bias(calls: Iterable[Call]) -> dict[str, float]:
     return {t: (trends.count(t) / len(trends) if trends else math.nan) for t in DIRECTION}
 
 
-def equity_curve(calls: Iterable[Call], horizon: int) -> list[float]:
-    """The long/flat rule's equity per walk-forward step, starting at 1: each step holds, equally weighted, the calls
-    that said up for ``horizon`` sessions (flat when none did), then the next step. Steps further apart than
-    ``horizon`` leave the money idle in between; closer ones overlap (the curve is then an idealisation)."""
-    steps: dict[int, list[float]] = {}
+def date_returns(calls: Iterable[Call], horizon: int) -> dict[str, float]:
+    """The long/flat rule per calendar as-of date, oldest first: the mean over that date's calls of the ``horizon``
+    return when the call said up, 0 (flat) otherwise."""
+    by_date: dict[str, list[float]] = {}
     for call in calls:
         if horizon in call.outcomes:
-            steps.setdefault(call.step, []).append(call.outcomes[horizon].ret if call.direction > 0 else 0.0)
-    equity = [1.0]
-    for step in sorted(steps, reverse=True):  # step 0 is the latest as-of date: play the oldest first
-        equity.append(equity[-1] * (1.0 + float(np.mean(steps[step]))))
-    return equity
+            by_date.setdefault(call.as_of, []).append(call.outcomes[horizon].ret if call.direction > 0 else 0.0)
+    return {date: float(np.mean(by_date[date])) for date in sorted(by_date)}
+
+
+def equity_curve(calls: Iterable[Call], horizon: int) -> list[tuple[str, float]]:
+    """The long/flat rule's equity (start 1) after each calendar as-of date's positions, oldest date first: each
+    date's calls that said up held for ``horizon`` sessions, equally weighted. Dates ``horizon`` sessions apart
+    (the default walk at its longest horizon) follow one another; closer ones (other markets' calendars, a shorter
+    horizon) overlap and the compounding is then an idealisation, further ones leave the money idle in between."""
+    equity, out = 1.0, []
+    for date, ret in date_returns(calls, horizon).items():
+        equity *= 1.0 + ret
+        out.append((date, equity))
+    return out
 
 
 @dataclass(frozen=True)
 class Summary:
-    """One source's scores at one horizon (a row of the report's main table)."""
+    """One source's scores at one horizon (a row of the report's main table and of ``scores.json``): counts, each
+    score with its 95 % interval (NaN where undefined), the bias and the long/flat rule's return."""
 
     source: str
     horizon: int
-    calls: int
+    calls: int  # (ticker, as-of date) pairs scored
+    dates: int  # distinct as-of dates among them
     hit_rate: float
+    hit_rate_ci: Interval  # Wilson
     directional: int
     rank_ic: float
+    rank_ic_ci: Interval  # bootstrap over dates
     support_held: float
+    support_held_ci: Interval  # Wilson
+    support_calls: int
     resistance_held: float
+    resistance_held_ci: Interval
+    resistance_calls: int
     bias: Mapping[str, float]
-    total_return: float  # the long/flat rule's, over the whole walk
+    total_return: float  # the long/flat rule's, over the calendar dates
+    total_return_ci: Interval  # bootstrap over dates
 
 
-def summarize(source: str, calls: Sequence[Call], horizon: int) -> Summary:
-    """One source's scores at ``horizon``; a score with nothing to score (no call, no directional call) is NaN, never
-    a 0 that reads like a result (the long/flat return of no call is not +0.0 %)."""
-    rate, directional = hit_rate(calls, horizon)
-    held = levels_held(calls, horizon)
-    scored = sum(1 for c in calls if horizon in c.outcomes)
+METRICS = ("hit_rate", "rank_ic", "total_return")
+"""The scores the model is compared with the best baseline on, each with a bootstrap interval of the difference."""
+
+
+def resampled(metric: str, calls: Sequence[Call], horizon: int, boot: stats.DateBootstrap) -> np.ndarray:
+    """``metric`` (one of `METRICS`) of ``calls`` in each of ``boot``'s resamples of the as-of dates."""
+    scored = [c for c in calls if horizon in c.outcomes]
+    if metric == "total_return":
+        per_date = date_returns(scored, horizon)
+        weights = boot.weights(list(per_date))
+        with np.errstate(divide="ignore"):
+            logs = np.log1p(np.array(list(per_date.values()), dtype="float64"))
+        return np.expm1(weights @ logs) if per_date else np.full(len(boot.counts), 0.0)
+    weights = boot.weights([c.as_of for c in scored])
+    if metric == "hit_rate":
+        directional = np.array([c.direction != 0 for c in scored], dtype="float64")
+        hits = np.array([_hit(c.direction, c.outcomes[horizon].ret) for c in scored], dtype="float64")
+        return stats.weighted_ratio(hits, directional, weights)
+    x = np.array([c.direction * c.confidence for c in scored], dtype="float64")
+    y = np.array([c.outcomes[horizon].ret for c in scored], dtype="float64")
+    return stats.weighted_spearman(x, y, weights)
+
+
+def summarize(source: str, calls: Sequence[Call], horizon: int, boot: stats.DateBootstrap | None = None) -> Summary:
+    """``source``'s scores at ``horizon``; ``boot`` (resamples of the run's as-of dates) gives the bootstrap intervals
+    (a new one over these calls' dates when not given). A score with nothing to score (no call, no directional call)
+    is NaN, never a 0 that reads like a result (the long/flat return of no call is not +0.0 %)."""
+    scored = [c for c in calls if horizon in c.outcomes]
+    boot = boot if boot is not None else stats.DateBootstrap(c.as_of for c in scored)
+    hits, directional = hit_count(scored, horizon)
+    held = levels_held(scored, horizon)
+    curve = equity_curve(scored, horizon)
+
+    def share(n: int, total: int) -> float:
+        return n / total if total else math.nan
+
     return Summary(
-        source,
-        horizon,
-        scored,
-        rate,
-        directional,
-        rank_ic(calls, horizon),
-        held["support"][0],
-        held["resistance"][0],
-        bias(calls),
-        equity_curve(calls, horizon)[-1] - 1.0 if scored else math.nan,
+        source=source,
+        horizon=horizon,
+        calls=len(scored),
+        dates=len({c.as_of for c in scored}),
+        hit_rate=share(hits, directional),
+        hit_rate_ci=stats.wilson(hits, directional),
+        directional=directional,
+        rank_ic=rank_ic(scored, horizon),
+        rank_ic_ci=stats.percentile(resampled("rank_ic", scored, horizon, boot)) if scored else stats.NO_INTERVAL,
+        support_held=share(*held["support"]),
+        support_held_ci=stats.wilson(*held["support"]),
+        support_calls=held["support"][1],
+        resistance_held=share(*held["resistance"]),
+        resistance_held_ci=stats.wilson(*held["resistance"]),
+        resistance_calls=held["resistance"][1],
+        bias=bias(scored),
+        total_return=curve[-1][1] - 1.0 if curve else math.nan,
+        total_return_ci=stats.percentile(resampled("total_return", scored, horizon, boot))
+        if scored
+        else stats.NO_INTERVAL,
     )
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The model's score minus the best baseline's on one metric at one horizon, with the bootstrap interval of the
+    difference over as-of dates (both measured on each resample's same dates). ``baseline`` is the baseline with
+    the best score on the whole sample (``""`` when none has one); picking it there, not per resample, makes the
+    interval slightly kind to the baselines."""
+
+    metric: str
+    horizon: int
+    baseline: str
+    difference: float
+    interval: Interval
+
+
+def versus_best(
+    model: Sequence[Call], baselines: Mapping[str, Sequence[Call]], horizon: int, boot: stats.DateBootstrap
+) -> list[Difference]:
+    """Per metric (`METRICS`): the model minus the best baseline at ``horizon``."""
+    out = []
+    for metric in METRICS:
+        points = {name: point(metric, calls, horizon) for name, calls in baselines.items()}
+        defined = {name: value for name, value in points.items() if not math.isnan(value)}
+        best = max(defined, key=defined.__getitem__, default="")
+        mine = point(metric, model, horizon)
+        if not best or math.isnan(mine):
+            out.append(Difference(metric, horizon, best, math.nan, stats.NO_INTERVAL))
+            continue
+        spread = resampled(metric, model, horizon, boot) - resampled(metric, baselines[best], horizon, boot)
+        out.append(Difference(metric, horizon, best, mine - defined[best], stats.percentile(spread)))
+    return out
+
+
+def point(metric: str, calls: Sequence[Call], horizon: int) -> float:
+    """``metric`` (one of `METRICS`) of ``calls`` on the whole sample (NaN where undefined)."""
+    if metric == "hit_rate":
+        return hit_rate(calls, horizon)[0]
+    if metric == "rank_ic":
+        return rank_ic(calls, horizon)
+    curve = equity_curve(calls, horizon)
+    return curve[-1][1] - 1.0 if curve else math.nan
 
 
 @dataclass(frozen=True)
@@ -217,6 +349,7 @@ class PhaseRow:
     calls: int
     mean_return: Mapping[int, float]  # horizon -> mean forward return
     hit_rate: Mapping[int, float]  # horizon -> hit rate of the phase's direction (NaN for "none")
+    hit_rate_ci: Mapping[int, Interval]  # horizon -> its Wilson interval
 
 
 def phase_table(calls: Sequence[Call], horizons: Sequence[int]) -> list[PhaseRow]:
@@ -232,27 +365,44 @@ def phase_table(calls: Sequence[Call], horizons: Sequence[int]) -> list[PhaseRow
             else math.nan
             for h in horizons
         }
-        rows.append(PhaseRow(phase, len(group), means, {h: hit_rate(group, h, by="phase")[0] for h in horizons}))
+        counts = {h: hit_count(group, h, by="phase") for h in horizons}
+        rates = {h: (n / total if total else math.nan) for h, (n, total) in counts.items()}
+        rows.append(PhaseRow(phase, len(group), means, rates, {h: stats.wilson(*c) for h, c in counts.items()}))
     return rows
+
+
+RARE = 10
+"""Fewer claims (detections) than this and a pattern's precision (recall) is shown as too rare to score: its Wilson
+interval would span more than about 60 points (9 of 9 still allows 70 %)."""
 
 
 @dataclass
 class PatternScore:
     """One pattern's agreement with TA-Lib over the checked sessions: claims that matched a detection (true
-    positives), claims that did not, detections no claim named."""
+    positives), claims that did not (a claim dated off the checked sessions, or undated, among them), detections no
+    claim named."""
 
     claimed: int = 0
     matched_claims: int = 0
     detected: int = 0
     found_detections: int = 0
+    off_chart: int = 0  # claims dated outside the checked sessions or undated: false positives
 
     @property
     def precision(self) -> float:
-        return self.matched_claims / self.claimed if self.claimed else math.nan
+        return self.matched_claims / self.claimed if self.claimed >= RARE else math.nan
+
+    @property
+    def precision_ci(self) -> Interval:
+        return stats.wilson(self.matched_claims, self.claimed) if self.claimed >= RARE else stats.NO_INTERVAL
 
     @property
     def recall(self) -> float:
-        return self.found_detections / self.detected if self.detected else math.nan
+        return self.found_detections / self.detected if self.detected >= RARE else math.nan
+
+    @property
+    def recall_ci(self) -> Interval:
+        return stats.wilson(self.found_detections, self.detected) if self.detected >= RARE else stats.NO_INTERVAL
 
 
 @dataclass
@@ -263,11 +413,13 @@ class PatternTally:
     charts: int = 0
 
     def add(self, claims: set[tuple[str, str]], truth: set[tuple[str, str]], dates: Sequence[str]) -> None:
+        """One chart: the model's ``claims`` (`kline.patterns.claimed`), TA-Lib's detections, the sessions checked."""
         self.charts += 1
         found: set[tuple[str, str]] = set()
         for claim in claims:
             score = self.scores[claim[0]]
             score.claimed += 1
+            score.off_chart += claim[1] not in dates
             hit = matches(claim, truth, dates)
             if hit is not None:
                 score.matched_claims += 1
