@@ -290,7 +290,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     configured = configured_analyst()
     default = f"{configured} (set by {DEFAULT_CONFIG.name})" if configured else DEFAULT_ANALYST
     parser = argparse.ArgumentParser(
-        description="ChartReader (Qwen-VL) and a swappable Analyst (qwen/openai/anthropic/gemini) read a K-line "
+        description=f"ChartReader (Qwen-VL) and a swappable Analyst ({'/'.join(PROVIDERS)}) read a K-line "
         "chart in a MAF sequential workflow and a group chat.",
         epilog=f"Analyst precedence: --analyst > ${ENV_ANALYST} > config file [analyst] > {DEFAULT_ANALYST}. "
         f"Providers and default models: {', '.join(f'{p.name}:{p.example_model}' for p in PROVIDERS.values())}. "

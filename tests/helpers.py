@@ -12,6 +12,17 @@ from typing import Any
 from agent_framework import ChatResponse, Message, tool
 
 from clients.core.transport import RetryPolicy
+from clients.providers import PROVIDERS
+
+
+def provider_clients(**models: str) -> dict[str, tuple[Any, Any, str]]:
+    """Every provider of ``clients.providers.PROVIDERS`` by name: (its emulator class, its public client class, a
+    model: ``models[name]``, else the registry's example model)."""
+    return {
+        name: (provider.load_emulator(), provider.load_client(), models.get(name, provider.example_model))
+        for name, provider in PROVIDERS.items()
+    }
+
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0)
 """Retries without waiting: the retry tests count attempts, not seconds."""

@@ -28,6 +28,8 @@ from typing import Any
 from agent_framework import Content, Message
 from hypothesis import strategies as st
 
+from clients.providers import PROVIDERS as REGISTRY
+
 __all__ = [
     "PROVIDERS",
     "encoded",
@@ -40,7 +42,7 @@ __all__ = [
     "sse_streams",
 ]
 
-PROVIDERS = ("qwen", "openai", "anthropic", "gemini")
+PROVIDERS = tuple(REGISTRY)
 
 # ------------------------------------------------------------------------------------------------ JSON values
 

@@ -72,3 +72,12 @@ def test_design_md_lists_the_files_of_a_providers_folder() -> None:
     section = design.split("\n## Adding a provider\n", 1)[1].split("\n## ", 1)[0]
     assert "`clients/providers.py`" in section
     assert [name for name in FILES if f"`{name}.py`" not in section] == []
+
+
+def test_clients_exports_every_peer() -> None:
+    """``clients.__all__`` is written out (type checkers and IDEs read a literal one): it names every peer."""
+    import clients
+
+    peers = {p.client for p in PROVIDERS.values() if p.package.startswith("clients.")}
+    assert peers <= set(clients.__all__)
+    assert {name for name in clients.__all__ if name.endswith("Client")} == peers

@@ -13,23 +13,15 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
 
-from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
-from clients.anthropic.testing import AnthropicEmulator
 from clients.core.transport import ServerSentEvent, SSEDecoder, aiter_events
-from clients.gemini.testing import GeminiEmulator
-from clients.openai.testing import OpenAIEmulator
 from clients.testing import Reply
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
+from tests.helpers import provider_clients
 
 pytestmark = pytest.mark.timeout(30)
 
-CLIENTS: dict[str, tuple[Any, Any, str]] = {
-    "qwen": (DashScopeEmulator, QwenChatClient, "qwen-plus"),
-    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
-    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
-    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
-}
+CLIENTS: dict[str, tuple[Any, Any, str]] = provider_clients()
 
 
 async def _chunks(*parts: bytes) -> Any:

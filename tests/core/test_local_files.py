@@ -14,13 +14,9 @@ import pytest
 from agent_framework import Content, Message
 from agent_framework.exceptions import ChatClientException
 
-from clients import AnthropicChatClient, GeminiChatClient, MediaError, OpenAIChatCompletionClient, image_content
-from clients.anthropic.testing import AnthropicEmulator
+from clients import MediaError, image_content
 from clients.core.media import read_media_file
-from clients.gemini.testing import GeminiEmulator
-from clients.openai.testing import OpenAIEmulator
-from qwen3 import QwenChatClient
-from qwen3.testing import DashScopeEmulator
+from tests.helpers import provider_clients
 
 pytestmark = pytest.mark.timeout(20)  # "at once": a read of /dev/zero or a FIFO open would never end
 
@@ -66,12 +62,7 @@ def test_a_proc_file_is_read_bounded_and_refused_as_not_media() -> None:
         image_content(path)
 
 
-CLIENTS: dict[str, tuple[Any, Any, str]] = {
-    "qwen": (DashScopeEmulator, QwenChatClient, "qwen3-vl-plus"),
-    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
-    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
-    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
-}
+CLIENTS: dict[str, tuple[Any, Any, str]] = provider_clients(qwen="qwen3-vl-plus")
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs a POSIX /dev")

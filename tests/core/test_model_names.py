@@ -10,20 +10,10 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
-from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
-from clients.anthropic.testing import AnthropicEmulator
 from clients.core.validation import checked_model
-from clients.gemini.testing import GeminiEmulator
-from clients.openai.testing import OpenAIEmulator
-from qwen3 import QwenChatClient
-from qwen3.testing import DashScopeEmulator
+from tests.helpers import provider_clients
 
-CLIENTS: dict[str, tuple[Any, Any, str]] = {
-    "qwen": (DashScopeEmulator, QwenChatClient, "qwen-plus"),
-    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
-    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
-    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
-}
+CLIENTS: dict[str, tuple[Any, Any, str]] = provider_clients()
 BAD = ["m#frag", "m?alt=json", "m%2Fx", "m x", "m\n", "../admin", "models/../x", "a\\b", ""]
 GOOD = [
     "gemini-2.5-flash",

@@ -10,12 +10,9 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
-from clients.providers import PROVIDERS
+from tests.helpers import provider_clients
 
-CLIENTS: dict[str, tuple[Any, Any, str]] = {
-    name: (provider.load_emulator(), provider.load_client(), provider.example_model)
-    for name, provider in PROVIDERS.items()
-}
+CLIENTS: dict[str, tuple[Any, Any, str]] = provider_clients()
 BAD = [
     ({"temperature": "hot"}, "Option 'temperature' must be a number, not 'hot'"),
     ({"top_p": [1]}, "Option 'top_p' must be a number"),

@@ -16,9 +16,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidResponseException,
 )
 
-from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.anthropic.errors import parse_error as anthropic_error
-from clients.anthropic.testing import AnthropicEmulator
 from clients.core.client import ProviderRequest
 from clients.core.tool_calls import MAX_NESTING, json_object_arguments
 from clients.core.transport import ProviderError, to_chat_client_exception
@@ -38,14 +36,10 @@ from qwen3.parse import StreamState as QwenStreamState
 from qwen3.parse import parse_response as qwen_parse_response
 from qwen3.parse import parse_stream_event as qwen_parse_stream_event
 from qwen3.testing import DashScopeEmulator
+from tests.helpers import provider_clients
 from tests.strategies import nested
 
-CLIENTS: dict[str, Any] = {
-    "qwen": (DashScopeEmulator, QwenChatClient, "qwen-plus"),
-    "openai": (OpenAIEmulator, OpenAIChatCompletionClient, "gpt-4o"),
-    "anthropic": (AnthropicEmulator, AnthropicChatClient, "claude-sonnet-4-6"),
-    "gemini": (GeminiEmulator, GeminiChatClient, "gemini-2.5-flash"),
-}
+CLIENTS: dict[str, tuple[Any, Any, str]] = provider_clients()
 DEEP = "[" * 5000 + "]" * 5000
 """JSON nested deeper than Python's parser follows (it raises ``RecursionError``, not ``ValueError``)."""
 

@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 from agent_framework import Agent, AgentSession
 
+from clients.providers import PROVIDERS
 from clients.testing import Reply
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
 
 KEY = "sk-integration-secret-0123456789"
 
-RUNS = [(client, echo) for client in ("qwen", "openai", "anthropic", "gemini") for echo in (False, True)]
+RUNS = [(client, echo) for client in PROVIDERS for echo in (False, True)]
 """The span runs: each client answering, and each client getting an error that echoes the key (``echo``)."""
 
 SPANS = """
@@ -34,6 +35,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from clients.providers import PROVIDERS
 from clients.testing import Reply
 
 exporter = InMemorySpanExporter()
@@ -47,22 +49,8 @@ for run in sys.argv[2:]:
     for stream in (sys.stdout, sys.stderr):
         print(f"=== {run}", file=stream, flush=True)
     exporter.clear()
-    if name == "qwen":
-        from qwen3 import QwenChatClient as Client
-        from qwen3.testing import DashScopeEmulator as Emulator
-        model = "qwen-plus"
-    elif name == "openai":
-        from clients import OpenAIChatCompletionClient as Client
-        from clients.openai.testing import OpenAIEmulator as Emulator
-        model = "gpt-4o"
-    elif name == "anthropic":
-        from clients import AnthropicChatClient as Client
-        from clients.anthropic.testing import AnthropicEmulator as Emulator
-        model = "claude-sonnet-4-6"
-    else:
-        from clients import GeminiChatClient as Client
-        from clients.gemini.testing import GeminiEmulator as Emulator
-        model = "gemini-2.5-flash"
+    Client, Emulator = PROVIDERS[name].load_client(), PROVIDERS[name].load_emulator()
+    model = PROVIDERS[name].example_model
     with Emulator(api_key=key, default_reply=Reply(text="ok")) as emu:
         if echo:  # a server (or proxy) that echoes the key back in its error text
             emu.script(Reply.error_reply(400, "InvalidParameter", f"Incorrect API key provided: {key}."))
@@ -138,7 +126,7 @@ def test_every_client_reports_gen_ai_spans_with_its_provider_name(
     assert KEY not in run.stdout  # no attribute of any span carries the key
 
 
-@pytest.mark.parametrize("client", ["qwen", "openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("client", list(PROVIDERS))
 def test_a_key_echoed_in_an_error_never_reaches_a_span(span_runs: dict[tuple[str, bool], SpanRun], client: str) -> None:
     """MAF records the exception on the chat and agent spans (message, status, event): the key is masked there too."""
     run = span_runs[client, True]
