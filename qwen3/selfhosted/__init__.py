@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from clients.providers import PROVIDERS
+
 if TYPE_CHECKING:
     from qwen3.selfhosted.client import RawSelfHostedQwenChatClient, SelfHostedQwenChatClient
     from qwen3.selfhosted.convert import SelfHostedQwenChatOptions
@@ -30,19 +32,12 @@ def __getattr__(name: str) -> Any:
     """The client names, imported when first asked for (PEP 562).
 
     Raises:
-        ImportError: the ``openai`` SDK is not installed; the message names the extra that installs it.
+        ModuleNotFoundError: the ``openai`` SDK is not installed; the message names the extra and its pip line.
     """
     if name not in _HOMES:
         raise AttributeError(f"module 'qwen3.selfhosted' has no attribute {name!r}")
-    try:
+    with PROVIDERS["openai"].sdk_required(name):  # its SDK is the openai extra's
         return getattr(importlib.import_module(_HOMES[name]), name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("qwen3", "clients", "agent_framework"):
-            raise
-        raise ImportError(
-            f"{name} needs the 'openai' extra ({exc.name} is not installed): "
-            'pip install "agent-framework-qwen3[openai]"'
-        ) from exc
 
 
 def __dir__() -> list[str]:

@@ -2,7 +2,8 @@
 variables that point the clients at them, so that code which reads its settings from the environment (the
 README's own examples) runs offline unchanged.
 
-The DashScope emulator always; the OpenAI, Anthropic and Gemini emulators too unless ``--dashscope-only``.
+The DashScope emulator always; the peers' emulators too (each provider of ``clients.providers.PROVIDERS`` whose
+extra is installed, with its ``<PREFIX>_BASE_URL`` and key variables) unless ``--dashscope-only``.
 Each answers with its default reply (an echo of the last user message) and accepts only the printed key. The
 DashScope emulator refuses a model name the model table does not know, as DashScope does ("Model not exist.");
 ``--model NAME=text`` (or ``=multimodal``) serves one more. ``--selfhosted vllm`` (or ``sglang`` / ``ollama``)
