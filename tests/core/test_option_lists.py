@@ -13,6 +13,7 @@ from agent_framework import ChatOptions
 
 from clients.openai.options import OpenAIChatCompletionOptions
 from clients.providers import PROVIDERS
+from qwen3.embeddings.convert import QwenEmbeddingOptions
 from qwen3.options import QwenChatOptions
 from qwen3.selfhosted.convert import SelfHostedQwenChatOptions
 
@@ -45,9 +46,12 @@ def _rows(section: str) -> list[tuple[set[str], str]]:
 
 
 def _tables() -> list[tuple[str, Any, list[str]]]:
-    """(document, options TypedDict, the headings of its option tables): DashScope's docs/options.md, each peer's
-    docs/<name>.md from the providers registry."""
-    out = [("docs/options.md", QwenChatOptions, ["## MAF's standard options", "## DashScope's options"])]
+    """(document, options TypedDict, the headings of its option tables): DashScope's docs/options.md and
+    docs/embeddings.md, each peer's docs/<name>.md from the providers registry."""
+    out = [
+        ("docs/options.md", QwenChatOptions, ["## MAF's standard options", "## DashScope's options"]),
+        ("docs/embeddings.md", QwenEmbeddingOptions, ["## Options"]),
+    ]
     for provider in PROVIDERS.values():
         if provider.package.startswith("clients."):
             options = getattr(importlib.import_module(provider.package), provider.options)
