@@ -32,6 +32,7 @@ server left them.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -51,6 +52,7 @@ from clients.core.think import (
     split_leading_think,
     split_think,
 )
+from clients.core.tool_calls import MAX_NESTING, nesting
 from clients.openai.parse import StreamState
 from clients.openai.parse import parse_response as openai_response
 from clients.openai.parse import parse_stream_event as openai_stream_event
@@ -64,8 +66,11 @@ from qwen3.selfhosted.tool_text import (
 )
 
 __all__ = [
+    "MAX_RECOVERED_CALLS",
+    "MAX_SAFE_INTEGER",
     "ReasoningCalls",
     "SelfHostedStreamState",
+    "broken_limit",
     "parse_response",
     "parse_stream_event",
     "reasoning_calls",
@@ -183,22 +188,75 @@ def _like(content: Content, text: str) -> Content:
     return Content(content.type, text=text, additional_properties=dict(content.additional_properties or {}))
 
 
-def _contents(pieces: list[ToolTextPiece], text: Callable[[str], Content]) -> tuple[list[Content], bool]:
+MAX_RECOVERED_CALLS = 128
+"""The most tool calls recovered from one answer; the blocks after them stay text. The calls go back to the server
+in the assistant message of the next turn, and OpenAI's Chat Completions refuses more than 128 ``tool_calls`` there
+(its 400 "array too long. Expected an array with maximum length 128", reported in pydantic/pydantic-ai#1105)."""
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a recovered call may hold: I-JSON (RFC 7493, section 2.2) numbers are IEEE doubles, exact up
+to 2**53 − 1; ``1e300`` read as a 301-digit integer is none a model meant."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def broken_limit(arguments: Mapping[str, Any]) -> str | None:
+    """Which limit of the package's own requests a recovered call's ``arguments`` break, or None: nested at most
+    ``MAX_NESTING`` levels (``clients.core.tool_calls``: deeper arguments are refused when the conversation goes
+    back), every number finite (JSON has no NaN or infinity: ``1e400`` reads as one) and every integer within
+    ±``MAX_SAFE_INTEGER``, every string and key encodable as UTF-8 (no lone surrogate). Walked without recursion."""
+    if nesting(arguments) > MAX_NESTING:
+        return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep (the most this package sends)"
+    stack: list[Any] = [arguments]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"it holds a number that is not finite ({value}), which JSON cannot carry"
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+            return "it holds an integer beyond ±MAX_SAFE_INTEGER (2**53 − 1, I-JSON: RFC 7493)"
+        elif isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+            return "it holds a lone surrogate, which UTF-8 cannot encode"
+    return None
+
+
+def _contents(pieces: list[ToolTextPiece], text: Callable[[str], Content], calls: int = 0) -> tuple[list[Content], int]:
     """Pieces of ``tool_text`` → contents (text made by ``text``, each call a function call with a new ``call_…``
-    id), and whether there was a call."""
+    id), and the answer's count of calls so far (``calls`` before these). A call that breaks a limit
+    (`broken_limit`, `MAX_RECOVERED_CALLS`) stays text, as written, with a warning naming the limit."""
     out: list[Content] = []
-    called = False
+    texts: list[str] = []  # text so far since the last call: joined once (a call kept as text joins it)
     for kind, value in pieces:
         if kind == "call":
             assert not isinstance(value, str)
-            called = True
-            out.append(
-                Content.from_function_call(f"call_{uuid.uuid4().hex}", value.name, arguments=dict(value.arguments))
-            )
-        elif value:
-            assert isinstance(value, str)
-            out.append(text(value))
-    return out, called
+            why = broken_limit(value.arguments)
+            if why is None and calls < MAX_RECOVERED_CALLS:
+                calls += 1
+                if texts:
+                    out.append(text("".join(texts)))
+                    texts = []
+                out.append(
+                    Content.from_function_call(f"call_{uuid.uuid4().hex}", value.name, arguments=dict(value.arguments))
+                )
+                continue
+            if why is None:  # past the cap: warned once (calls then stays one over it)
+                why = f"the answer has more than MAX_RECOVERED_CALLS={MAX_RECOVERED_CALLS} calls (so do later ones)"
+                warn, calls = calls == MAX_RECOVERED_CALLS, MAX_RECOVERED_CALLS + 1
+            else:
+                warn = True
+            if warn:
+                shown = value.raw if len(value.raw) <= 80 else value.raw[:80] + "…"
+                logger.warning("A tool call to %r in the model's text is kept as text: %s: %r",
+                               value.name, why, shown)  # fmt: skip
+            value = value.raw
+        assert isinstance(value, str)
+        if value:
+            texts.append(value)
+    if texts:
+        out.append(text("".join(texts)))
+    return out, calls
 
 
 def _is_plain(content: Content) -> bool:
@@ -261,7 +319,7 @@ def parse_response(
                 contents.append(Content.from_text(answer, annotations=content.annotations))
         else:
             contents.append(content)
-    recovered = False
+    calls = 0
     if tools:
         if may_think:
             closed = any(_answers(c) for c in contents) or any(
@@ -273,12 +331,11 @@ def parse_response(
             if not (content.type == "text" and _is_plain(content) and content.text):
                 out.append(content)
                 continue
-            found, called = _contents(split_tool_calls(content.text, tools), partial(_like, content))
+            found, calls = _contents(split_tool_calls(content.text, tools), partial(_like, content), calls)
             out.extend(found)
-            recovered = recovered or called
         contents = out
     message.contents = contents
-    if recovered and response.finish_reason in (None, "stop"):
+    if calls > 0 and response.finish_reason in (None, "stop"):
         response.finish_reason = "tool_calls"
     return response
 
@@ -310,7 +367,8 @@ class SelfHostedStreamState(StreamState):
     """While the reasoning may still end into a tool call (vLLM's rule): until the answer closes it."""
     close_tail: str = ""
     """The end of the answer's raw text, to find a ``</think>`` cut over two chunks."""
-    recovered: bool = False
+    calls: int = 0
+    """Calls recovered from this stream's answer so far (past `MAX_RECOVERED_CALLS`: one more, warned once)."""
 
     def __post_init__(self) -> None:
         self.split_think = False  # the answer's <think> is split here, not by the OpenAI parser
@@ -356,8 +414,7 @@ def _pieces(state: SelfHostedStreamState, kind: str, text: str, final: bool) -> 
     pieces = splitter.feed(text) if text else []
     if final:
         pieces = [*pieces, *splitter.flush()]
-    out, called = _contents(pieces, lambda text: text_delta(text, kind))
-    state.recovered = state.recovered or called
+    out, state.calls = _contents(pieces, lambda text: text_delta(text, kind), state.calls)
     return out
 
 
@@ -439,7 +496,7 @@ def parse_stream_event(
         update = ChatResponseUpdate(role="assistant", contents=contents, model=model)
     else:
         update.contents = contents
-    if state.recovered and update.finish_reason == "stop":
+    if state.calls and update.finish_reason == "stop":
         update.finish_reason = "tool_calls"
     if not update.contents and update.finish_reason is None:
         return None  # everything it carried is held back (a tag may be starting)

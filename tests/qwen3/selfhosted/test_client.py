@@ -5,6 +5,7 @@ loop, tool calls recovered from text, detection, media, errors before sending)."
 from __future__ import annotations
 
 import base64
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from agent_framework.exceptions import (
 from clients.testing import Reply, ToolCall
 from qwen3 import SelfHostedQwenChatClient, video_frames
 from qwen3.selfhosted import RawSelfHostedQwenChatClient
+from qwen3.selfhosted.parse import MAX_RECOVERED_CALLS
 from qwen3.testing import SelfHostedQwenEmulator
 from tests.conftest import PNG
 from tests.helpers import FAST, ask, get_weather, hi
@@ -345,6 +347,82 @@ async def test_a_tool_call_the_reasoning_only_quotes_never_runs(block: str, pars
     assert len(emu.requests) == 1  # no tool round trip
     assert result.messages[-1].text == "I can't help with moving money to that account."
     assert [c.text for m in result.messages for c in m.contents if c.type == "text_reasoning"] == [reasoning]
+
+
+def _deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):  # levels of arrays
+        value = [value]
+    return value
+
+
+def _hermes(arguments: str) -> str:
+    return f'<tool_call>\n{{"name": "lookup", "arguments": {arguments}}}\n</tool_call>'
+
+
+def _xml(key: str, value: str) -> str:
+    return f"<tool_call>\n<function=lookup>\n<parameter={key}>\n{value}\n</parameter>\n</function>\n</tool_call>"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("block", "limit"),
+    [
+        (_hermes(json.dumps({"query": _deep(900)})), "MAX_NESTING=64"),  # ran the tool, then poisoned the conversation
+        (_hermes(json.dumps({"query": _deep(64)})), "MAX_NESTING=64"),  # 65 levels with the arguments object
+        (_xml("items", json.dumps(_deep(70))), "MAX_NESTING=64"),
+        (_hermes('{"ratio": 1e400}'), "not finite (inf)"),
+        (_xml("count", "1e300"), "MAX_SAFE_INTEGER"),  # was read as a 301-digit integer
+        (_hermes('{"count": 12345678901234567890}'), "MAX_SAFE_INTEGER"),
+        (_hermes('{"query": "\\ud800"}'), "lone surrogate"),
+    ],
+    ids=["900 levels", "65 levels", "xml 71 levels", "1e400", "xml 1e300 integer", "20 digits", "surrogate"],
+)
+async def test_a_call_over_our_own_limits_stays_text_and_never_runs(
+    block: str, limit: str, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    ran: list[dict[str, Any]] = []
+
+    def lookup(query: Any = None, items: list[Any] | None = None, count: int = 0, ratio: float = 0.0) -> str:
+        """Look something up."""
+        ran.append({"query": query, "items": items, "count": count, "ratio": ratio})
+        return "found"
+
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False) as emu:
+        emu.script(Reply(text=f"Looking.\n{block}", chunks=13), Reply(text="unused"))
+        agent = Agent(client=client_for(emu), tools=[lookup])
+        with caplog.at_level(logging.WARNING):
+            if stream:
+                result = await agent.run("Look it up", stream=True).get_final_response()
+            else:
+                result = await agent.run("Look it up")
+    assert ran == []
+    assert len(emu.requests) == 1
+    assert result.messages[-1].text == f"Looking.\n{block}"
+    warned = [r.getMessage() for r in caplog.records if "kept as text" in r.getMessage()]
+    assert len(warned) == 1
+    assert limit in warned[0]
+
+
+def lookup(query: str) -> str:
+    """Look something up."""
+    return query
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_at_most_128_calls_are_recovered_from_one_answer(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
+    blocks = [_hermes(json.dumps({"query": str(i)})) for i in range(MAX_RECOVERED_CALLS + 72)]
+    with SelfHostedQwenEmulator("sglang", reasoning_parser=False) as emu:
+        emu.script(Reply(text="\n".join(blocks), chunks=97))
+        with caplog.at_level(logging.WARNING):
+            response = await ask(raw_client(emu), stream=stream, tools=[lookup])
+    found = kinds(response)
+    calls = [value for kind, value in found if kind == "function_call"]
+    assert calls == [("lookup", {"query": str(i)}) for i in range(MAX_RECOVERED_CALLS)]
+    assert found[-1] == ("text", "\n".join(blocks[MAX_RECOVERED_CALLS:]))  # the "\n" before it went with call 128
+    assert response.finish_reason == "tool_calls"
+    warned = [r.getMessage() for r in caplog.records if "MAX_RECOVERED_CALLS=128" in r.getMessage()]
+    assert len(warned) == 1
 
 
 @pytest.mark.parametrize("stream", [False, True])
