@@ -216,7 +216,8 @@ class Reply:
       provider's own; any other string is sent as is. None means ``"tool_calls"`` when there are calls, else
       ``"stop"``.
     * ``chunks``: number of stream events the text, and separately the reasoning, is split into (exactly that
-      many, pieces may be empty); None = one event per ~4 characters.
+      many, pieces may be empty); or a list of piece lengths, in characters (what is left goes as one more piece:
+      ``[3] * n`` streams 3 characters an event); None = one event per ~4 characters.
     * ``tool_call_fragments``: each call's arguments is streamed in this many pieces where the provider streams
       fragments (DashScope, OpenAI, Anthropic); ``interleave=True`` alternates the fragments of parallel calls
       where the provider does that (DashScope, OpenAI).
@@ -251,7 +252,7 @@ class Reply:
     reasoning: str = ""
     tool_calls: Sequence[ToolCall] = ()
     finish_reason: str | None = None
-    chunks: int | None = None
+    chunks: int | Sequence[int] | None = None
     tool_call_fragments: int = 3
     interleave: bool = False
     usage: dict[str, Any] | None = None
@@ -291,8 +292,10 @@ class Reply:
             raise ValueError("stall_after_events=N and stall=seconds (> 0) go together")
         if self.event_interval < 0:
             raise ValueError("event_interval must be >= 0 seconds")
-        if self.chunks is not None and self.chunks < 1:
+        if isinstance(self.chunks, int) and self.chunks < 1:
             raise ValueError("chunks must be >= 1")
+        if self.chunks is not None and not isinstance(self.chunks, int) and any(n < 1 for n in self.chunks):
+            raise ValueError("chunks: every piece length must be >= 1")
         if self.tool_call_fragments < 1:
             raise ValueError("tool_call_fragments must be >= 1")
         if self.error_after_events is not None and (self.error is None or self.error_after_events < 0):

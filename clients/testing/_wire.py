@@ -162,12 +162,21 @@ def split_text(text: str, parts: int) -> list[str]:
     return out
 
 
-def pieces(text: str, chunks: int | None) -> list[str]:
+def pieces(text: str, chunks: int | Sequence[int] | None) -> list[str]:
     """The stream pieces of ``text`` (a reply's text or reasoning): exactly ``chunks`` pieces (`Reply.chunks`), or
-    one per ~4 characters when None; none for no text."""
+    pieces of the lengths ``chunks`` lists (the rest of the text, if any, as one more piece), or one per ~4
+    characters when None; none for no text."""
     if not text:
         return []
-    return split_text(text, chunks if chunks is not None else max(1, math.ceil(len(text) / 4)))
+    if chunks is None or isinstance(chunks, int):
+        return split_text(text, chunks if chunks is not None else max(1, math.ceil(len(text) / 4)))
+    out, start = [], 0
+    for size in chunks:
+        if start >= len(text):
+            break
+        out.append(text[start : start + size])
+        start += size
+    return [*out, text[start:]] if start < len(text) else out
 
 
 def call_fragments(reply: Reply) -> list[tuple[int, int, str]]:

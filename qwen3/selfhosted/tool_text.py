@@ -37,17 +37,30 @@ Rules (tags are matched exactly, lower case, as the templates write them):
    absent/null (no arguments); other keys are ignored (as vLLM's hermes parser ignores them).
 4. XML body: ``<function=NAME>`` then parameters ``<parameter=KEY>VALUE</parameter>``, whitespace between them, then
    ``</function>`` (may be missing inside ``<tool_call>``; a parameter's ``</parameter>`` may be missing before the
-   next ``<parameter=`` or ``</function>``: vLLM's parser accepts both). A repeated key or other text between
-   parameters makes the block invalid. One ``\\n`` at each end of VALUE is the template's and is dropped (as vLLM
-   does); the rest is the value as written.
+   next ``<parameter=`` or ``</function>``: vLLM's parser accepts both, and a drifted ``</parameter1>``,
+   ``</parameter_x>`` or bare ``</parameter`` ending such a value is dropped, as SGLang drops it). A repeated key or
+   other text between parameters makes the block invalid. One ``\\n`` at each end of VALUE is the template's and is
+   dropped (as vLLM does); the rest is the value as written. **Tags inside a value are text** unless they end it
+   (vLLM's rule, ``tests/tool_parsers/test_qwen3_xml_coder_shared.py``): a ``</parameter>`` ends a value only when
+   blanks and then the ``<parameter=`` of a name the schema declares (any name when it lists none), ``</function>``
+   or the end follow; a ``<parameter=`` of a declared name not given yet ends it without ``</parameter>``; inside a
+   ``<function=`` … ``</function>`` the value opened itself (a file quoting a tool call) nothing ends it, and a
+   ``</tool_call>`` or ``</function>`` that closed the block there was text too: the block goes on to the next one
+   (at most ``MAX_BLOCK_EXTENSIONS`` times). A ``<parameter=`` of an undeclared name stays in the value before it,
+   with a warning.
 5. XML values are coerced by the tool's JSON schema ``properties[KEY]`` (its ``type``, a list of types, the types
    of its ``anyOf`` / ``oneOf`` / ``allOf``, or of the ``#/$defs/…`` its ``$ref`` names, as pydantic writes nested
-   models): ``string`` (or no declared type, or an unknown key) keeps the text; otherwise the stripped text is read
-   as JSON and kept if it fits a declared type: ``integer`` (``"30"`` → 30, ``"3.0"`` → 3), ``number`` (finite),
-   ``boolean`` (``true``/``false``, any case), ``null`` (``null``, also beside ``string``), ``object``, ``array``.
+   models; OpenAPI's ``nullable``; type names as vLLM reads them, ``float`` or ``double`` for ``number``, ``int…``
+   for ``integer``): the first declared type the value fits wins. ``string`` (or no declared type, or an unknown
+   key) keeps the text; ``null`` or Python's ``None`` is null for any schema but a plain ``string`` (as vLLM and
+   SGLang read them); otherwise the stripped text is read as JSON, else as a Python literal (``{'a': True}``, what
+   models trained on templates rendering values with Python's ``str`` write; vLLM reads them too), a JSON string
+   holding an object or array once more (a value encoded twice), and kept if it fits: ``integer`` (``"30"`` → 30,
+   ``"3.0"`` → 3), ``number`` (finite), ``boolean`` (``true``/``false``, any case), ``object``, ``array``.
    **A value that fits no declared type stays a string**, with a warning (the tool's own validation then reports
    it; vLLM keeps such values as strings too).
-6. A block that is not valid (rules 3-4), names a tool not in ``tools``, is still open at the end of the text, or is
+6. A block that is not valid (rules 3-4), names a tool not in ``tools``, is still open at the end of the text (except
+   a ``<tool_call>`` holding one whole hermes call: the model stopped at the closing tag, and vLLM reads it), or is
    longer than ``max_block_chars`` is kept as text exactly as written, with a warning on the
    ``agent_framework.qwen3.selfhosted`` logger saying why. Nothing is ever dropped.
 7. With empty ``tools`` (the request declared none) nothing is parsed: the text passes through unchanged, and a
@@ -60,8 +73,9 @@ body of an open block, which is released at its closing tag (as a call, once the
 template's ``\\n`` follows) or as text. **The bound:** an open block is held for at most ``max_block_chars`` characters
 (default ``MAX_BLOCK_CHARS``, 1 MiB: far beyond any real call's arguments); past that, a server that opens a
 block and never closes it gets it released as text with a warning, and the rest up to its closing tag streams as
-text too. Each character is looked at a bounded number of times (``str.find`` from where the last look stopped),
-so the work is linear in the stream's length whatever the chunking.
+text too. Each character is looked at a bounded number of times (``str.find`` from where the last look stopped; a
+block's body is parsed once, and once more for each of at most ``MAX_BLOCK_EXTENSIONS`` literal closing tags), so the
+work is linear in the stream's length whatever the chunking.
 """
 
 from __future__ import annotations
@@ -69,11 +83,12 @@ from __future__ import annotations
 import io
 import json
 import logging
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from qwen3.selfhosted.values import coerce, reject_constant, schema_types
 
 __all__ = [
     "MAX_BLOCK_CHARS",
@@ -99,10 +114,14 @@ FUNCTION_OPEN = "<function="
 FUNCTION_CLOSE = "</function>"
 PARAMETER_OPEN = "<parameter="
 PARAMETER_CLOSE = "</parameter>"
-PARAMETER_END = re.compile("|".join(map(re.escape, (PARAMETER_CLOSE, PARAMETER_OPEN, FUNCTION_CLOSE))))
-"""What ends an XML parameter's value: one search, from the value's start to the first of these tags, so a block is
-scanned once whatever its parameters (a search per tag to the end of the block, for each of 54k unclosed
-``<parameter=`` tags, took 24 s on one 1 MB block)."""
+PARAMETER_END = re.compile("|".join(map(re.escape, (PARAMETER_CLOSE, PARAMETER_OPEN, FUNCTION_CLOSE, FUNCTION_OPEN))))
+"""The tags that may end an XML parameter's value, or nest in it (rule 4): each search goes from where the last one
+stopped to the next of these tags, so a block is scanned once whatever its parameters (a search per tag to the end of
+the block, for each of 54k unclosed ``<parameter=`` tags, took 24 s on one 1 MB block)."""
+_BLANKS = re.compile(r"\s*")
+MAX_NAME_CHARS = 256
+"""How far a ``<parameter=`` tag's ``>`` is looked for when it may end a value (a name is short; bounded, so many
+tags without ``>`` cost no search to the end each)."""
 _OPENERS = ((TOOL_CALL_OPEN, TOOL_CALL_CLOSE), (FUNCTION_OPEN, FUNCTION_CLOSE))
 _HOLD = len(TOOL_CALL_OPEN)
 """The longest suffix a stream holds in text: ``"\\n"`` plus a proper prefix of an opening tag."""
@@ -199,6 +218,7 @@ class ToolCallTextSplitter:
         self._close = TOOL_CALL_CLOSE  # "block" / "overflow": the tag that ends the block
         self._tail = ""  # "block": the last characters of _body, where a closing tag may have begun
         self._pending: ToolTextPiece | None = None  # "after": the decided block, waiting for its "\n"
+        self._extensions = 0  # "block": closing tags found to be text inside a value
 
     def feed(self, chunk: str) -> list[ToolTextPiece]:
         """Take the next chunk of text; return what can be told apart already."""
@@ -223,8 +243,12 @@ class ToolCallTextSplitter:
         out: list[ToolTextPiece] = []
         if self._state == "block":
             raw = self._body.getvalue()
-            _warn("is still open at the end of the text", raw[len(self._lead) :])
-            _add(out, ("text", raw))
+            call = _unclosed_hermes(raw[len(self._lead) :], self.tools) if self._close == TOOL_CALL_CLOSE else None
+            if call is not None:
+                _add(out, ("call", TextToolCall(call[0], call[1], raw)))
+            else:
+                _warn("is still open at the end of the text", raw[len(self._lead) :])
+                _add(out, ("text", raw))
         elif self._pending is not None:
             _add(out, self._pending)
         _add(out, ("text", self._held))
@@ -240,6 +264,7 @@ class ToolCallTextSplitter:
                 start = at - 1 if at > pos and data[at - 1] == "\n" else at
                 _add(out, ("text", data[pos:start]))
                 self._state, self._close, self._lead = "block", close, data[start:at]
+                self._extensions = 0
                 self._body, self._size, self._tail = io.StringIO(self._lead), 0, ""
                 self._body.seek(len(self._lead))
                 return at
@@ -303,7 +328,14 @@ class ToolCallTextSplitter:
             _add(out, ("text", raw))
             self._state = "text"
             return end
-        call = _parse_block(raw[len(self._lead) :], self.tools)
+        call = _parse_block(raw[len(self._lead) :], self.tools, final=self._extensions >= MAX_BLOCK_EXTENSIONS)
+        if call is OPEN_VALUE:  # the closing tag was text inside a value: the block goes on
+            self._extensions += 1
+            self._body = io.StringIO(raw)
+            self._body.seek(len(raw))
+            self._tail = raw[-(len(close) - 1) :]
+            return end
+        assert not isinstance(call, _Open)
         self._pending = ("text", raw) if call is None else ("call", TextToolCall(call[0], call[1], raw))
         self._state = "after"
         return end
@@ -357,23 +389,52 @@ def _warn(why: str, block: str) -> None:
 # ------------------------------------------------------------------------------------------------ block bodies
 
 
-def _parse_block(block: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | None:
-    """``(name, arguments)`` of a complete block (tags included), or ``None`` (warned) when it stays text."""
+class _Open:
+    """`_parse_block`'s answer for an XML block cut inside a value by a literal closing tag (the value opened a
+    ``<function=`` of its own, as a file that quotes a tool call does): the block goes on to the next closing tag."""
+
+
+OPEN_VALUE = _Open()
+MAX_BLOCK_EXTENSIONS = 16
+"""At most this many literal closing tags inside one block's values (each costs one more parse of the block)."""
+
+
+def _parse_block(block: str, tools: ToolSchemas, *, final: bool = True) -> tuple[str, dict[str, Any]] | _Open | None:
+    """``(name, arguments)`` of a complete block (tags included), or ``None`` (warned) when it stays text; not
+    ``final`` (more text may follow), `OPEN_VALUE` when the closing tag was literal text inside a value."""
     body = block if block.startswith(FUNCTION_OPEN) else block[len(TOOL_CALL_OPEN) : -len(TOOL_CALL_CLOSE)].strip()
-    parsed = _parse_function(body, tools) if body.startswith(FUNCTION_OPEN) else _parse_hermes(body)
+    if body.startswith(FUNCTION_OPEN):
+        parsed = _parse_function(body, tools)
+        if parsed is OPEN_VALUE:
+            if not final:
+                return OPEN_VALUE
+            parsed = "has a value that opens a <function= it never closes"
+    else:
+        parsed = _parse_hermes(body)
     if isinstance(parsed, str):
         _warn(parsed, block)
         return None
+    assert isinstance(parsed, tuple)
     if parsed[0] not in tools:
         _warn(f"names the tool {parsed[0]!r}, which the request did not declare", block)
         return None
     return parsed
 
 
+def _unclosed_hermes(block: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | None:
+    """A ``<tool_call>`` still open at the end of the text whose body is one whole hermes call (the model stopped
+    at the closing tag, as vLLM's hermes parser accepts: ``test_hermes_parser_non_streaming_tool_call_until_eos``)."""
+    body = block[len(TOOL_CALL_OPEN) :].strip()
+    if not body.startswith("{") or not body.endswith("}"):
+        return None
+    parsed = _parse_hermes(body)
+    return parsed if isinstance(parsed, tuple) and parsed[0] in tools else None
+
+
 def _parse_hermes(body: str) -> tuple[str, dict[str, Any]] | str:
     """Rule 3; a string says why the body is not a call."""
     try:
-        value = json.loads(body, parse_constant=_reject_constant)
+        value = json.loads(body, parse_constant=reject_constant)
     except (ValueError, RecursionError) as error:
         return f"is not valid JSON ({type(error).__name__})"
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
@@ -381,7 +442,7 @@ def _parse_hermes(body: str) -> tuple[str, dict[str, Any]] | str:
     arguments = value.get("arguments")
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments, parse_constant=_reject_constant)
+            arguments = json.loads(arguments, parse_constant=reject_constant)
         except (ValueError, RecursionError):
             return 'has "arguments" as a string that is not valid JSON'
     if arguments is None:
@@ -391,9 +452,13 @@ def _parse_hermes(body: str) -> tuple[str, dict[str, Any]] | str:
     return value["name"], arguments
 
 
-def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | str:
+_DRIFTED_CLOSE = re.compile(r"\s*</parameter[\w-]*>?\s*$")
+"""A value's closing tag as a model drifts it (``</parameter1>``, ``</parameter_x>``, a bare ``</parameter``)."""
+
+
+def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | str | _Open:
     """Rule 4 on ``<function=NAME>…</function>`` (``text`` starts with ``<function=``; a bare block always ends with
-    ``</function>``, one inside ``<tool_call>`` may lack it)."""
+    ``</function>``, one inside ``<tool_call>`` may lack it). `OPEN_VALUE`: a value is still open at the end."""
     name_end = text.find(">")
     if name_end == -1:
         return "has a <function= tag without its closing >"
@@ -405,6 +470,8 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
         return "has an empty function name"
     schema = tools.get(name)
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    declared = set(properties) if isinstance(properties, Mapping) and properties else None
+    blank_from = len(body.rstrip())  # only white space from here on
     arguments: dict[str, Any] = {}
     at = 0
     while True:
@@ -420,88 +487,84 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
         key = body[at + len(PARAMETER_OPEN) : key_end].strip()
         if not key or key in arguments:
             return f"has an empty or repeated parameter name {key!r}"
-        end = PARAMETER_END.search(body, key_end + 1)
-        value_end = len(body) if end is None else end.start()
+        found = _value_end(body, key_end + 1, key, arguments, declared, blank_from)
+        if found is None:
+            return OPEN_VALUE
+        value_end, at, closed = found
         value = body[key_end + 1 : value_end]
-        if body.startswith(FUNCTION_CLOSE, value_end):
-            return "has a </function> before its last parameter"
-        at = value_end + len(PARAMETER_CLOSE) if body.startswith(PARAMETER_CLOSE, value_end) else value_end
+        if not closed:  # rule 4: a value may lack its </parameter>; a drifted one is not part of the value
+            drift = _DRIFTED_CLOSE.search(value, max(0, len(value) - 80))
+            value = value[: drift.start()] + "\n" if drift else value
         value = value[1:] if value.startswith("\n") else value
         value = value[:-1] if value.endswith("\n") else value
         field = properties.get(key) if isinstance(properties, Mapping) else None
-        arguments[key] = _coerce(value, _types(field, schema), name, key)
+        arguments[key] = coerce(value, schema_types(field, schema), name, key)
 
 
-# ------------------------------------------------------------------------------------------------ coercion
+def _value_end(
+    body: str, start: int, key: str, given: Mapping[str, Any], declared: set[str] | None, blank_from: int
+) -> tuple[int, int, bool] | None:
+    """Where the value of ``key`` from ``start`` ends: ``(value end, next position, closed by </parameter>)``; None
+    when it is still open (a ``<function=`` it opened is not closed). Tags inside a value are literal text unless
+    they end it (vLLM's rule for literal tags, its ``test_qwen3_xml_coder_shared.py``): a ``</parameter>`` ends it
+    only when followed by blanks and the ``<parameter=`` of a declared name (any name for a tool whose schema lists
+    none), by ``</function>`` or by the end; a ``<parameter=`` of a declared name not given yet, or a final
+    ``</function>``, ends it without its ``</parameter>``; and nothing ends it inside a ``<function=`` …
+    ``</function>`` it opened itself (a quoted call). A ``<parameter=`` of an undeclared name stays in the value,
+    with a warning. ``blank_from``: the body is white space from there on."""
+
+    def known(name: str) -> bool:
+        return declared is None or name in declared
+
+    def fresh(name: str) -> bool:
+        return known(name) and name != key and name not in given
+
+    depth = 0
+    at = start
+    while (tag := PARAMETER_END.search(body, at)) is not None:
+        word, at = tag.group(), tag.end()
+        if word == FUNCTION_OPEN:
+            depth += 1
+        elif word == FUNCTION_CLOSE:
+            if depth:
+                depth -= 1
+            elif at >= blank_from:  # only a final </function> ends it
+                return tag.start(), tag.start(), False
+        elif depth:
+            continue
+        elif word == PARAMETER_CLOSE:
+            ends = _ends(body, at, known, blank_from)
+            if ends is True:
+                return tag.start(), at, True
+            if ends:
+                logger.warning(
+                    "Parameter %r: <parameter=%s> is not a parameter the tool declares; it is kept as text inside "
+                    "the value of %r (as vLLM reads it)",
+                    key,
+                    ends,
+                    key,
+                )
+        elif fresh(_name(body, at)):
+            return tag.start(), tag.start(), False
+    return None if depth else (len(body), len(body), False)
 
 
-def _types(schema: Any, root: Any, depth: int = 0) -> list[str]:
-    """The JSON types a parameter schema declares: ``type`` (one or a list), the members of ``anyOf`` / ``oneOf`` /
-    ``allOf``, and what a local ``$ref`` (``#/$defs/…``, as pydantic writes nested models) points at in ``root``."""
-    if not isinstance(schema, Mapping) or depth > 16:  # deeper is a cycle of $refs
-        return []
-    declared = schema.get("type")
-    types = [declared] if isinstance(declared, str) else []
-    if isinstance(declared, list):
-        types = [kind for kind in declared if isinstance(kind, str)]
-    for key in ("anyOf", "oneOf", "allOf"):
-        members = schema.get(key)
-        if isinstance(members, list):
-            for member in members:
-                types.extend(_types(member, root, depth + 1))
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target = root
-        for part in ref[2:].split("/"):
-            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, Mapping) else None
-        types.extend(_types(target, root, depth + 1))
-    return types
+def _name(body: str, at: int) -> str:
+    """The name of the ``<parameter=`` tag whose name starts at ``at`` (``""`` without a near ``>``)."""
+    end = body.find(">", at, at + MAX_NAME_CHARS)
+    return body[at:end].strip() if end != -1 else ""
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _fits(value: Any, kind: str) -> bool:
-    """``value`` (read from JSON) is of the JSON-schema type ``kind``."""
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":  # 1e400 reads as inf
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and math.isfinite(value)
-        )
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
-    return kind == "null" and value is None
-
-
-def _coerce(value: str, types: list[str], tool: str, key: str) -> Any:
-    """Rule 5: the parameter's value as its schema ``types`` it; a value that fits no declared type stays a string."""
-    stripped = value.strip()
-    if "null" in types and stripped == "null":
-        return None
-    if not types or "string" in types:
-        return value
-    if "boolean" in types and stripped.lower() in ("true", "false"):
-        return stripped.lower() == "true"
-    try:
-        parsed = json.loads(stripped, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        parsed = value
-    else:
-        if isinstance(parsed, float) and parsed.is_integer() and "integer" in types and "number" not in types:
-            parsed = int(parsed)  # 3.0 is an integer to JSON Schema
-        if any(_fits(parsed, kind) for kind in types):
-            return parsed
-    logger.warning(
-        "Parameter %r of the tool %r: %r is not %s as its schema declares; it is passed on as a string",
-        key,
-        tool,
-        value if len(value) <= 80 else value[:80] + "…",
-        " or ".join(types),
-    )
-    return value
+def _ends(body: str, at: int, names: Any, blank_from: int) -> bool | str:
+    """After blanks from ``at``: the end of the body, a final ``</function>``, or ``<parameter=`` of ``names``
+    (True); a ``<parameter=`` of another name (that name); anything else (False)."""
+    blanks = _BLANKS.match(body, at)
+    at = blanks.end() if blanks else at
+    if at >= blank_from:
+        return True
+    if body.startswith(FUNCTION_CLOSE, at):
+        return at + len(FUNCTION_CLOSE) >= blank_from
+    if body.startswith(PARAMETER_OPEN, at):
+        name = _name(body, at + len(PARAMETER_OPEN))
+        return True if name and names(name) else name or False
+    return False

@@ -140,10 +140,13 @@ def test_invalid_hermes_block_kept_as_text_with_a_warning(
 
 
 def test_block_open_at_the_end_kept_as_text_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    text = 'Sure.\n<tool_call>\n{"name": "now", "arguments": {}}'
+    text = 'Sure.\n<tool_call>\n{"name": "now", "arguments": {}'
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert split_tool_calls(text, TOOLS) == [("text", text)]
     assert "still open at the end" in caplog.text
+    # one whole hermes call the model did not close: a call, as vLLM's hermes parser reads it
+    whole = 'Sure.\n<tool_call>\n{"name": "now", "arguments": {}}'
+    assert calls(split_tool_calls(whole, TOOLS)) == calls(streamed(list(whole))) == [("now", {})]
 
 
 def test_stray_tags_and_lone_angle_brackets_are_text() -> None:
@@ -223,8 +226,9 @@ def test_xml_values_coerced_by_the_schema() -> None:
                 "note": None,
                 "limit": None,
                 "nothing": None,
-                "untyped": "42",  # no declared type: kept as written
-                "extra": "7",  # not in the schema: kept as written
+                # no declared type: kept as written; a parameter the schema does not declare is text inside the
+                # value before it (vLLM's rule, so that a file quoting <parameter=…> tags is not cut)
+                "untyped": "42\n</parameter>\n<parameter=extra>\n7",
             },
         )
     ]
@@ -313,7 +317,6 @@ def test_bare_function_block_and_lenient_closing_tags() -> None:
         ("<function=get_weather>text<parameter=days>1</parameter></function>", "text between its parameters"),
         ("<function=get_weather><parameter=days>1</parameter><parameter=days>2</parameter></function>", "repeated"),
         ("<function=get_weather><parameter=days</function>", "<parameter= tag without its closing >"),
-        ("<tool_call><function=now><parameter=x>1</function><parameter=y>2</tool_call>", "a </function> before"),
         ("<tool_call>\n<function=now></function>\n<function=now></function>\n</tool_call>", "text between"),
         ("<tool_call><function=search></function></tool_call>", "which the request did not declare"),
     ],
@@ -498,3 +501,57 @@ def test_xml_parameters_are_scanned_once_however_many(closed: bool, monkeypatch:
     assert piece[0] == "call"
     assert len(piece[1].arguments) == 20_000
     assert counter.scanned <= len(block)
+
+
+# ------------------------------------------------------------------------------------------------ reference gaps
+
+
+WRITE = {"write_file": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}
+
+
+def test_a_value_quoting_a_whole_tool_call_is_one_value() -> None:
+    """The worst case of issue 22 §3: a file that quotes a tool call cut ``write_file``'s content and added an
+    argument; the quoted block is text inside the value, whole and in every chunking."""
+    quoted = (
+        "<tool_call>\n<function=write_file>\n<parameter=path>\nx.txt\n</parameter>\n<parameter=content>\nhi\n"
+        "</parameter>\n</function>\n</tool_call>"
+    )
+    text = f"<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n<parameter=content>\n" \
+           f"{quoted}\n</parameter>\n</function>\n</tool_call>"  # fmt: skip
+    want = [("write_file", {"path": "a.py", "content": quoted})]
+    assert calls(split_tool_calls(text, WRITE)) == want
+    for size in (1, 2, 5, 13):
+        assert calls(streamed([text[i : i + size] for i in range(0, len(text), size)], WRITE)) == want
+
+
+@pytest.mark.parametrize(
+    ("schema", "raw", "value"),
+    [
+        ({"type": ["integer", "string"]}, "42", 42),  # the first declared type that fits wins
+        ({"type": ["string", "integer"]}, "42", "42"),
+        ({"type": "number", "nullable": True}, "null", None),  # OpenAPI's nullable
+        ({"type": "number"}, "None", None),  # Python's None, as Qwen3.5 templates render null
+        ({"type": "object"}, "{'a': True, 'b': None}", {"a": True, "b": None}),  # a Python literal
+        ({"type": "array"}, "('a', 1)", ["a", 1]),
+        ({"type": "object"}, "{1, 2}", "{1, 2}"),  # a set is no JSON value: stays a string
+        ({"type": "double"}, "2.5", 2.5),  # type names as vLLM reads them
+        ({"type": "int64"}, "7", 7),
+        ({"type": "string"}, "None", "None"),
+    ],
+)
+def test_xml_values_as_the_reference_servers_type_them(schema: dict[str, Any], raw: str, value: Any) -> None:
+    tools = {"f": {"type": "object", "properties": {"v": schema}}}
+    got = calls(split_tool_calls(f"<function=f><parameter=v>{raw}</parameter></function>", tools))
+    assert got == [("f", {"v": value})]
+    assert type(got[0][1]["v"]) is type(value)
+
+
+@pytest.mark.parametrize("drift", ["</parameter1>", "</parameter_x>", "</parameter"])
+def test_a_drifted_closing_tag_is_not_part_of_the_value(drift: str) -> None:
+    text = f"<function=get_weather><parameter=city>\nLima\n{drift}\n<parameter=days>2</parameter></function>"
+    assert calls(split_tool_calls(text, TOOLS)) == [("get_weather", {"city": "Lima", "days": 2})]
+
+
+def test_a_function_close_inside_a_value_is_text() -> None:
+    block = "<tool_call><function=now><parameter=x>1</function><parameter=y>2</tool_call>"
+    assert calls(split_tool_calls(block, TOOLS)) == [("now", {"x": "1</function>", "y": "2"})]

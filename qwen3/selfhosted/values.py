@@ -1,0 +1,157 @@
+"""Qwen3-Coder XML parameter values typed by the tool's JSON schema, as vLLM's and SGLang's parsers type them.
+
+An XML tool call (``<parameter=KEY>VALUE</parameter>``) carries every value as text; ``coerce`` gives it the type
+``properties[KEY]`` declares (the rules are rule 5 of ``qwen3.selfhosted.tool_text``, which calls it), and
+``schema_types`` reads the declared types out of a schema. A value that fits no declared type stays the text, with a
+warning: nothing the model wrote is dropped.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["coerce", "reject_constant", "schema_types"]
+
+logger = logging.getLogger("agent_framework.qwen3.selfhosted")
+
+_KINDS = ("string", "integer", "number", "boolean", "object", "array", "null")
+
+
+def _kind(name: str) -> str | None:
+    """A schema type name as JSON Schema's (``float`` → ``number``, as vLLM's Qwen3-Coder parser reads it), or None."""
+    name = name.strip().lower()
+    if name in _KINDS:
+        return name
+    for prefixes, kind in (
+        (("int", "uint", "long", "short", "unsigned"), "integer"),
+        (("num", "float", "double", "decimal"), "number"),
+        (("bool",), "boolean"),
+        (("dict", "obj", "map"), "object"),
+        (("list", "arr", "tuple"), "array"),
+        (("str", "text"), "string"),
+    ):
+        if name.startswith(prefixes):
+            return kind
+    return None
+
+
+def schema_types(schema: Any, root: Any, depth: int = 0) -> list[str]:
+    """The JSON types a parameter schema declares, in its order: ``type`` (one or a list), the members of ``anyOf`` /
+    ``oneOf`` / ``allOf``, and what a local ``$ref`` (``#/$defs/…``, as pydantic writes nested models) points at in
+    ``root``; ``nullable: true`` (OpenAPI) adds ``null``."""
+    if not isinstance(schema, Mapping) or depth > 16:  # deeper is a cycle of $refs
+        return []
+    declared = schema.get("type")
+    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
+    types = [kind for kind in (_kind(n) for n in names if isinstance(n, str)) if kind]
+    for key in ("anyOf", "oneOf", "allOf"):
+        members = schema.get(key)
+        if isinstance(members, list):
+            for member in members:
+                types.extend(schema_types(member, root, depth + 1))
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target = root
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, Mapping) else None
+        types.extend(schema_types(target, root, depth + 1))
+    if schema.get("nullable") is True:
+        types.append("null")
+    return types
+
+
+def reject_constant(name: str) -> Any:
+    """``json.loads``' ``parse_constant``: NaN and Infinity are no JSON numbers (ValueError)."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """``value`` (read from JSON) is of the JSON-schema type ``kind``."""
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":  # 1e400 reads as inf
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and math.isfinite(value)
+        )
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    return kind == "null" and value is None
+
+
+_NOTHING = object()
+
+
+def _read(text: str) -> Any:
+    """``text`` as JSON, else as a Python literal (``{'key': 'value'}``, ``True``, ``None``: what models trained on
+    templates that render values with Python's ``str`` write; vLLM's parsers read them too); `_NOTHING` if neither.
+    A JSON string that holds an object or an array (a value encoded twice) is read once more."""
+    value = _read_once(text)
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        again = _read_once(value.strip())
+        return value if again is _NOTHING else again
+    return value
+
+
+def _read_once(text: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except (ValueError, RecursionError):
+        try:
+            return _plain(ast.literal_eval(text))
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return _NOTHING
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A Python literal as the JSON value it spells (tuples as lists); ValueError for anything JSON has not."""
+    if depth > 64:
+        raise ValueError("nested too deep")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, depth + 1) for item in value]
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {key: _plain(item, depth + 1) for key, item in value.items()}
+    raise ValueError(f"{type(value).__name__} is not a JSON value")
+
+
+def coerce(value: str, types: list[str], tool: str, key: str) -> Any:
+    """Rule 5: the parameter's value as its schema ``types`` it, the first declared type it fits winning; a value
+    that fits none stays a string."""
+    stripped = value.strip()
+    if not types:
+        return value
+    if stripped in ("null", "None") and ("null" in types or "string" not in types):
+        return None  # vLLM and SGLang: null (or Python's None) for anything but a plain string
+    parsed: Any = _NOTHING
+    for kind in types:
+        if kind == "string":
+            return value
+        if kind == "null":
+            continue
+        if kind == "boolean" and stripped.lower() in ("true", "false"):
+            return stripped.lower() == "true"
+        if parsed is _NOTHING:
+            parsed = _read(stripped)
+        candidate = parsed
+        if kind == "integer" and isinstance(candidate, float) and candidate.is_integer() and math.isfinite(candidate):
+            candidate = int(candidate)  # 3.0 is an integer to JSON Schema
+        if candidate is not _NOTHING and _fits(candidate, kind):
+            return candidate
+    logger.warning(
+        "Parameter %r of the tool %r: %r is not %s as its schema declares; it is passed on as a string",
+        key,
+        tool,
+        value if len(value) <= 80 else value[:80] + "…",
+        " or ".join(types),
+    )
+    return value
