@@ -6,18 +6,42 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from agent_framework import ContextWindowCompactionStrategy
 
 from qwen3.routing import model_family
 
-__all__ = ["MEDIA_TOKENS", "QwenTokenizer", "compaction_for"]
+__all__ = ["CHUNK", "MEDIA_TOKENS", "QwenTokenizer", "compaction_for"]
 
 MEDIA_TOKENS = 1280
 """What one inline media run (``data:<mime>;base64,…``) counts as by default: a fixed estimate, not a measure."""
 
+CHUNK = 32 * 1024
+"""Characters encoded at a time by `QwenTokenizer.count_tokens` (a chunk ends at a word break, within 3 × CHUNK:
+under the 100,000 characters the SDK encodes in one piece)."""
+
 _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[^;,\"\s]*)*;base64,[A-Za-z0-9+/=]*")
+_BREAK = re.compile(r"""(?<=[^\W_])[\s,.;:!?()\[\]{}"'/+=*&%$#@~，。；：！？、（）「」-]""")
+"""Where a chunk may end: before white space or punctuation that follows a letter or digit. The tokenizer's
+pre-split pattern (``PAT_STR`` in ``dashscope/tokenizers/qwen_tokenizer.py``) always ends a piece there (a run of
+letters ends at the first non-letter, a digit is a piece of its own), so the pieces, and the tokens, of the chunks
+are the whole text's; ``_``, ``|``, ``<`` and ``>`` are left out (a special token such as ``<|im_start|>`` is never
+cut), and so are combining marks (Unicode normalisation could join them to the letter before)."""
+
+
+def _chunks(text: str, size: int) -> Iterator[str]:
+    """``text`` in pieces of about ``size`` characters, each ending at a `_BREAK` (the first in the second half of
+    its window, else the first after it within ``2 × size``); a run with no break that long is cut at ``size``."""
+    start, length = 0, len(text)
+    while length - start > size:
+        end = start + size
+        found = _BREAK.search(text, end - size // 2, end) or _BREAK.search(text, end, end + 2 * size)
+        cut = found.start() if found is not None and found.start() > start else end
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
 
 
 class _Encoder(Protocol):
@@ -75,9 +99,16 @@ class QwenTokenizer:
         self.media_tokens = media_tokens
 
     def count_tokens(self, text: str) -> int:
-        """The Qwen tokens in ``text``, each inline ``data:…;base64,…`` run counted as ``media_tokens``."""
+        """The Qwen tokens in ``text``, each inline ``data:…;base64,…`` run counted as ``media_tokens``.
+
+        Counted chunk by chunk (`CHUNK` characters, each ending at a word break, `_BREAK`), so the tokens of the
+        whole text are never held at once: 50 MB of text peaks at a few MB besides the text (docs/performance.md,
+        ``benchmarks/tokens.py``). The count is the whole text's, exactly; a run of more than `CHUNK` characters
+        without a break (a long base64 string that is not a ``data:`` URI) is cut where it reaches that length, and
+        may count a token more or less there."""
         text, media = _DATA_URI.subn("", text)
-        return len(_shared_encoder().encode(text)) + media * self.media_tokens
+        encoder = _shared_encoder()
+        return sum(len(encoder.encode(chunk)) for chunk in _chunks(text, CHUNK)) + media * self.media_tokens
 
     def __repr__(self) -> str:
         return f"QwenTokenizer(media_tokens={self.media_tokens})"
@@ -101,9 +132,14 @@ def compaction_for(
     ``CompactionProvider(before_strategy=...)``.
 
     Raises:
-        ValueError: a figure neither given nor in the table, or figures MAF refuses (the output budget must be
-            below the window).
+        ValueError: ``model`` is not a name (None, empty), a figure neither given nor in the table, or figures MAF
+            refuses (the output budget must be below the window).
     """
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(
+            f"compaction_for needs the model's name, not {model!r}: e.g. compaction_for('qwen-plus'), or "
+            "compaction_for(client.model) for a client's own."
+        )
     family = model_family(model)
     window = context_window if context_window is not None else family.context_window
     output = max_output_tokens if max_output_tokens is not None else family.max_output_tokens

@@ -152,8 +152,8 @@ class Hostile(Reply):
       happy and never completes);
     * ``kind="html"``: HTTP ``status`` (default 200) with a proxy's HTML page (``text/html``);
     * ``kind="redirect"``: HTTP ``status`` (default 307, which keeps the method and body) to ``location``;
-    * ``kind="raw"``: HTTP ``status`` (default 200) with ``page`` as the body, of ``content_type``: a wire shape the
-      renderer does not make (``text/event-stream`` for a stream's events).
+    * ``kind="raw"``: HTTP ``status`` (default 200) with ``page`` as the body, of ``content_type``, with ``headers``:
+      a wire shape the renderer does not make (``text/event-stream`` for a stream's events).
     """
 
     kind: Literal["endless", "html", "redirect", "raw"] = "endless"
@@ -169,7 +169,7 @@ class Hostile(Reply):
         if self.kind == "redirect":
             return Answer(self.status or 307, {"location": self.location, "content-type": "text/plain"}, b"")
         if self.kind == "raw":
-            return Answer(self.status or 200, {"content-type": self.content_type}, self.page)
+            return Answer(self.status or 200, {"content-type": self.content_type, **self.headers}, self.page)
         if self.kind == "html":
             return Answer(self.status or 200, {"content-type": "text/html; charset=utf-8"}, self.page)
         status = self.status or 200

@@ -37,15 +37,64 @@ def test_counts_qwen_tokens() -> None:
     assert tokenizer.count_tokens("<|im_start|>user\nhi<|im_end|>") == 5  # special tokens count once
     assert tokenizer.count_tokens("") == 0
     # Qwen writes each digit as a token, so 4 characters a token (MAF's default estimate) undercounts figures;
-    # 111,000 characters: past the 100,000 the SDK encodes in one piece
+    # 111,000 characters, counted in chunks at word breaks: 13 tokens a sentence and the last space, exactly (the
+    # SDK's own encode of a text over 100,000 characters cuts it at 100,000 and counted 2 more)
     long = "The close was 101.5 on heavy volume. " * 3000
-    assert tokenizer.count_tokens(long) == 3000 * 13 + 3 > CharacterEstimatorTokenizer().count_tokens(long)
+    assert tokenizer.count_tokens(long) == 3000 * 13 + 1 > CharacterEstimatorTokenizer().count_tokens(long)
     notes = "Day 12: the close was 112.5, volume 14400 lots. 你好，世界！ " * 2000  # docs/tokens.md's figures
     assert (len(notes), tokenizer.count_tokens(notes), CharacterEstimatorTokenizer().count_tokens(notes)) == (
         110_000,
-        58_002,
+        58_001,
         27_500,
     )
+
+
+MIXED = [
+    "The close was 101.5 on heavy volume.", "你好，世界！通义千问。", "<|im_start|>user\nhi<|im_end|>", "don't",
+    "IT'LL", "café", "cafe\u0301", "x_y", "__init__", "aGVsbG8gd29ybGQ=", "{\"a\": [1, 2]}", "\n\n\n", "  ", "\t",
+    "\r\n", "<|extra_12|>", "Ⅷ", "²", "🙂", "— «quoted» —",
+]  # fmt: skip
+
+
+class Recording:
+    """The SDK's tokenizer, recording the length of every text it is asked to encode."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.lengths = inner, []
+
+    def encode(self, text: str) -> list[int]:
+        self.lengths.append(len(text))
+        return self.inner.encode(text)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_long_text_is_counted_in_chunks_to_the_whole_texts_count(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks end at word breaks, so the count is the whole text's exactly (each text here is under the 100,000
+    characters the SDK encodes in one piece, so ``encode`` is the reference), and no encode sees the whole text."""
+    import random
+
+    import qwen3.tokens as tokens
+
+    rng = random.Random(seed)
+    text = "".join(rng.choice(MIXED) + rng.choice(["", " ", "\n", ", "]) for _ in range(3000))
+    reference = tokens._shared_encoder()
+    whole = len(reference.encode(text))
+    recording = Recording(reference)
+    monkeypatch.setattr(tokens, "_encoder", recording)
+    monkeypatch.setattr(tokens, "CHUNK", 64)  # ~600 chunks of this ~40,000-character text
+    assert QwenTokenizer(media_tokens=0).count_tokens(text) == whole
+    assert len(recording.lengths) > 100
+    assert max(recording.lengths) <= 3 * 64 < len(text)
+
+
+def test_a_run_without_a_break_is_cut_at_the_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    import qwen3.tokens as tokens
+
+    recording = Recording(tokens._shared_encoder())
+    monkeypatch.setattr(tokens, "_encoder", recording)
+    monkeypatch.setattr(tokens, "CHUNK", 64)
+    assert QwenTokenizer().count_tokens("ab" * 1000) > 0
+    assert recording.lengths == [64] * 31 + [2000 - 31 * 64]
 
 
 def _serialized(*contents: Any) -> str:
@@ -142,6 +191,12 @@ def test_compaction_for_uses_the_table_and_qwen_tokens() -> None:
     assert isinstance(strategy.tokenizer, QwenTokenizer)
     custom = compaction_for("qwen-plus", context_window=8_000, max_output_tokens=2_000, truncation_threshold=0.9)
     assert (custom.input_budget_tokens, custom.truncation_threshold) == (6_000, 0.9)
+
+
+@pytest.mark.parametrize("model", [None, "", "  ", 42])
+def test_compaction_for_without_a_model_name_is_a_clear_error(model: Any) -> None:
+    with pytest.raises(ValueError, match=r"compaction_for needs the model's name, not .*compaction_for\('qwen-plus'\)"):
+        compaction_for(model)
 
 
 def test_compaction_for_says_what_is_missing() -> None:

@@ -5,6 +5,7 @@ stream request: by bytes and by a deadline), a redirect never takes the conversa
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import time
@@ -78,6 +79,14 @@ async def test_a_body_that_trickles_is_read_no_later_than_timeout(vllm: SelfHost
     assert time.monotonic() - started < 4
     if stream:  # the non-streamed call's own deadline may fire first; the stream's error body has only this one
         assert "was still coming at its deadline" in str(info.value)
+
+
+async def test_answers_are_asked_uncompressed_and_a_compressed_one_is_not_read(vllm: SelfHostedQwenEmulator) -> None:
+    bomb = gzip.compress(b'{"choices": [{"message": {"content": "' + b"x" * 10_000_000 + b'"}}]}')  # 10 MB in 10 KB
+    vllm.script(Hostile(kind="raw", page=bomb, headers={"content-encoding": "gzip"}))
+    with pytest.raises(ChatClientInvalidResponseException, match="came gzip-compressed though the client asked"):
+        await ask(client_for(vllm))
+    assert vllm.requests[-1].headers["accept-encoding"] == "identity"
 
 
 # ------------------------------------------------------------------------------------------------ redirects
