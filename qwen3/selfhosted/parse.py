@@ -108,28 +108,32 @@ _FUNCTION = "<function"
 def reasoning_calls(reasoning: str, *, closed: bool, max_chars: int = MAX_BLOCK_CHARS) -> tuple[str, str]:
     """Whole reasoning split by vLLM's rule (the module docstring): ``(reasoning kept, answer text from the first
     <tool_call> on)``; the second is empty unless the reasoning was never closed (``closed`` False) and that first
-    ``<tool_call>`` is followed by ``<function`` (and the rest is at most ``max_chars`` long)."""
+    ``<tool_call>`` is followed by ``<function`` (and the rest is at most ``max_chars`` long). The reasoning then
+    ends at the tag, white space before it dropped (as at the end of a ``<think>`` block: ``clients.core.think``
+    rule 2)."""
     at = -1 if closed else reasoning.find(_TOOL_CALL)
     if at == -1 or not _ENDS_REASONING.match(reasoning, at) or len(reasoning) - at > max_chars:
         return reasoning, ""
-    at -= reasoning.endswith("\n", 0, at)  # the template's newline before a block goes with it (tool_text rule 2)
-    return reasoning[:at], reasoning[at:]
+    return reasoning[:at].rstrip(), reasoning[at:]
 
 
 class ReasoningCalls:
     """`reasoning_calls` for a stream: feed reasoning deltas, get the reasoning to release now; `close` when the
     answer shows the reasoning was closed; `finish` at the end. For every cutting into chunks the released reasoning
-    and the answer text `finish` gives equal `reasoning_calls` of the whole (what is held: a suffix that may begin
-    ``<tool_call>``, the few characters after it that tell whether ``<function`` follows, then, once it does,
-    everything up to the end or to ``max_chars``: each character is held once, in a list)."""
+    and the answer text `finish` gives equal `reasoning_calls` of the whole. What is held: trailing white space and a
+    suffix that may begin ``<tool_call>``; after the first tag, the few characters that tell whether ``<function``
+    follows; once it does, everything up to the end or to ``max_chars``. Held text is kept in lists and joined once,
+    so the work is linear in the reasoning's length however it is cut."""
 
     def __init__(self, max_chars: int = MAX_BLOCK_CHARS) -> None:
         self.max_chars = max_chars
         self._state = "search"  # "search" | "check" (after the first <tool_call>) | "held" | "done"
-        self._text = ""  # "search": a partial "<tool_call>" (or a "\n"); "check": the tag and what followed it
-        self._lead = ""  # "check": the "\n" right before the tag
-        self._held: list[str] = []
-        self._size = 0  # "held": characters from the tag on
+        self._space: list[str] = []  # "search": white space at the end of what came
+        self._part = ""  # "search": a partial "<tool_call>" after it
+        self._lead = ""  # "check", "held": the white space right before the tag
+        self._text = ""  # "check": the tag and what followed it
+        self._held: list[str] = []  # "held": from the tag on
+        self._size = 0
 
     def feed(self, text: str) -> str:
         """The next reasoning delta; returns the reasoning that can be released."""
@@ -139,35 +143,47 @@ class ReasoningCalls:
             self._held.append(text)
             self._size += len(text)
             return self._release() if self._size > self.max_chars else ""
-        window = self._text + text
-        if self._state == "search":
-            at = window.find(_TOOL_CALL)
-            if at == -1:
-                keep = next((n for n in range(len(_TOOL_CALL) - 1, 0, -1) if window.endswith(_TOOL_CALL[:n])), 0)
-                keep += window.endswith("\n", 0, len(window) - keep)
-                self._text = window[len(window) - keep :]
-                return window[: len(window) - keep]
-            start = at - window.endswith("\n", 0, at)
-            self._state, self._text, self._lead = "check", "", window[start:at]
-            return window[:start] + self._check(window[at:])
-        return self._check(window)
+        if self._state == "check":
+            return self._check(self._text + text)
+        window = self._part + text
+        at = window.find(_TOOL_CALL)
+        if at == -1:
+            keep = next((n for n in range(len(_TOOL_CALL) - 1, 0, -1) if window.endswith(_TOOL_CALL[:n])), 0)
+            self._part = window[len(window) - keep :]
+            return self._ready(window[: len(window) - keep])
+        out = self._ready(window[:at])
+        self._state, self._part, self._lead = "check", "", "".join(self._space)
+        self._space = []
+        return out + self._check(window[at:])
+
+    def _ready(self, text: str) -> str:
+        """``text`` arrived before any tag: release it but for its trailing white space, which is held."""
+        body = text.rstrip()
+        if not body:
+            if text:
+                self._space.append(text)
+            return ""
+        out = "".join((*self._space, body))
+        self._space = [text[len(body) :]]
+        return out
 
     def _check(self, text: str) -> str:
         """``text`` starts with the first ``<tool_call>``: hold it while undecided, then hold on or give up."""
         if _ENDS_REASONING.match(text):
-            self._state, self._held, self._size = "held", [self._lead, text], len(text)
+            self._state, self._text, self._held, self._size = "held", "", [text], len(text)
             return self._release() if self._size > self.max_chars else ""
         after = text[len(_TOOL_CALL) :]
         rest = after.lstrip()
         if len(after) - len(rest) <= MAX_SPACE_AFTER_TOOL_CALL and _FUNCTION.startswith(rest):
             self._text = text  # "<function" may still follow (or its next character decide)
             return ""
-        lead, self._state, self._text, self._lead = self._lead, "done", "", ""
-        return lead + text
+        self._text = text
+        return self._release()
 
     def _release(self) -> str:
-        held = "".join(self._held) if self._state == "held" else self._lead + self._text
-        self._state, self._text, self._lead, self._held, self._size = "done", "", "", [], 0
+        """Everything held, as reasoning; nothing is held from now on."""
+        held = "".join((*self._space, self._part, self._lead, self._text, *self._held))
+        self._state, self._space, self._part, self._lead, self._text, self._held = "done", [], "", "", "", []
         return held
 
     def close(self) -> str:
@@ -178,7 +194,7 @@ class ReasoningCalls:
         """End of the stream: ``(reasoning still held, answer text the reasoning ended into)``."""
         if self._state == "held":
             answer = "".join(self._held)
-            self._state, self._held, self._size = "done", [], 0
+            self._state, self._lead, self._held = "done", "", []
             return "", answer
         return self._release(), ""
 

@@ -6,6 +6,7 @@ it is cut."""
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -21,9 +22,10 @@ XML = "<tool_call>\n<function=bash>\n<parameter=command>\ncat /etc/hosts\n</para
     ("reasoning", "closed", "kept", "answer"),
     [
         # vLLM's own cases (tests/reasoning/test_qwen3_reasoning_parser.py at 049d8df27dda4fd0caffa289ea12bfe5a47ac794,
-        # TOOL_CALL_NO_THINK_END): the block after unclosed reasoning is content; ours keeps the template's "\n"
-        # before a block with the block (tool_text rule 2)
-        ("I need to read the file.\n\n" + XML, False, "I need to read the file.\n", "\n" + XML),
+        # TOOL_CALL_NO_THINK_END): the block after unclosed reasoning is content; ours drops the white space where
+        # the reasoning ends, as at the end of a <think> block (vLLM keeps it in the reasoning)
+        ("I need to read the file.\n\n" + XML, False, "I need to read the file.", XML),
+        (" \n" + XML, False, "", XML),
         ("I need to read the file.\n\n" + XML, True, "I need to read the file.\n\n" + XML, ""),
         (XML, False, "", XML),
         ("<tool_call> <function name=x>", False, "", "<tool_call> <function name=x>"),  # vLLM: <function[\s=]
@@ -40,7 +42,7 @@ def test_whole(reasoning: str, closed: bool, kept: str | None, answer: str) -> N
 
 def test_the_bound() -> None:
     long = "x\n" + XML + "y" * 100
-    assert reasoning_calls(long, closed=False, max_chars=len(XML) + 100) == ("x", "\n" + XML + "y" * 100)
+    assert reasoning_calls(long, closed=False, max_chars=len(XML) + 100) == ("x", XML + "y" * 100)
     assert reasoning_calls(long, closed=False, max_chars=len(XML) + 99) == (long, "")
     calls = ReasoningCalls(max_chars=len(XML) + 99)
     assert calls.feed(long[:10]) == "x"
@@ -59,7 +61,8 @@ def _stream(chunks: list[str], close_after: int | None, max_chars: int) -> tuple
     return "".join(released) + held, answer
 
 
-_ATOMS = ["a", " ", "\n", "<", "<tool_call>", "<tool_", "call>", "<function", "=", "<function=bash>", "{", XML, "\t"]
+_ATOMS = ["a", " ", "\n", "\n\n  ", "<", "<tool_call>", "<tool_", "call>", "<function", "=", "<function=bash>", "{",
+          XML, "\t"]  # fmt: skip
 
 
 @settings(max_examples=150, deadline=None)
@@ -77,3 +80,28 @@ def test_stream_equals_whole_for_any_chunking(atoms: list[str], cuts: list[int],
         assert _stream(chunks, len(chunks) - 1, max_chars) == reasoning_calls(text, closed=True, max_chars=max_chars)
     else:
         assert _stream(chunks, None, max_chars) == reasoning_calls(text, closed=False, max_chars=max_chars)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [" " * 40_000 + "then text", "plan\n" + XML + "x" * 40_000],
+    ids=["white space held", "a call held to the end"],
+)
+def test_a_long_hold_costs_each_chunk_its_own_length(text: str) -> None:
+    """Work counted without a clock, as in tests/core/test_think.py: the memory each 8-character chunk allocates."""
+    calls = ReasoningCalls()
+    released: list[str] = []
+    allocated = 0
+    tracemalloc.start()
+    try:
+        for at in range(0, len(text), 8):
+            chunk = text[at : at + 8]
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            released.append(calls.feed(chunk))
+            allocated += tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert allocated < 100 * len(text)
+    held, answer = calls.finish()
+    assert ("".join(released) + held, answer) == reasoning_calls(text, closed=False)
