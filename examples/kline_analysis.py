@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
+from kline.cli import add_colors
 from kline.layouts import LAYOUTS
 
 DEFAULT_DAYS = 120
@@ -63,13 +64,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--question", default=DEFAULT_QUESTION, help="what to ask about the chart")
     parser.add_argument("--title", help="chart title (default: symbol, date range and session count)")
-    parser.add_argument(
-        "--style",
-        choices=("auto", "cn", "us"),
-        default="auto",
-        help="candle colours: cn = red up / green down (A-share custom), us = green up / red down; auto (default): "
-        "cn for the Chinese A-share layouts (akshare Chinese, tushare, czsc), us otherwise",
-    )
+    add_colors(parser)
     args = parser.parse_args(argv)
     if args.days < 2:
         parser.error("--days must be at least 2")

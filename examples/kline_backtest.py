@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-from kline.cli import chart_size, positive
+from kline.cli import add_colors, chart_size, positive
 
 DEFAULT_MODEL = "qwen3-vl-plus"
 
@@ -93,6 +93,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     draw.add_argument("--days", type=positive(int), default=120, help="sessions per chart (default 120)")
     draw.add_argument("--chart-size", type=chart_size, default=(12.0, 7.0), help="inches, WxH (default 12x7)")
     draw.add_argument("--dpi", type=positive(int), default=100, help="chart resolution (default 100)")
+    add_colors(draw)
     draw.add_argument("--workers", type=positive(int), help="rendering processes (default: the CPU count)")
     args = parser.parse_args(argv)
     if args.days < 2:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-from kline.cli import chart_size, positive, timeframes
+from kline.cli import add_colors, chart_size, positive, timeframes
 
 DEFAULT_MODEL = "qwen3-vl-plus"
 
@@ -85,6 +85,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--chart-size", type=chart_size, default=(12.0, 7.0), help="chart inches, WxH (default 12x7)")
     parser.add_argument("--dpi", type=positive(int), default=100, help="chart resolution (default 100)")
+    add_colors(parser)
     parser.add_argument("--workers", type=positive(int), help="rendering processes (default: the CPU count)")
     parser.add_argument(
         "--cooldown", type=positive(float), default=5.0, help="seconds every call waits after a 429 (default 5)"

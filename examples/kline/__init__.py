@@ -1,6 +1,7 @@
 """The parts of the K-line examples (``examples/kline_*.py``, ``devui_kline.py``, ``workflow_swap.py``):
 
 * ``layouts``, ``data``: the CSV layouts accepted, loading them, the GOOG sample, generated demo series;
+* ``provenance``: where a CSV's prices came from (fetched, file or generated), kept in ``provenance.json``;
 * ``indicators``: MAs, RSI, MACD and the snapshot the indicator tool returns;
 * ``chart``: the K-line chart, and the chart redrawn with a verdict;
 * ``agent``: the indicator tool, instructions and questions, the verdict model, the emulator's answers;

@@ -15,8 +15,10 @@ from agent_framework.exceptions import SettingNotFoundError
 
 from clients import MediaError, image_content
 from kline.agent import INSTRUCTIONS, make_indicator_tool, script_emulator
-from kline.chart import chart_style, render_chart
-from kline.data import load_csv, load_goog_sample
+from kline.chart import chart_style, default_title, render_chart
+from kline.data import GOOG_SOURCE, load_csv, load_goog_sample
+from kline.provenance import GENERATED, Provenance
+from kline.provenance import of as provenance_of
 from qwen3 import QwenVLChatClient
 from qwen3.routing import model_family
 from qwen3.testing import DashScopeEmulator, RecordedRequest
@@ -163,12 +165,14 @@ async def run(args: argparse.Namespace) -> RunReport:
     """Load, render, analyse, summarise. Raises :class:`DataError` / ``MediaError`` on bad input."""
     data, symbol = load_csv(args.csv) if args.csv else load_goog_sample()
     window = data.iloc[-args.days :]
-    style = chart_style(data, args.style, symbol)
-    chart = render_chart(data, args.out, days=args.days, title=args.title, symbol=symbol, style=style)
+    style = chart_style(data, args.colors, symbol)
+    origin = provenance_of(args.csv) if args.csv else Provenance("file", GOOG_SOURCE)
+    title = args.title or default_title(symbol, window) + (f"  {GENERATED}" if origin.generated else "")
+    chart = render_chart(data, args.out, days=args.days, title=title, symbol=symbol, style=style)
     colours = "red up / green down" if style == "cn" else "green up / red down"
     print(
         f"Chart: {chart.resolve()} - {symbol}, {len(window)} sessions "
-        f"{window.index[0]:%Y-%m-%d}..{window.index[-1]:%Y-%m-%d} ({colours})"
+        f"{window.index[0]:%Y-%m-%d}..{window.index[-1]:%Y-%m-%d} ({colours}); data: {origin.label()}"
     )
 
     api_key = os.environ.get("DASHSCOPE_API_KEY", "").strip()

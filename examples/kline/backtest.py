@@ -27,9 +27,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kline import scoring
 from kline.backtest_report import MODEL, Page, Reading, summaries, write_page
 from kline.baselines import BASELINES
+from kline.chart import file_style
 from kline.data import discover
 from kline.patterns import TALIB_MISSING, claimed, talib_available
 from kline.pool import make_pool
+from kline.provenance import counts as provenance_counts
+from kline.provenance import of as provenance_of
 from kline.stats import DateBootstrap
 from kline.store import Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
@@ -154,6 +157,9 @@ def write_results(
     every baseline read; write ``OUT/scores.json`` and ``OUT/backtest.html``. The pairs left out are counted: failed
     (stored failures, this run's and earlier ones), not answered, without a baseline reading."""
     by_file = {plan.file: plan for plan in plans}
+    origins = {plan.file: provenance_of(plan.file) for plan in plans}
+    colors = getattr(args, "colors", "auto")
+    styles = {plan.file: file_style(plan.file, colors, plan.symbol or Path(plan.file).stem) for plan in plans}
     rows = store.rows(p.key for p in pairs)
     calls: dict[str, list[scoring.Call]] = {MODEL: [], **{name: [] for name in BASELINES}}
     readings: list[Reading] = []
@@ -180,7 +186,9 @@ def write_results(
             calls[source].append(_call(source, plan, as_of, trend, confidence))
         chart = f"charts/{pair.key.split(':')[0]}.png"
         returns = {h: o.ret for h, o in plan.outcomes[at].items()}
-        readings.append(Reading(row["symbol"], pair.as_of, verdict, returns, chart))
+        readings.append(
+            Reading(row["symbol"], pair.as_of, verdict, returns, chart, styles[plan.file], origins[plan.file])
+        )
         if tally is not None and plan.truth is not None:
             dates = plan.recent[at]
             tally.add(claimed(verdict.get("patterns") or ()), set(map(tuple, plan.truth[at])), dates)
@@ -195,6 +203,7 @@ def write_results(
         "resumed": run.totals.resumed,
         "failed": left_out["failed"],
         **{kind: n for kind, n in left_out.items() if n and kind != "failed"},
+        "data": provenance_counts(list(origins.values())),
         "model": args.model + (" (EMULATED)" if run.emulated else ""),
         "mode": run.mode,
         "time": f"{run.totals.seconds:.1f} s",
@@ -213,6 +222,7 @@ def write_results(
         patterns_note="" if tally is not None else TALIB_MISSING,
         skipped=skipped,
         readings=sorted(readings, key=lambda r: (r.ticker, r.as_of)),
+        generated=(sum(1 for o in origins.values() if o.generated), len(plans)),
     )
     write_scores(args.out / "scores.json", page)
     return write_page(args.out / "backtest.html", page)

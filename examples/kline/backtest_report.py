@@ -17,6 +17,8 @@ from typing import Any
 
 from kline import scoring
 from kline.patterns import PRIOR_TREND, RECENT, TALIB_FUNCTIONS, patterns_text, wyckoff_text
+from kline.provenance import Provenance
+from kline.report import data_line, generated_banner
 from kline.walkforward import AsOf
 
 MODEL = "model"
@@ -34,6 +36,8 @@ tr.model td{background:#fff5f5;font-weight:600} .note{color:#555;font-size:13px;
 .plots{display:flex;flex-wrap:wrap;gap:16px} .plots img{border:1px solid #ddd;max-width:100%}
 small.ci{color:#666;font-weight:400;white-space:nowrap} .rare{color:#888;font-style:italic}
 .up{color:#1a9c4a} .down{color:#e03a3e} .sideways{color:#777} .date{white-space:nowrap}
+.cn .up{color:#e03a3e} .cn .down{color:#1a9c4a} .data{color:#666} .data.generated{color:#b45309;font-weight:700}
+.generated-banner{background:#ffedd5;border:1px solid #f0a35e;padding:8px 12px;margin:12px 0;border-radius:4px}
 """
 
 
@@ -46,6 +50,8 @@ class Reading:
     verdict: Mapping[str, Any]
     returns: Mapping[int, float]
     chart: str = ""  # the chart's path relative to the page
+    style: str = "us"  # the market's colours: "cn" red up / green down, "us" green up / red down
+    provenance: Provenance = field(default_factory=Provenance)  # where the ticker's prices came from
 
 
 @dataclass
@@ -63,6 +69,7 @@ class Page:
     patterns_note: str = ""
     skipped: Sequence[tuple[str, AsOf]] = ()
     readings: Iterable[Reading] = ()
+    generated: tuple[int, int] = (0, 0)  # tickers whose prices are generated, of all tickers: the page says so
 
 
 def _esc(value: Any) -> str:
@@ -268,7 +275,7 @@ def _reading_row(reading: Reading, horizons: Sequence[int]) -> str:
     ticker = _esc(reading.ticker)
     link = f'<a href="{_esc(reading.chart)}">{ticker}</a>' if reading.chart else ticker
     cells = [
-        f"<td>{link}</td>",
+        f"<td>{link}<br>{data_line(reading.provenance)}</td>",
         f'<td class="date">{_esc(reading.as_of)}</td>',
         f'<td class="{_esc(trend)}">{_esc(trend)}</td>',
         f'<td class="num">{float(verdict.get("confidence") or 0):.2f}</td>',
@@ -276,7 +283,7 @@ def _reading_row(reading: Reading, horizons: Sequence[int]) -> str:
         f"<td>{_esc(wyckoff_text(verdict))}</td>",
         f"<td>{_esc(patterns_text(verdict))}</td>",
     ]
-    return "<tr>" + "".join(cells) + "</tr>"
+    return f'<tr class="{_esc(reading.style)}">' + "".join(cells) + "</tr>"
 
 
 def write_page(path: Path, page: Page) -> Path:
@@ -289,6 +296,7 @@ def write_page(path: Path, page: Page) -> Path:
         if page.emulated
         else ""
     )
+    banner += generated_banner(*page.generated)
     horizons = ", ".join(str(h) for h in page.horizons)
     head = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -36,10 +36,12 @@ from matplotlib.path import Path as MplPath
 from matplotlib.transforms import IdentityTransform
 from PIL import Image, ImageDraw, ImageFont  # matplotlib's own dependency
 
-from kline.data import load_csv, weekly
+from kline.data import header_layout, load_csv, weekly
 from kline.indicators import MA_WINDOWS, compute_indicators, moving_average
 from kline.layouts import DataError
 from kline.patterns import wyckoff_marks
+from kline.provenance import GENERATED
+from kline.provenance import of as provenance_of
 
 DEFAULT_DAYS = 120
 CN_LAYOUTS = frozenset({"akshare-cn", "tushare", "czsc"})  # Chinese A-share sources: red up, green down
@@ -101,9 +103,21 @@ def chart_style(data: pd.DataFrame, choice: str = "auto", symbol: str = "") -> s
     ``choice`` ``"auto"`` picks ``"cn"`` for data loaded from a Chinese A-share layout (akshare Chinese, tushare,
     czsc; ``load_csv`` records the layout in ``data.attrs["layout"]``) or with an A-share code in its symbol
     (``000002.SZ``, ``sh600000``), else ``"us"``."""
+    return market_style(choice, symbol, data.attrs.get("layout"))
+
+
+def market_style(choice: str, symbol: str, layout: str | None) -> str:
+    """`chart_style` from a symbol and a layout name (``None`` when unknown): what a page needs to colour a row as
+    its chart is coloured, without loading the prices."""
     if choice in ("cn", "us"):
         return choice
-    return "cn" if data.attrs.get("layout") in CN_LAYOUTS or A_SHARE_CODE.search(symbol) else "us"
+    return "cn" if layout in CN_LAYOUTS or A_SHARE_CODE.search(symbol) else "us"
+
+
+def file_style(csv: str | os.PathLike[str], choice: str, symbol: str) -> str:
+    """`market_style` of a CSV: its layout read from its header line alone (``"us"``/``"cn"`` by the symbol when the
+    header cannot be read)."""
+    return market_style(choice, symbol, header_layout(Path(csv)))
 
 
 @dataclass(frozen=True)
@@ -466,6 +480,7 @@ def render_ticker(
     dpi: int,
     until: int | None = None,
     timeframes: tuple[str, ...] = ("daily",),
+    colors: str = "auto",
 ) -> dict[str, Any]:
     """Load one CSV (any layout ``kline_analysis`` accepts), check it has ``min_sessions`` sessions, compute the
     indicators and draw the chart the model reads. Returns ``{"symbol", "indicators", "sessions", "start", "end",
@@ -473,17 +488,25 @@ def render_ticker(
     ``seconds``: the time spent here. ``until``: the row of the last session drawn and measured (a backtest's as-of
     date: nothing after it is read); all of them by default. ``timeframes`` with ``"weekly"``: also the weekly chart
     (candles resampled from the daily ones, the last ``days`` weeks) beside ``chart`` (``<chart>.weekly.png``, in the
-    result as ``"weekly_chart"``) and its indicators (``indicators["weekly"]``)."""
+    result as ``"weekly_chart"``) and its indicators (``indicators["weekly"]``). ``colors``: the candles' colours
+    (`chart_style`; ``"style"`` in the result). A series whose provenance is generated (`kline.provenance`) says
+    GENERATED PRICES in its title; ``"provenance"`` in the result says where the prices came from."""
     started = time.perf_counter()
     try:
         data, symbol = load_csv(csv)
+        origin = provenance_of(csv)
+        mark = f"  {GENERATED}" if origin.generated else ""
         data = data if until is None else data.iloc[: until + 1]
         if len(data) < min_sessions:
             return {"error": f"too few sessions: {len(data)} (at least {min_sessions} are needed)"}
         window = data.iloc[-days:]
-        render_chart(data, chart, days=days, symbol=symbol, figsize=figsize, dpi=dpi)
+        style = chart_style(data, colors, symbol)
+        title = default_title(symbol, window) + mark
+        render_chart(data, chart, days=days, title=title, symbol=symbol, style=style, figsize=figsize, dpi=dpi)
         result = {
             "symbol": symbol,
+            "style": style,
+            "provenance": origin.as_dict(),
             "indicators": compute_indicators(data, symbol),
             "sessions": len(window),
             "start": f"{window.index[0]:%Y-%m-%d}",
@@ -492,9 +515,12 @@ def render_ticker(
         }
         if "weekly" in timeframes:
             weeks = weekly(data)
-            title = default_title(symbol, weeks.iloc[-days:], "weekly")
+            title = default_title(symbol, weeks.iloc[-days:], "weekly") + mark
             result["weekly_chart"] = str(Path(chart).with_suffix(".weekly.png"))
-            render_chart(weeks, result["weekly_chart"], days=days, title=title, symbol=symbol, figsize=figsize, dpi=dpi)
+            render_chart(
+                weeks, result["weekly_chart"], days=days, title=title, symbol=symbol, style=style, figsize=figsize,
+                dpi=dpi,
+            )  # fmt: skip
             weekly_indicators = compute_indicators(weeks, symbol)
             weekly_indicators.pop("recent_sessions", None)
             result["indicators"]["weekly"] = weekly_indicators
@@ -514,11 +540,13 @@ def annotate_ticker(
     figsize: tuple[float, float],
     dpi: int,
     emulated: bool,
+    colors: str = "auto",
 ) -> str:
     """Redraw the chart with the verdict: support (blue) and resistance (red) as dashed lines, each signal as a
     marker (▲ bullish, ▼ bearish, ● neutral) on its session, each Wyckoff event as a labelled ◆ above its session
-    (SC, ST, Spring, SOS, UT…), the trend, risk, confidence and Wyckoff phase in the title. Writes ``out`` and a JPEG
-    thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's path."""
+    (SC, ST, Spring, SOS, UT…), the trend, risk, confidence and Wyckoff phase in the title (and GENERATED PRICES for a
+    generated series). Writes ``out`` and a JPEG thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's
+    path. ``colors``: the candles' colours (`chart_style`)."""
     data, symbol = load_csv(csv)
     window = data.iloc[-days:]
     levels = [(float(p), SUPPORT_COLOR) for p in verdict.get("support") or ()]
@@ -541,11 +569,12 @@ def annotate_ticker(
     title = (
         f"{symbol}  trend {verdict.get('trend')}  risk {verdict.get('risk')}  "
         f"confidence {float(verdict.get('confidence', 0)):.2f}{'' if phase == 'none' else f'  Wyckoff {phase}'}"
-        f"{'  EMULATED' if emulated else ''}"
+        f"{'  EMULATED' if emulated else ''}{f'  {GENERATED}' if provenance_of(csv).generated else ''}"
     )
     pixels = draw_chart(
-        data, days=days, symbol=symbol, title=title, figsize=figsize, dpi=dpi, levels=levels, markers=markers
-    )
+        data, days=days, symbol=symbol, title=title, style=colors, figsize=figsize, dpi=dpi, levels=levels,
+        markers=markers,
+    )  # fmt: skip
     write_png(pixels, out)
     thumb = Path(out).with_suffix(".thumb.jpg")
     image = Image.fromarray(pixels[..., :3])

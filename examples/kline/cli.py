@@ -39,6 +39,19 @@ def timeframes(text: str) -> tuple[str, ...]:
     return ("daily", "weekly") if "weekly" in names else ("daily",)
 
 
+COLORS = ("auto", "cn", "us")
+COLORS_HELP = (
+    "candle and trend colours: cn = red up / green down (the A-share custom), us = green up / red down; auto "
+    "(default): cn for A-share codes (600519.SH, sz000002) and the Chinese layouts (akshare Chinese, tushare, czsc), "
+    "us otherwise; on the charts and on the page"
+)
+
+
+def add_colors(parser: argparse.ArgumentParser | Any) -> None:
+    """``--colors auto|cn|us`` (``--style`` is its older name), as every K-line script takes it."""
+    parser.add_argument("--colors", "--style", dest="colors", choices=COLORS, default="auto", help=COLORS_HELP)
+
+
 def run_cli(job: Coroutine[Any, Any, None], user_errors: tuple[type[Exception], ...]) -> int:
     """Run an example's async ``job`` as a command: exit 0 when it ends, 2 with one line for a user error (bad data,
     media or configuration), 130 on Ctrl-C, 1 with one line (no traceback) for a service or network failure."""

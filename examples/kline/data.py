@@ -3,6 +3,7 @@ matplotlib, and generated series written in every layout (the demo folders)."""
 
 from __future__ import annotations
 
+import csv as csv_module
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from kline.layouts import LAYOUTS, OHLCV, CsvLayout, DataError
+from kline.provenance import Provenance, record
 
 
 def _norm(column: object) -> str:
@@ -60,6 +62,20 @@ def _read_csv_text(file: Path) -> pd.DataFrame:
         except (pd.errors.ParserError, IsADirectoryError, PermissionError) as exc:
             raise DataError(f"cannot read CSV {file}: {exc}") from None
     raise DataError(f"cannot read CSV {file}: neither UTF-8 nor GB18030 text")
+
+
+def header_layout(file: Path) -> str | None:
+    """The layout name of a CSV from its first line alone (``None`` when it cannot be read or matches none)."""
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            with file.open(encoding=encoding, newline="") as handle:
+                line = handle.readline(64 * 1024)
+            return detect_layout(next(csv_module.reader([line]), [])).name
+        except UnicodeDecodeError:
+            continue
+        except (OSError, DataError):
+            return None
+    return None
 
 
 def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
@@ -153,6 +169,7 @@ def discover(folder: Path, limit: int | None) -> list[Path]:
 # --------------------------------------------------------------------------------------------------------------
 
 DEMO_LAYOUTS = ("yahoo", "tushare", "czsc", "akshare-en", "akshare-cn")
+GOOG_SOURCE = "matplotlib's sample goog.npz: real GOOG prices, 2004-2008"
 DEMO_SESSIONS = 300
 """Sessions of each generated demo series: what ``kline_backtest.py``'s defaults need for all 12 of their as-of dates
 (the earliest is 241 sessions before the end and needs 60 before it; a test checks this against the walk's defaults),
@@ -197,13 +214,16 @@ def write_csv(frame: pd.DataFrame, path: Path, layout: str, symbol: str) -> Path
 
 def write_demo(folder: Path, count: int, *, sessions: int = DEMO_SESSIONS) -> list[Path]:
     """``count`` CSVs in ``folder``: the real GOOG series (matplotlib's sample) and generated series, in turn in
-    every accepted layout (A-share codes for the Chinese layouts)."""
+    every accepted layout (real A-share codes for the Chinese layouts), each with its provenance in
+    ``provenance.json`` (the generated ones: GENERATED PRICES, whatever their code)."""
     folder.mkdir(parents=True, exist_ok=True)
     goog, _ = load_goog_sample()
-    files = [write_csv(goog, folder / "GOOG.csv", "yahoo", "GOOG")]
+    files = {write_csv(goog, folder / "GOOG.csv", "yahoo", "GOOG"): Provenance("file", GOOG_SOURCE)}
     for n in range(1, count):
         layout = DEMO_LAYOUTS[n % len(DEMO_LAYOUTS)]
         cn = layout in ("tushare", "czsc", "akshare-cn")
         symbol = f"{600000 + n:06d}.SH" if cn else f"DEMO{n:03d}"
-        files.append(write_csv(generated_series(n, sessions), folder / f"{symbol}.csv", layout, symbol))
-    return files[:count]
+        csv = write_csv(generated_series(n, sessions), folder / f"{symbol}.csv", layout, symbol)
+        files[csv] = Provenance("generated", f"random walk, seed {n}")
+    record(folder, files)
+    return list(files)[:count]

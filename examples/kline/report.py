@@ -6,11 +6,14 @@ import base64
 import html
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kline.chart import file_style
 from kline.patterns import patterns_text, wyckoff_text
+from kline.provenance import GENERATED, Provenance, counts
+from kline.provenance import of as provenance_of
 from kline.store import Ticker
 
 if TYPE_CHECKING:
@@ -32,6 +35,8 @@ class Row:
     usage: Mapping[str, Any] | None = None
     error: str = ""
     thumbnail: Path | None = None
+    style: str = "us"  # the market's colours: "cn" red up / green down, "us" green up / red down
+    provenance: Provenance = field(default_factory=Provenance)
 
 
 _CSS = """
@@ -45,6 +50,8 @@ vertical-align:top} th{background:#f9fafb;cursor:pointer;user-select:none;positi
 th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums} img{display:block;border:1px solid #ddd}
 .up{color:#1a9c4a;font-weight:600} .down{color:#e03a3e;font-weight:600} .sideways{color:#777;font-weight:600}
+.cn .up{color:#e03a3e} .cn .down{color:#1a9c4a} .data{color:#666} .data.generated{color:#b45309;font-weight:700}
+.generated-banner{background:#ffedd5;border:1px solid #f0a35e;padding:8px 12px;margin:12px 0;border-radius:4px}
 .failed td{background:#fff5f5} .skipped td{background:#fafafa;color:#777}
 .why{max-width:360px;min-width:130px;font-size:13px;overflow-wrap:anywhere} td small{overflow-wrap:anywhere}
 td:nth-child(2){max-width:170px} td img{width:150px;height:auto}
@@ -90,7 +97,7 @@ def _row_html(row: Row) -> str:
     why = verdict.get("rationale") or row.error
     cells = [
         f"<td>{chart}</td>",
-        f"<td><b>{_esc(row.symbol)}</b><br><small>{_esc(row.file)}</small></td>",
+        f"<td><b>{_esc(row.symbol)}</b><br><small>{_esc(row.file)}</small><br>{data_line(row.provenance)}</td>",
         f'<td data-sort="{_esc(row.status)}">{_esc(row.status)}</td>',
         f'<td class="{_esc(trend)}">{_esc(trend or "–")}</td>',
         f'<td class="num" data-sort="{"" if confidence is None else float(confidence)}">'
@@ -103,7 +110,24 @@ def _row_html(row: Row) -> str:
         f"<td class='why'>{_esc(why or '')}</td>",
         f'<td class="num" data-sort="{tokens or 0}">{tokens if tokens is not None else "–"}</td>',
     ]
-    return f'<tr class="{_esc(row.status)}">' + "".join(cells) + "</tr>"
+    return f'<tr class="{_esc(row.status)} {_esc(row.style)}">' + "".join(cells) + "</tr>"
+
+
+def data_line(provenance: Provenance) -> str:
+    """Where a row's prices came from, as a small line of HTML (GENERATED PRICES stands out)."""
+    if provenance.generated:
+        return f'<small class="data generated" title="{_esc(provenance.label())}">{GENERATED}</small>'
+    return f'<small class="data">data: {_esc(provenance.label())}</small>'
+
+
+def generated_banner(generated: int, total: int) -> str:
+    """The page's warning when any ticker's prices are generated."""
+    if not generated:
+        return ""
+    return (
+        f'<div class="generated-banner"><b>{GENERATED}</b>: {generated} of the {total} tickers carry real codes with '
+        "generated prices (the demo's random walks); their readings say nothing about those companies.</div>"
+    )
 
 
 def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, title: str, emulated: bool) -> Path:
@@ -135,6 +159,7 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
         if emulated
         else ""
     )
+    banner += generated_banner(sum(1 for r in rows if r.provenance.generated), len(rows))
     head = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_esc(title)}</title><style>{_CSS}</style></head>
@@ -163,16 +188,27 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
     usage) and ``report.html``, from the store: a resumed run's earlier verdicts included."""
     rows = run.store.rows(t.key for t in tickers)
     skipped = {t.key: reason for t, reason in run.skipped}
+    colors = getattr(run.args, "colors", "auto")
     report_rows: list[Row] = []
     jsonl = run.out / "verdicts.jsonl"
     tmp = jsonl.with_suffix(".jsonl.tmp")
     with tmp.open("w", encoding="utf-8") as handle:
         for ticker in tickers:
             row = rows.get(ticker.key)
+            origin = provenance_of(ticker.file)
+            style = file_style(ticker.file, colors, row["symbol"] if row is not None else ticker.label)
             if row is None:
                 if ticker.key in skipped:
                     report_rows.append(
-                        Row(ticker.file.stem, ticker.label, ticker.file.name, "skipped", error=skipped[ticker.key])
+                        Row(
+                            ticker.file.stem,
+                            ticker.label,
+                            ticker.file.name,
+                            "skipped",
+                            error=skipped[ticker.key],
+                            style=style,
+                            provenance=origin,
+                        )
                     )
                 continue
             verdict = json.loads(row["verdict"]) if row["verdict"] else None
@@ -186,6 +222,7 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
                 "error": row["error"] or None,
                 **({"text": row["text"]} if row["text"] else {}),
                 "mode": row["mode"],
+                "data": origin.as_dict(),
             }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             thumb = run.out / f"{row['name']}.thumb.jpg"
@@ -199,6 +236,8 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
                     usage,
                     row["error"] or "",
                     thumb,
+                    style,
+                    origin,
                 )
             )
     tmp.replace(jsonl)
@@ -219,6 +258,7 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
         "cached tokens": _with_this_run(f"{cached:,}", f"{t.cached_tokens:,}", t.resumed),
         "429s": t.rate_limited,
         "time": _with_this_run(f"{max(asked, t.seconds):.1f} s", f"{t.seconds:.1f} s", t.resumed),
+        "data": counts([r.provenance for r in report_rows]),
         "mode": run.mode + (" (EMULATED)" if run.emulated else ""),
         "model": run.args.model,
     }

@@ -116,6 +116,7 @@ class Run:
             dpi=self.args.dpi,
             until=ticker.until,
             timeframes=getattr(self.args, "timeframes", ("daily",)),
+            colors=getattr(self.args, "colors", "auto"),
         )
         result = await loop.run_in_executor(self.pool, job)
         self.totals.render_seconds += result.pop("seconds", 0.0)
@@ -147,6 +148,7 @@ class Run:
                     figsize=self.args.chart_size,
                     dpi=self.args.dpi,
                     emulated=self.emulated,
+                    colors=getattr(self.args, "colors", "auto"),
                 ),
             )
         )

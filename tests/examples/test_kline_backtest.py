@@ -442,6 +442,21 @@ def test_the_backtest_runs_offline_end_to_end_and_says_emulated(offline: dict[st
     assert all(s["calls"] == record.pairs for s in offline["scores"])
 
 
+def test_the_page_says_where_prices_came_from_and_colours_each_market_its_way(offline: dict[str, Any]) -> None:
+    page = (offline["out"] / "backtest.html").read_text(encoding="utf-8")
+    tickers = 8 + (1 if VANKE.is_file() else 0)  # 4 demo files, SPLIT, GAP, SHORT, broken, (Vanke)
+    assert f"3 of the {tickers} tickers carry real codes with generated prices" in page  # the demo's three walks
+    assert re.search(r"<div>data<b>3 generated, \d+ files</b></div>", page)
+    readings = page.split('<table id="readings">')[1].split("</table>")[0]
+    rows = re.findall(r'<tr class="(cn|us)"><td><a [^>]*>([^<]+)</a><br><small class="data( generated)?"', readings)
+    assert {(style, ticker, bool(generated)) for style, ticker, generated in rows} >= {
+        ("us", "GOOG", False),  # real prices, US colours
+        ("cn", "600002.SH", True),  # an A-share code: red up, green down; generated prices
+        ("us", "DEMO003", True),
+    }
+    assert ".cn .up{color:#e03a3e} .cn .down{color:#1a9c4a}" in page
+
+
 def test_bad_input_is_counted_and_named_and_the_run_goes_on(offline: dict[str, Any]) -> None:
     record, printed = offline["record"], offline["printed"]
     assert record.skipped[walkforward.JUMP] == 1  # SPLIT's latest date: its chart shows the split

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from kline.agent import TOOL_NAME
 from kline.analysis import THINKING, RunReport, analyze, print_summary
-from kline.chart import chart_style, render_chart
-from kline.data import load_csv
+from kline.chart import chart_style, render_chart, render_ticker
+from kline.data import load_csv, write_demo
 
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from tests.conftest import example_module
@@ -63,12 +63,31 @@ def test_auto_style_follows_the_layout_and_the_symbol(ka: ModuleType, tmp_path: 
     tushare.write_text("ts_code,trade_date,open,high,low,close,vol\n600000.SH,20240102,1,2,0.5,1.5,100\n")
     data, symbol = load_csv(tushare)
     assert chart_style(data, "auto", symbol) == "cn"
-    assert chart_style(data, "us", symbol) == "us"  # --style overrides
+    assert chart_style(data, "us", symbol) == "us"  # --colors overrides
     plain = _rising()
     assert chart_style(plain, "auto", "GOOG") == "us"
     assert chart_style(plain, "auto", "vanke-000002.SZ-daily") == "cn"
     assert chart_style(plain, "auto", "sh600519") == "cn"
     assert chart_style(plain, "auto", "1234567.SZX") == "us"
+
+
+def test_a_generated_series_says_so_on_its_chart_and_colours_follow_colors(ka: ModuleType, tmp_path: Path) -> None:
+    import matplotlib.image
+
+    (csv,) = [f for f in write_demo(tmp_path, 2, sessions=40) if f.name == "600001.SH.csv"]
+    kwargs = {"days": 30, "min_sessions": 20, "figsize": (6.0, 3.0), "dpi": 60}
+    marked = render_ticker(str(csv), str(tmp_path / "marked.png"), **kwargs)
+    assert marked["provenance"] == {"kind": "generated", "source": "random walk, seed 1"}
+    assert marked["style"] == "cn"  # an A-share code: red up, green down by default
+    assert render_ticker(str(csv), str(tmp_path / "us.png"), colors="us", **kwargs)["style"] == "us"
+    (tmp_path / "provenance.json").unlink()
+    plain = render_ticker(str(csv), str(tmp_path / "plain.png"), **kwargs)
+    assert plain["provenance"] == {"kind": "file"}
+    with_mark, without = (matplotlib.image.imread(tmp_path / f"{n}.png") for n in ("marked", "plain"))
+    title = slice(0, int(0.55 * 60))  # the title band above the price panel
+    assert not np.array_equal(with_mark[title], without[title])  # "GENERATED PRICES" in the title
+    assert np.array_equal(with_mark[title.stop :], without[title.stop :])  # and nothing else differs
+    assert _dominant_candle_colour(tmp_path / "us.png") != _dominant_candle_colour(tmp_path / "plain.png")
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the real A-share CSVs live in ../shared/data (absent here)")
@@ -148,9 +167,9 @@ async def test_a_thinking_model_shows_that_it_thinks(
     assert report.text == "An uptrend."
 
 
-def test_kline_help_lists_the_style_option() -> None:
+def test_kline_help_lists_the_colors_option() -> None:
     done = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=60)
-    assert "--style {auto,cn,us}" in done.stdout
+    assert "--colors {auto,cn,us}, --style {auto,cn,us}" in done.stdout
 
 
 def test_the_summary_reads_the_same_whatever_the_order_things_came_in(

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from kline.agent import emulated_reply, tool_result_from_messages
-from kline.data import generated_series, write_csv, write_demo
+from kline.data import GOOG_SOURCE, generated_series, write_csv, write_demo
 from kline.limiter import AccountLimiter, estimated_tokens
 from kline.pool import descendants
 from kline.store import Ticker
@@ -177,12 +177,44 @@ def test_an_answer_that_does_not_fit_is_asked_again_once_then_recorded_with_the_
 
 def test_bad_csvs_are_reported_skipped_and_the_run_goes_on(realtime: dict[str, Any]) -> None:
     page = (realtime["out"] / "report.html").read_text(encoding="utf-8")
-    assert page.count('<tr class="skipped">') == 3
+    assert page.count('<tr class="skipped us">') == 3
     assert "CSV file is empty" in page
     assert "unrecognised CSV header" in page
     assert "too few sessions: 10 (at least 30 are needed)" in page
-    assert page.count('<tr class="done">') == GOOD - 1
+    assert len(re.findall(r'<tr class="done (?:cn|us)">', page)) == GOOD - 1
     assert "EMULATED" in page
+
+
+def test_every_row_says_where_its_prices_came_from_and_generated_ones_say_so_loudly(
+    realtime: dict[str, Any], folder: Path
+) -> None:
+    page = (realtime["out"] / "report.html").read_text(encoding="utf-8")
+    records = _jsonl(realtime["out"])
+    generated = {s for s, r in records.items() if r["data"].get("kind") == "generated"}
+    assert generated == {s for s in records if s.startswith(("600", "DEMO"))}  # the demo's random walks
+    assert records["GOOG"]["data"] == {"kind": "file", "source": GOOG_SOURCE}  # real prices, from matplotlib
+    assert f"{len(generated)} of the {GOOD + 3} tickers carry real codes with generated prices" in page
+    assert page.count('<small class="data generated"') == len(generated)
+    assert re.search(r"<div>data<b>\d+ generated, \d+ files</b></div>", page)
+    # a generated file edited since it was written is a plain file again, not a stale claim
+    from kline.provenance import of as provenance_of
+
+    copy = realtime["out"] / "edited" / "600001.SH.csv"
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copy(folder / "provenance.json", copy.parent / "provenance.json")
+    copy.write_bytes((folder / "600001.SH.csv").read_bytes())
+    assert provenance_of(copy).generated
+    copy.write_bytes((folder / "600001.SH.csv").read_bytes() + b"\n")
+    assert provenance_of(copy).kind == "file"
+
+
+def test_rows_take_their_markets_colours(realtime: dict[str, Any]) -> None:
+    page = (realtime["out"] / "report.html").read_text(encoding="utf-8")
+    rows = {m.group(2): m.group(1) for m in re.finditer(r'<tr class="\w+ (cn|us)"><td>.*?<b>([^<]+)</b>', page)}
+    assert rows["600001.SH"] == "cn"  # an A-share code: red up, green down
+    assert rows["GOOG"] == "us"
+    assert rows["DEMO003"] == "us"
+    assert ".cn .up{color:#e03a3e} .cn .down{color:#1a9c4a}" in page
 
 
 def test_every_call_carries_the_chart_the_tool_and_the_schema(realtime: dict[str, Any]) -> None:
@@ -232,7 +264,7 @@ def test_every_ticker_through_the_batch_api(batch: dict[str, Any]) -> None:
 
 def test_batch_charts_and_report_are_written_like_real_time_ones(batch: dict[str, Any]) -> None:
     page = (batch["out"] / "report.html").read_text(encoding="utf-8")
-    assert page.count('<tr class="done">') == GOOD - 2
+    assert len(re.findall(r'<tr class="done (?:cn|us)">', page)) == GOOD - 2
     assert "batch (EMULATED)" in page
     assert (batch["out"] / "GOOG.png").is_file()
 
@@ -382,6 +414,11 @@ def test_the_report_renders_in_headless_chromium_and_sorts(realtime: dict[str, A
             assert page.locator("#verdicts").is_visible()
             wide = page.evaluate("document.documentElement.scrollWidth")
             assert wide <= 1400, f"the table overflows a 1400 px window: {wide} px wide"
+            colours = page.eval_on_selector_all(
+                "#verdicts tbody tr td.up, #verdicts tbody tr td.down",
+                "cells => cells.map(c => [c.closest('tr').classList.contains('cn'), c.className, "
+                "getComputedStyle(c).color])",
+            )
             thumbs = page.eval_on_selector_all("#verdicts img", "imgs => imgs.map(i => i.naturalWidth)")
             assert len(thumbs) == GOOD - 1
             assert all(width > 0 for width in thumbs)  # the inline thumbnails decode
@@ -398,6 +435,10 @@ def test_the_report_renders_in_headless_chromium_and_sorts(realtime: dict[str, A
             browser.close()
     assert ascending == sorted(ascending)
     assert len(ascending) == GOOD - 1
+    red, green = "rgb(224, 58, 62)", "rgb(26, 156, 74)"
+    assert {cn for cn, _, _ in colours} == {True, False}  # A-share rows and others both shown
+    for cn, trend, colour in colours:  # red up / green down for A-share codes, green up / red down otherwise
+        assert colour == ((red if trend == "up" else green) if cn else (green if trend == "up" else red))
     assert "done" in first
     assert "EMULATED" in visible
     assert "GOOG" in visible
