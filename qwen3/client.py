@@ -28,23 +28,17 @@ from agent_framework import (
     FunctionInvocationLayer,
     Message,
     SecretString,
-    load_settings,
 )
-from agent_framework.exceptions import (
-    ChatClientException,
-    ChatClientInvalidResponseException,
-    SettingNotFoundError,
-)
+from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
 from agent_framework.observability import ChatTelemetryLayer
 from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
 from clients.core.client import ProviderChatClient, ProviderRequest
-from clients.core.keywords import ClientSettings, refuse_unexpected
+from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import (
     EventStream,
     Failure,
-    RetryPolicy,
     SSEDecoder,
     aiter_events,
     as_text,
@@ -54,7 +48,6 @@ from clients.core.transport import (
 from clients.core.validation import WRONG_SHAPE, json_object
 from qwen3.convert import conversation_has_media, request_body, request_messages
 from qwen3.errors import error_from_body, explained, parse_error
-from qwen3.headers import DataInspection, Headers, merge_headers, needs_oss_resolve, request_headers
 from qwen3.options import (
     QwenChatOptions,
     QwenWebSearchOptions,
@@ -66,6 +59,18 @@ from qwen3.options import (
 )
 from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
+from qwen3.service import (
+    DEFAULT_BASE_URL,
+    INTL_BASE_URL,
+    DashScopeService,
+    DataInspection,
+    Headers,
+    merge_headers,
+    needs_oss_resolve,
+    no_model,
+    request_headers,
+    resolve_service,
+)
 from qwen3.uploads import (
     UPLOAD_MODES,
     UploadedFiles,
@@ -84,11 +89,6 @@ __all__ = [
     "RawQwenChatClient",
 ]
 
-DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
-"""Native API base, China (Beijing) region (Model Studio "Qwen via DashScope")."""
-INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
-"""Native API base, international (Singapore) region; keys work only in their own region."""
-
 logger = logging.getLogger("agent_framework.qwen3")
 
 _CALL_KEYWORDS = ("headers", "extra_headers", "workspace", "data_inspection")
@@ -97,17 +97,6 @@ _MAF_KEYWORDS = frozenset({"session", "middleware", "thread"})
 """Per-call keywords MAF itself passes down to a client without its layers; not this client's business."""
 
 QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions", covariant=True)  # type: ignore[valid-type]
-
-
-class QwenSettings(TypedDict, total=False):
-    """Settings read by ``load_settings`` with prefix ``DASHSCOPE_`` (e.g. ``DASHSCOPE_API_KEY``)."""
-
-    api_key: SecretString | None
-    base_url: str | None
-    http_base_url: str | None  # DASHSCOPE_HTTP_BASE_URL: the dashscope SDK's own variable, used as a fallback
-    model: str | None  # DASHSCOPE_MODEL (QwenChatClient)
-    vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
-    workspace: str | None  # DASHSCOPE_WORKSPACE: the dashscope SDK's own variable (it sends it as a header too)
 
 
 async def _payloads(
@@ -135,9 +124,10 @@ class QwenClientSettings(ClientSettings):
     """``QwenChatClient``'s keywords as one object: the common ones and DashScope's own (its docstring explains
     them)."""
 
+    region: str | None = None
+    workspace: str | None = None
     endpoint: Endpoint | None = None
     upload_local_files: UploadLocalFiles = "never"
-    workspace: str | None = None
     data_inspection: DataInspection = None
     headers: Headers | None = None
 
@@ -166,7 +156,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: a `QwenClientSettings` (built from ``kwargs`` when not given); the rest as
-        ``ProviderChatClient`` takes it."""
+        ``ProviderChatClient`` takes it. Key, base URL, region and workspace: ``qwen3.service.resolve_service``."""
         if settings is None:
             settings = QwenClientSettings.taken_from(kwargs)
         own = settings if isinstance(settings, QwenClientSettings) else QwenClientSettings()
@@ -176,44 +166,35 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
             raise ValueError(
                 f"upload_local_files must be 'never', 'large' or 'always', not {own.upload_local_files!r}."
             )
-        self._workspace_setting: str | None = None  # DASHSCOPE_WORKSPACE, read by _settings
+        self.service: DashScopeService = resolve_service(
+            api_key=settings.api_key,
+            base_url=settings.base_url,
+            region=own.region,
+            workspace=own.workspace,
+            model=settings.model,
+            model_setting=self._MODEL_SETTING,
+            env_file_path=settings.env_file_path,
+            env_file_encoding=settings.env_file_encoding,
+        )
+        if self.service.model is None:
+            raise no_model(self._MODEL_SETTING, self._EXAMPLE_MODEL)
+        if own.upload_local_files != "never" and (region_error := upload_region_error(self.service)):
+            raise ValueError(region_error)
         self.endpoint: Endpoint | None = own.endpoint
         self._learned_endpoints: dict[str, Endpoint] = {}
         self.upload_local_files: UploadLocalFiles = own.upload_local_files
         self._uploaded = UploadedFiles()  # oss:// URLs reused while the file is unchanged (qwen3.uploads)
         super().__init__(settings=settings, **kwargs)
         self._headers = request_headers(
-            workspace=self._workspace_setting if own.workspace is None else own.workspace,
+            workspace=self.service.workspace,
             data_inspection=own.data_inspection,
             headers=own.headers,
             error=ValueError,
         )
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
-        given = {self._MODEL_SETTING if key == "model" else key: value for key, value in keywords.given().items()}
-        settings = load_settings(QwenSettings, env_prefix="DASHSCOPE_", **given)
-        self._workspace_setting = settings.get("workspace")
-        model_var = f"DASHSCOPE_{self._MODEL_SETTING.upper()}"
-        if not settings.get(self._MODEL_SETTING):
-            raise SettingNotFoundError(
-                f"No Qwen model given: pass model= (e.g. {self._EXAMPLE_MODEL!r}) "
-                f"or set the {model_var} environment variable."
-            )
-        key = settings.get("api_key")
-        if not key:
-            raise SettingNotFoundError(
-                "No DashScope API key: pass api_key= or set the DASHSCOPE_API_KEY environment variable "
-                "(keys are per region: an international key also needs base_url=" + repr(INTL_BASE_URL) + ")."
-            )
-        resolved_url = (settings.get("base_url") or settings.get("http_base_url") or DEFAULT_BASE_URL).rstrip("/")
-        if "compatible-mode" in resolved_url:
-            raise ValueError(
-                f"base_url {resolved_url!r} is DashScope's OpenAI-compatible API; this client speaks the native "
-                "API: use e.g. " + repr(DEFAULT_BASE_URL) + " or " + repr(INTL_BASE_URL) + "."
-            )
-        if self.upload_local_files != "never" and (region_error := upload_region_error(resolved_url)):
-            raise ValueError(region_error)
-        return str(settings[self._MODEL_SETTING]), key, resolved_url  # type: ignore[literal-required]
+        """The model, key and base URL of `service` (``qwen3.service.resolve_service``, in ``__init__``)."""
+        return str(self.service.model), self.service.api_key, self.service.base_url
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, endpoint={self.endpoint!r})"
@@ -256,7 +237,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         then ``workspace`` and ``data_inspection``. Any other key (but MAF's own) is logged as ignored.
 
         Raises:
-            ChatClientInvalidRequestException: what `qwen3.headers.request_headers` refuses; nothing is sent.
+            ChatClientInvalidRequestException: what `qwen3.service.request_headers` refuses; nothing is sent.
         """
         call = {key: client_kwargs[key] for key in _CALL_KEYWORDS if key in client_kwargs}
         unused = sorted(
@@ -358,13 +339,9 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
     # -------------------------------------------------------------------------------------------- transport
 
     def _client(self) -> dashscope.AsyncClient:
-        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them,
-        docs/errors-and-retries.md)."""
-        return self._per_loop(
-            lambda: dashscope.AsyncClient(
-                api_key=self._api_key.get_secret_value(), base_url=self.base_url, timeout=self.timeout, max_retries=0
-            )
-        )
+        """The SDK client of the running event loop (``qwen3.service.DashScopeService.sdk_client``: its retries off,
+        our ``retry_policy`` replaces them, docs/errors-and-retries.md)."""
+        return self._per_loop(lambda: self.service.sdk_client(self.timeout))
 
     async def _close_sdk(self, sdk: dashscope.AsyncClient) -> None:
         await sdk.aclose()
@@ -447,8 +424,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
             messages,
             mode=self.upload_local_files,
             model=model,
-            api_key=self._api_key.get_secret_value(),
-            base_url=self.base_url,
+            service=self.service,
             cache=self._uploaded,
         )
 
@@ -463,12 +439,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
             ChatClientInvalidRequestException, ChatClientInvalidAuthException, ChatClientException: as there.
         """
         return await upload_document(
-            path,
-            api_key=self._api_key.get_secret_value(),
-            base_url=self.base_url,
-            wait=wait,
-            poll_interval=poll_interval,
-            timeout=self.timeout,
+            path, sdk=self._client(), service=self.service, wait=wait, poll_interval=poll_interval
         )
 
     def _exception(self, failure: Failure, request: QwenRequest) -> ChatClientException:
@@ -480,6 +451,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
 
 class QwenChatClient(
+    PublicKeywords,
     FunctionInvocationLayer[QwenOptionsT],
     ChatMiddlewareLayer[QwenOptionsT],
     ChatTelemetryLayer[QwenOptionsT],
@@ -503,8 +475,14 @@ class QwenChatClient(
     Keyword Args:
         model: model name, e.g. ``"qwen-plus"``, ``"qwen3-max"``; default from ``DASHSCOPE_MODEL``.
         api_key: DashScope API key; default from ``DASHSCOPE_API_KEY``. Never logged, repr'd or serialised.
-        base_url: native API base; default ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``, then
-            ``https://dashscope.aliyuncs.com/api/v1``. International: ``https://dashscope-intl.aliyuncs.com/api/v1``.
+        base_url: native API base; default ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``, then the
+            region's host (``https://dashscope.aliyuncs.com/api/v1`` for ``cn-beijing``). International:
+            ``https://dashscope-intl.aliyuncs.com/api/v1`` (or ``region="ap-southeast-1"``). One chain for every
+            DashScope client: ``qwen3.service``, docs/design.md "One DashScope service".
+        region: the dashscope SDK's region id (``"cn-beijing"``, ``"ap-southeast-1"``, ``"us-east-1"``,
+            ``"cn-hongkong"``, ``"eu-central-1"``, ``"ap-northeast-1"``); default ``DASHSCOPE_REGION``, else the
+            base URL's. Without a base URL it picks the host; with one it must agree with the host's region
+            (``ValueError`` otherwise), and names the region of a host this package cannot place (a proxy).
         endpoint: ``"text"``, ``"multimodal"`` or None (automatic).
         timeout: seconds a non-streamed request may take in all (default 300, the SDK's).
         connect_timeout: seconds to open a connection (default 10).
@@ -549,48 +527,13 @@ class QwenChatClient(
 
     Raises:
         SettingNotFoundError: no API key or no model, naming the variable to set.
-        ValueError: a bad ``endpoint`` or ``upload_local_files``, an OpenAI-compatible-mode ``base_url``,
+        ValueError: a bad ``endpoint``, ``upload_local_files`` or ``region`` (or one the base URL's host
+            contradicts), a timeout that is not a number of seconds > 0, an OpenAI-compatible-mode ``base_url``,
             ``upload_local_files`` with a ``base_url`` outside the China (Beijing) region, a header ``headers``,
             ``workspace`` or ``data_inspection`` cannot send.
     """
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        api_key: str | SecretString | None = None,
-        base_url: str | None = None,
-        endpoint: Endpoint | None = None,
-        timeout: float | None = None,
-        connect_timeout: float | None = None,
-        stream_idle_timeout: float | None = None,
-        stream_timeout: float | None = None,
-        max_event_bytes: int | None = None,
-        max_retries: int | None = None,
-        retry_policy: RetryPolicy | None = None,
-        rewrite_other_agents: bool = True,
-        upload_local_files: UploadLocalFiles = "never",
-        workspace: str | None = None,
-        data_inspection: DataInspection = None,
-        headers: Headers | None = None,
-        env_file_path: str | None = None,
-        env_file_encoding: str | None = None,
-        middleware: Sequence[Any] | None = None,
-        function_invocation_configuration: Any = None,
-        additional_properties: dict[str, Any] | None = None,
-        compaction_strategy: Any = None,
-        tokenizer: Any = None,
-        **unexpected: Any,
-    ) -> None:
-        refuse_unexpected(self, unexpected)
-        super().__init__(
-            settings=QwenClientSettings.of(locals()),
-            middleware=middleware,
-            function_invocation_configuration=function_invocation_configuration,
-            additional_properties=additional_properties,
-            compaction_strategy=compaction_strategy,
-            tokenizer=tokenizer,
-        )
+    KEYWORDS = QwenClientSettings
 
 
 class QwenVLChatClient(QwenChatClient[QwenOptionsT], Generic[QwenOptionsT]):

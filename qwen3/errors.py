@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from clients.core.transport import ProviderError, as_text
-from qwen3.headers import WORKSPACE_HEADER
 from qwen3.routing import is_url_error, known_family, similar_models
+from qwen3.service import WORKSPACE_HEADER
 
 AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})
 WORKSPACE_CODES = frozenset({"WorkSpaceNotFound", "Workspace.AccessDenied"})

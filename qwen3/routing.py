@@ -22,7 +22,6 @@ import difflib
 import re
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "ENDPOINT_PATHS",
@@ -33,7 +32,6 @@ __all__ = [
     "InputKind",
     "ModelFamily",
     "ThinkingMode",
-    "compatible_base_url",
     "endpoint_for_model",
     "is_url_error",
     "known_family",
@@ -52,27 +50,6 @@ ENDPOINT_PATHS: dict[Endpoint, str] = {
     "multimodal": "/services/aigc/multimodal-generation/generation",
 }
 """Path of each endpoint below the native base URL (``…/api/v1``)."""
-
-
-def compatible_base_url(base_url: str) -> str:
-    """DashScope's OpenAI-compatible base (where the Batch API and the document store live), from a native
-    (``…/api/v1``) or compatible (``…/compatible-mode/v1``) base URL of the same host.
-
-    Raises:
-        ValueError: a URL that is neither.
-    """
-    parts = urlsplit(base_url.strip())
-    path = parts.path.rstrip("/")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url {base_url!r} is not an http(s) URL.")
-    if path.endswith("/compatible-mode/v1"):
-        return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-    if path.endswith("/api/v1"):
-        return urlunsplit((parts.scheme, parts.netloc, path[: -len("/api/v1")] + "/compatible-mode/v1", "", ""))
-    raise ValueError(
-        f"base_url {base_url!r} is neither DashScope's native API (…/api/v1) nor its OpenAI-compatible one "
-        "(…/compatible-mode/v1), under which the Batch API and the document store live."
-    )
 
 
 def endpoint_for_model(model: str) -> Endpoint:

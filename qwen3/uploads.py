@@ -38,27 +38,25 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
 import dashscope
+import httpx
 from agent_framework import Content, Message
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 from dashscope.utils.oss_utils import OssUtils
-from dashscope.v2.errors import DashScopeError
 
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
 from clients.core.transport import hide, redact, to_chat_client_exception
 from clients.core.validation import json_object
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
-from qwen3.routing import compatible_base_url
+from qwen3.service import DashScopeService, bounded
 
 __all__ = [
     "REUSE_SECONDS",
     "UPLOAD_MODES",
     "UploadLocalFiles",
     "UploadedFiles",
-    "compatible_base_url",
     "upload_document",
     "upload_region_error",
     "with_uploaded_files",
@@ -73,33 +71,23 @@ REUSE_SECONDS = 24 * 3600.0
 
 _MEDIA_KINDS = ("image", "video", "audio")
 _SNIFF_BYTES = 512
-# Hosts of regions without the temporary upload (Model Studio "Qwen via DashScope" endpoint table, Model Studio "Upload
-# a local file": Beijing only).
-_OTHER_REGION_HOSTS = {
-    "dashscope-intl.aliyuncs.com": "the international (Singapore) region",
-    "dashscope-us.aliyuncs.com": "the US (Virginia) region",
-    "cn-hongkong.dashscope.aliyuncs.com": "the Hong Kong region",
-}
 
 
-def upload_region_error(base_url: str) -> str | None:
-    """Why ``base_url`` cannot take temporary uploads, or None.
+def upload_region_error(service: DashScopeService) -> str | None:
+    """Why ``service`` cannot take temporary uploads, or None.
 
-    Decided by host: the international, US and Hong Kong hosts, and workspace hosts
-    (``{workspace}.{region}.maas.aliyuncs.com``) of any region but ``cn-beijing``, have no temporary upload.
-    Beijing and hosts this package does not know (a proxy, the emulator) are let through.
+    Decided by its region (``qwen3.service.REGIONS``, from the host or ``region=``): only China (Beijing) has the
+    temporary upload (Model Studio "Upload a local file"). A host of no known region (a proxy, the emulator) is let
+    through.
     """
-    host = (urlparse(base_url).hostname or "").lower()
-    region = _OTHER_REGION_HOSTS.get(host)
-    labels = host.split(".")
-    if region is None and host.endswith(".maas.aliyuncs.com") and len(labels) >= 5 and labels[-4] != "cn-beijing":
-        region = f"the {labels[-4]} region"
-    if region is None:
+    region = service.region
+    if region is None or region.uploads:
         return None
     return (
         f"upload_local_files needs DashScope's temporary file upload (oss://), which exists only in the China "
-        f"(Beijing) region; base_url {base_url!r} is {region}. Use upload_local_files='never' (local files are "
-        "then sent inline, up to 10 MB each) and host larger files at http(s) URLs."
+        f"(Beijing) region; base_url {service.base_url!r} is in {region.name} ({region.id!r}). Use "
+        "upload_local_files='never' (local files are then sent inline, up to 10 MB each) and host larger files at "
+        "http(s) URLs."
     )
 
 
@@ -194,15 +182,17 @@ def _choose(messages: Sequence[Message], mode: UploadLocalFiles, inline_limit: i
 
 
 def _sdk_upload(
-    model: str, path: Path, api_key: str, certificate: dict[str, Any] | None, base_url: str
+    model: str, path: Path, service: DashScopeService, certificate: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any]]:
-    """One file through the SDK's uploader (blocking): its ``oss://`` URL and the policy, reusable for more files."""
+    """One file through the SDK's uploader (blocking): its ``oss://`` URL and the policy, reusable for more files.
+    The policy is asked of the service's base URL with its key and workspace (the SDK's ``workspace=`` header)."""
     url, used = OssUtils.upload(
         model=model,
         file_path=str(path),
-        api_key=api_key,
+        api_key=service.api_key.get_secret_value(),
         upload_certificate=certificate,  # type: ignore[arg-type]  # None (fetch a policy) is what it defaults to
-        base_address=base_url,
+        base_address=service.base_url,
+        workspace=service.workspace,
     )
     return str(url), dict(used)
 
@@ -212,8 +202,7 @@ async def _upload(
     *,
     mode: UploadLocalFiles,
     model: str,
-    api_key: str,
-    base_url: str,
+    service: DashScopeService,
     cache: UploadedFiles,
 ) -> dict[Path, str]:
     """Upload each file not in ``cache``, one policy for all (the SDK's practice) except that a second file of the
@@ -222,21 +211,19 @@ async def _upload(
     certificate: dict[str, Any] | None = None
     names: set[str] = set()
     for file in files:
-        key = file.cache_key(base_url, model)
+        key = file.cache_key(service.base_url, model)
         url = cache.get(key)
         if url is None:
             if file.path.name in names:
                 certificate, names = None, set()
             try:
-                uploaded, certificate = await asyncio.to_thread(
-                    _sdk_upload, model, file.path, api_key, certificate, base_url
-                )
+                uploaded, certificate = await asyncio.to_thread(_sdk_upload, model, file.path, service, certificate)
             except Exception as exc:  # the SDK's UploadFileException, requests' errors, a malformed policy
                 detail = " ".join(str(exc).split())[:500] or type(exc).__name__
                 raise ChatClientException(
                     f"Uploading {str(file.path)!r} ({file.size} bytes) to DashScope's temporary storage failed "
-                    f"(upload_local_files={mode!r}, base_url {base_url!r}): {detail}. The oss:// upload exists only "
-                    "in the China (Beijing) region, with a Beijing API key; elsewhere send files inline "
+                    f"(upload_local_files={mode!r}, base_url {service.base_url!r}): {detail}. The oss:// upload exists "
+                    "only in the China (Beijing) region, with a Beijing API key; elsewhere send files inline "
                     "(upload_local_files='never', up to 10 MB each) or host them at http(s) URLs."
                 ) from exc
             names.add(file.path.name)
@@ -290,8 +277,7 @@ async def with_uploaded_files(
     *,
     mode: UploadLocalFiles,
     model: str,
-    api_key: str,
-    base_url: str,
+    service: DashScopeService,
     cache: UploadedFiles | None = None,
     inline_limit: int = MAX_INLINE_BYTES,
 ) -> list[Message]:
@@ -301,7 +287,8 @@ async def with_uploaded_files(
         messages: the conversation; not modified (messages that change are returned as shallow copies).
         mode: ``"never"`` (returned as they are), ``"large"`` (files over ``inline_limit`` bytes), ``"always"``.
         model: the model the request goes to (DashScope binds the URL to it).
-        api_key, base_url: the client's; the policy is fetched from ``{base_url}/uploads``.
+        service: the client's key, base URL and workspace (``qwen3.service``); the policy is fetched from
+            ``{base_url}/uploads``.
         cache: URLs already uploaded, reused for unchanged files (and filled with the new ones).
         inline_limit: the largest file ``"large"`` still leaves inline (DashScope's 10 MB).
 
@@ -315,12 +302,12 @@ async def with_uploaded_files(
     chosen = _choose(messages, mode, inline_limit)
     if not chosen:
         return list(messages)
-    problem = upload_region_error(base_url)
+    problem = upload_region_error(service)
     if problem is not None:
         raise ChatClientInvalidRequestException(problem)
     files = list({file.path: file for file in chosen.values()}.values())  # each file once, in order
     cache = cache if cache is not None else UploadedFiles()
-    by_path = await _upload(files, mode=mode, model=model, api_key=api_key, base_url=base_url, cache=cache)
+    by_path = await _upload(files, mode=mode, model=model, service=service, cache=cache)
     return _replaced(messages, {uri: (by_path[file.path], file) for uri, file in chosen.items()})
 
 
@@ -365,24 +352,22 @@ def _document_bytes(path: Path) -> bytes:
         raise ChatClientInvalidRequestException(str(exc)) from exc
 
 
-def _file_answer(response: Any, what: str) -> dict[str, Any]:
-    """The JSON object of a file-API answer, or the MAF exception for its error (``qwen3.errors.error_from_body``
-    reads the compatible-mode envelope), its message prefixed with ``what``."""
-    body = response.content[:_MAX_ANSWER_BYTES]
-    if response.status_code == 200:
-        return json_object("DashScope", body)
-    failure = error_from_body(response.status_code, body, response.headers)
+def _file_answer(answer: Any, what: str) -> dict[str, Any]:
+    """The JSON object of a file-API answer (``qwen3.service.Answer``), or the MAF exception for its error
+    (``qwen3.errors.error_from_body`` reads the compatible-mode envelope), its message prefixed with ``what``."""
+    if answer.status == 200:
+        return json_object("DashScope", answer.content)
+    failure = error_from_body(answer.status, answer.content, answer.headers)
     raise to_chat_client_exception(replace(failure, message=f"{what}: {failure.message}"))
 
 
 async def upload_document(
     path: str | os.PathLike[str],
     *,
-    api_key: str,
-    base_url: str,
+    sdk: dashscope.AsyncClient,
+    service: DashScopeService,
     wait: float = 120.0,
     poll_interval: float = 1.0,
-    timeout: float = 300.0,
 ) -> Content:
     """Upload a document for Qwen-Long and return it as ``Content.from_hosted_file(file_id, name=…)``, ready to go in
     a user (or system) message; the client sends it as a ``fileid://`` system message.
@@ -391,10 +376,11 @@ async def upload_document(
     {host}/compatible-mode/v1/files`` with ``purpose="file-extract"`` ("Management operations, such as file upload,
     deletion, and query, must be performed using an OpenAI compatible SDK"; the native ``/api/v1/files`` of
     ``dashscope.Files`` is the fine-tune store, and the SDK never sends its ``purpose``). The request goes through
-    the ``dashscope`` SDK's own transport (httpx), not the OpenAI SDK. The file is then polled (``GET …/files/{id}``)
-    until ``status`` is ``"processed"``, at most ``wait`` seconds, since a chat naming it earlier gets 400 "File
-    parsing in progress, please try again later.". Ids belong to the account that uploaded them; qwen-long is served
-    in the China (Beijing) region.
+    ``sdk``, the calling client's dashscope SDK client (httpx: its key, workspace and timeout; the same connections
+    as its chat requests), to ``service``'s compatible-mode base; each answer is read bounded (1 MiB). The file is
+    then polled (``GET …/files/{id}``) until ``status`` is ``"processed"``, at most ``wait`` seconds, since a chat
+    naming it earlier gets 400 "File parsing in progress, please try again later.". Ids belong to the account that
+    uploaded them; qwen-long is served in the China (Beijing) region.
 
     Raises:
         ChatClientInvalidRequestException: a format Qwen-Long does not read, a file over 150 MB (20 MB for images),
@@ -404,35 +390,34 @@ async def upload_document(
         ValueError: a ``base_url`` that does not end in ``/api/v1``.
     """
     file = Path(path)
-    compatible = compatible_base_url(base_url)
+    compatible = service.compatible_base_url
     data = _document_bytes(file)
-    hide(api_key)
-    sdk = dashscope.AsyncClient(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    hide(service.api_key.get_secret_value())
     try:
-        response = await sdk.transport.request(
+        answer = await bounded(
+            sdk,
             "POST",
-            "/files",
-            base_url=compatible,
+            f"{compatible}/files",
+            limit=_MAX_ANSWER_BYTES,
             files={"file": (file.name, data)},
             data={"purpose": "file-extract"},
         )
-        answer = _file_answer(response, f"Uploading {str(file)!r} for Qwen-Long failed")
-        file_id = answer.get("id")
+        found = _file_answer(answer, f"Uploading {str(file)!r} for Qwen-Long failed")
+        file_id = found.get("id")
         if not isinstance(file_id, str) or not file_id:
             raise ChatClientException(f"DashScope's answer to the upload of {str(file)!r} names no file id.")
         deadline = time.monotonic() + wait
-        while answer.get("status") not in ("processed", None):
-            if answer.get("status") not in ("processing", "uploaded") or time.monotonic() >= deadline:
+        while found.get("status") not in ("processed", None):
+            if found.get("status") not in ("processing", "uploaded") or time.monotonic() >= deadline:
                 raise ChatClientException(
                     f"{str(file)!r} was uploaded as {file_id} but DashScope has not processed it "
-                    f"(status {answer.get('status')!r} after {wait:g} s): try the id later, or upload again."
+                    f"(status {found.get('status')!r} after {wait:g} s): try the id later, or upload again."
                 )
             await asyncio.sleep(poll_interval)
-            response = await sdk.transport.request("GET", f"/files/{file_id}", base_url=compatible)
-            answer = _file_answer(response, f"Checking {file_id} failed")
-    except DashScopeError as exc:  # no answer: connection refused, timeout
-        raise ChatClientException(f"Uploading {str(file)!r} for Qwen-Long failed: {redact(exc.message)}") from exc
-    finally:
-        await sdk.aclose()
+            answer = await bounded(sdk, "GET", f"{compatible}/files/{file_id}", limit=_MAX_ANSWER_BYTES)
+            found = _file_answer(answer, f"Checking {file_id} failed")
+    except httpx.TransportError as exc:  # no answer: connection refused, timeout
+        detail = redact(str(exc)) or type(exc).__name__
+        raise ChatClientException(f"Uploading {str(file)!r} for Qwen-Long failed: {detail}") from exc
     media_type = mimetypes.guess_type(file.name)[0]
     return Content.from_hosted_file(file_id, name=file.name, media_type=media_type)

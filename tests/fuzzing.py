@@ -163,7 +163,7 @@ def request_body(provider: str, messages: list[Message], options: dict[str, Any]
     picks DashScope's client: a text model, a vision model, a document model."""
     if provider == "qwen":
         from qwen3.convert import build_request
-        from qwen3.headers import needs_oss_resolve
+        from qwen3.service import needs_oss_resolve
 
         client = clients()[("qwen", "qwen-vl", "qwen-long")[variant % 3]]
         history = client._history(messages)

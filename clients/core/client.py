@@ -21,8 +21,9 @@ are handled.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, cast
@@ -61,7 +62,7 @@ from clients.core.validation import checked_model, checked_option_types, parsed
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = ["ProviderChatClient", "ProviderRequest", "seconds"]
+__all__ = ["PerLoop", "ProviderChatClient", "ProviderRequest", "seconds"]
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
@@ -79,6 +80,64 @@ def seconds(name: str, value: float | None, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
     return float(value)
+
+
+class PerLoop(Generic[_T]):
+    """One SDK client per event loop: httpx pools are bound to the loop that made them, so each loop gets its own,
+    and each is closed with its loop.
+
+    ``get(make)`` gives the running loop's client, made by ``make()`` the first time. A client is closed (``close``,
+    awaited in its own loop) when its loop shuts down: ``asyncio.run``, pytest-asyncio and ``loop.shutdown_asyncgens()``
+    close the async generators a loop started, and one such generator holds each client (`_closer`). A client whose
+    loop still runs elsewhere (another thread) when a new loop replaces it is closed there. Without this a replaced
+    client's sockets were left to the garbage collector, which warned ("unclosed transport", "Event loop is closed").
+    ``aclose()`` closes the current one now.
+    """
+
+    def __init__(self, close: Callable[[_T], Awaitable[None]]) -> None:
+        self._close = close
+        self._client: _T | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
+
+    @property
+    def current(self) -> _T | None:
+        """The client made last (None: none, or closed)."""
+        return self._client
+
+    def get(self, make: Callable[[], _T]) -> _T:
+        """The running loop's client (``make()`` for a new loop); must be called in a running loop."""
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._loop is loop:
+            return self._client
+        self._replaced()
+        client = make()
+        closer = self._closes(client)
+        with contextlib.suppress(StopIteration):  # run to its yield now: the loop's hook registers it for shutdown
+            closer.asend(None).send(None)
+        self._client, self._loop, self._closer = client, loop, closer
+        return client
+
+    async def _closes(self, client: _T) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            await self._close(client)
+
+    def _replaced(self) -> None:
+        """Close the client of a loop being replaced where that loop still runs (another thread); a loop that has
+        shut down closed it already."""
+        closer, loop = self._closer, self._loop
+        self._client = self._loop = self._closer = None
+        if closer is not None and loop is not None and loop.is_running() and not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
+
+    async def aclose(self) -> None:
+        """Close the current client now (a client made later in a new loop is new)."""
+        closer = self._closer
+        self._client = self._loop = self._closer = None
+        if closer is not None:
+            await closer.aclose()
 
 
 @dataclass(frozen=True)
@@ -158,8 +217,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """The largest line or event a stream may send, in bytes (default 16 MiB): past it the stream stops with
         ``ChatClientInvalidResponseException`` instead of buffering an endless line."""
         self.rewrite_other_agents = settings.rewrite_other_agents
-        self._sdk: Any = None
-        self._sdk_loop: asyncio.AbstractEventLoop | None = None
+        self._clients: PerLoop[Any] = PerLoop(self._close_sdk)
         super().__init__(**kwargs)
 
     def _settings(self, settings: ClientSettings) -> tuple[str, str | SecretString, str]:
@@ -250,18 +308,12 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     # ------------------------------------------------------------------------------------------- transport
 
     def _per_loop(self, make: Callable[[], _T]) -> _T:
-        """The SDK client of the running event loop, made by ``make()`` for a new loop (httpx pools are bound to
-        the loop that made them)."""
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is not loop:
-            self._sdk, self._sdk_loop = make(), loop
-        return cast("_T", self._sdk)
+        """The SDK client of the running event loop, made by ``make()`` for a new loop (`PerLoop`)."""
+        return cast("_T", self._clients.get(make))
 
     async def close(self) -> None:
         """Close pooled connections (also done by ``async with client:``)."""
-        sdk, self._sdk = self._sdk, None
-        if sdk is not None:
-            await self._close_sdk(sdk)
+        await self._clients.aclose()
 
     async def _close_sdk(self, sdk: Any) -> None:
         """Close one SDK client (the openai and anthropic SDKs' ``close()``)."""

@@ -18,7 +18,6 @@ Decisions and sources: docs/batch.md.
 from qwen3.batch.client import QwenBatchClient
 from qwen3.batch.lines import BATCH_MODELS, TEST_MODEL, BatchRequest, Region, batch_region, build_line, check_lines
 from qwen3.batch.results import BatchJob, BatchLineError, BatchResult, parse_result_line
-from qwen3.routing import compatible_base_url
 
 __all__ = [
     "BATCH_MODELS",
@@ -32,6 +31,5 @@ __all__ = [
     "batch_region",
     "build_line",
     "check_lines",
-    "compatible_base_url",
     "parse_result_line",
 ]

@@ -15,15 +15,12 @@ import re
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, TypedDict, TypeVar
+from dataclasses import replace
+from typing import IO, Any, TypeVar
 
 import httpx
-from agent_framework import SecretString, load_settings
-from agent_framework.exceptions import (
-    ChatClientException,
-    ChatClientInvalidResponseException,
-    SettingNotFoundError,
-)
+from agent_framework import SecretString
+from agent_framework.exceptions import ChatClientInvalidResponseException
 
 from clients.core.transport import (
     Failure,
@@ -32,13 +29,9 @@ from clients.core.transport import (
     ServerSentEvent,
     SSEDecoder,
     aiter_events,
-    call_with_retries,
     hide,
-    is_transient_transport_error,
-    redact,
     retry_advice,
     to_chat_client_exception,
-    within,
 )
 from clients.core.validation import checked_model, json_object, read_limited
 from qwen3.batch.lines import (
@@ -57,25 +50,17 @@ from qwen3.batch.lines import (
 )
 from qwen3.batch.results import BatchJob, BatchLineError, BatchResult, parse_result_line
 from qwen3.errors import error_from_body
-from qwen3.routing import compatible_base_url
+from qwen3.service import Answer, DashScopeTransport, no_model, resolve_service, timeouts
 
 logger = logging.getLogger("agent_framework.qwen3.batch")
 
 MAX_JSON_BYTES = 4 * 1024 * 1024
 """The most bytes read of one API answer (a batch or file object is a few hundred bytes)."""
-
+BATCH = {"purpose": "batch"}
 _T = TypeVar("_T")
 
 
 # ---------------------------------------------------------------------------------------------- the client
-
-
-class BatchSettings(TypedDict, total=False):
-    """Settings read with prefix ``DASHSCOPE_``: ``DASHSCOPE_API_KEY``, ``DASHSCOPE_BASE_URL``, ``DASHSCOPE_MODEL``."""
-
-    api_key: SecretString | None
-    base_url: str | None
-    model: str | None
 
 
 class _JsonlLines(SSEDecoder):
@@ -91,6 +76,13 @@ class _JsonlLines(SSEDecoder):
 def _error_of(status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
     """An error answer → `Failure` (``qwen3.errors.error_from_body`` reads both of DashScope's error shapes)."""
     return Failure(error_from_body(status, content, headers), headers)
+
+
+def _json(answer: Answer) -> dict[str, Any]:
+    """An answer's JSON object, or the `Failure` of an error answer."""
+    if answer.status >= 400:
+        raise _error_of(answer.status, answer.content, answer.headers)
+    return json_object("DashScope", answer.content)
 
 
 class QwenBatchClient:
@@ -110,20 +102,25 @@ class QwenBatchClient:
 
     Keyword Args:
         model: the batch's model (one per batch, as DashScope requires); default ``DASHSCOPE_MODEL``.
-        api_key: default ``DASHSCOPE_API_KEY``. Never logged, repr'd or quoted in an error.
-        base_url: native (``…/api/v1``, the chat clients' ``DASHSCOPE_BASE_URL``) or compatible (``…/compatible-mode/
-            v1``) base of a Beijing or Singapore host; default ``DASHSCOPE_BASE_URL``, then Beijing.
-        region: ``"beijing"`` or ``"singapore"``: whose model list to check; default from the host (none for a host
-            that is not Alibaba's, such as a proxy or an emulator).
+        api_key, base_url, region, workspace: as for ``QwenChatClient``, by the same chain (``qwen3.service``): the
+            key from ``DASHSCOPE_API_KEY``; the base URL from ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``,
+            then the region's host (``DASHSCOPE_REGION``, default ``cn-beijing``), native (``…/api/v1``) or
+            compatible (``…/compatible-mode/v1``); the workspace (``DASHSCOPE_WORKSPACE``) sent as
+            ``X-DashScope-WorkSpace``. The Batch API exists in ``"cn-beijing"`` and ``"ap-southeast-1"`` only;
+            ``region`` also says whose model list to check for a host this package cannot place (a proxy, an
+            emulator: none by default).
         extra_models: model names to accept beyond `BATCH_MODELS` (models Alibaba added since this release).
         timeout: seconds one API call may take, retries included (default 120; an upload of a large file may need
             more); connect_timeout: seconds to connect (default 10).
         max_retries: retries of a call after a 429, 5xx or failed connection (default 2); creating a batch is
             retried only when it surely was not created (429, no connection), so it is never paid twice.
+        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
 
     Raises:
         SettingNotFoundError: no API key or no model.
-        ValueError: a base URL that is not DashScope's, or of a region without the Batch API.
+        ValueError: a base URL that is not DashScope's, or of a region without the Batch API; a bad timeout, region
+            or workspace.
     """
 
     def __init__(
@@ -132,32 +129,39 @@ class QwenBatchClient:
         model: str | None = None,
         api_key: str | SecretString | None = None,
         base_url: str | None = None,
-        region: Region | None = None,
+        region: str | None = None,
+        workspace: str | None = None,
         extra_models: Iterable[str] = (),
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
-        max_retries: int = 2,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
         env_file_path: str | None = None,
+        env_file_encoding: str | None = None,
     ) -> None:
-        given: dict[str, Any] = {"model": model, "api_key": api_key, "base_url": base_url}
-        overrides: dict[str, Any] = {k: v for k, v in given.items() if v}
-        settings = load_settings(BatchSettings, env_prefix="DASHSCOPE_", env_file_path=env_file_path, **overrides)
-        if not settings.get("model"):
-            raise SettingNotFoundError("No model for the batch: pass model= (e.g. 'qwen-plus') or set DASHSCOPE_MODEL.")
-        key = settings.get("api_key")
-        if not key:
-            raise SettingNotFoundError("No DashScope API key: pass api_key= or set DASHSCOPE_API_KEY.")
-        self.model = checked_model(str(settings["model"]), "DashScope", error=ValueError)
-        self._api_key = key if isinstance(key, SecretString) else SecretString(str(key))
-        native = settings.get("base_url") or "https://dashscope.aliyuncs.com/api/v1"
-        self.base_url = compatible_base_url(native)
-        if region not in (None, "beijing", "singapore"):
-            raise ValueError(f"region must be 'beijing', 'singapore' or None, not {region!r}.")
-        self.region: Region | None = region or batch_region(self.base_url)
+        service = resolve_service(
+            api_key=api_key,
+            base_url=base_url,
+            region=region,
+            workspace=workspace,
+            model=model,
+            compatible=True,
+            env_file_path=env_file_path,
+            env_file_encoding=env_file_encoding,
+        )
+        if service.model is None:
+            raise no_model("model", "qwen-plus", "model for the batch")
+        self.model = checked_model(service.model, "DashScope", error=ValueError)
+        self.service = service
+        self.base_url = service.compatible_base_url
+        self.region: Region | None = batch_region(service)
         self.extra_models = frozenset(extra_models)
-        self.timeout, self.connect_timeout = float(timeout), float(connect_timeout)
-        self.retry_policy = RetryPolicy(max_retries=max_retries)
-        self._http: httpx.AsyncClient | None = None
+        self.timeout, self.connect_timeout = timeouts(timeout, connect_timeout, 120.0)
+        policy = retry_policy if retry_policy is not None else RetryPolicy()
+        self.retry_policy = policy if max_retries is None else replace(policy, max_retries=max_retries)
+        self._transport = DashScopeTransport(
+            service, timeout=self.timeout, connect_timeout=self.connect_timeout, retry_policy=self.retry_policy
+        )
 
     def __repr__(self) -> str:
         return f"QwenBatchClient(model={self.model!r}, base_url={self.base_url!r}, region={self.region!r})"
@@ -170,31 +174,16 @@ class QwenBatchClient:
 
     async def close(self) -> None:
         """Close the HTTP connections (the client may be used again after)."""
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
-
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = httpx.AsyncClient(
-                base_url=self.base_url + "/",
-                headers={"Authorization": f"Bearer {self._api_key.get_secret_value()}"},
-                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
-            )
-        return self._http
+        await self._transport.aclose()
 
     # -- one call -----------------------------------------------------------------------------------------
     async def _call(self, method: str, path: str, *, only_unsent: bool = False, **kwargs: Any) -> dict[str, Any]:
-        """One API call with retries: its JSON object (at most `MAX_JSON_BYTES` read); ``only_unsent``: retry only
-        failures after which the request surely had no effect (429, no connection)."""
-        hide(self._api_key.get_secret_value())
+        """One API call (``path`` below the compatible-mode base) with retries: its JSON object (at most
+        `MAX_JSON_BYTES` read); ``only_unsent``: retry only failures after which the request surely had no effect
+        (429, no connection)."""
 
         async def attempt() -> dict[str, Any]:
-            async with self._client().stream(method, path, **kwargs) as response:
-                content = await read_limited(response, MAX_JSON_BYTES)
-            if response.status_code >= 400:
-                raise _error_of(response.status_code, content, response.headers)
-            return json_object("DashScope", content)
+            return _json(await self._transport.send(method, f"{self.base_url}/{path}", limit=MAX_JSON_BYTES, **kwargs))
 
         def advise(exc: Exception) -> RetryAdvice:
             advice = retry_advice(exc)
@@ -205,27 +194,15 @@ class QwenBatchClient:
                 return RetryAdvice(False)
             return advice
 
-        return await self._retrying(attempt, advise, f"{method} {path}")
+        return await self._retrying(attempt, advise)
 
-    async def _retrying(
-        self, attempt: Callable[[], Awaitable[_T]], advise: Callable[[Exception], RetryAdvice], what: str
-    ) -> _T:
-        deadline = time.monotonic() + self.timeout
+    async def _retrying(self, attempt: Callable[[], Awaitable[_T]], advise: Callable[[Exception], RetryAdvice]) -> _T:
+        """``attempt`` with retries (``qwen3.service.DashScopeTransport.call``); DashScope's final error answer as
+        MAF's exception."""
         try:
-            return await call_with_retries(
-                lambda: within(attempt(), max(deadline - time.monotonic(), 0.0)),
-                self.retry_policy,
-                advise,
-                deadline=deadline,
-            )
+            return await self._transport.call(attempt, advise=advise)
         except Failure as failure:
             raise to_chat_client_exception(failure.error) from None
-        except (httpx.TransportError, asyncio.TimeoutError) as exc:
-            kind = "no answer" if not is_transient_transport_error(exc) else "cannot connect"
-            raise ChatClientException(
-                f"DashScope Batch API {what} at {self.base_url}: {kind} within timeout={self.timeout:g} s "
-                f"({type(exc).__name__}: {redact(str(exc)) or 'timed out'})"
-            ) from exc
 
     # -- the API ------------------------------------------------------------------------------------------
     def lines(self, requests: Iterable[BatchRequest]) -> list[dict[str, Any]]:
@@ -252,14 +229,10 @@ class QwenBatchClient:
         async def attempt() -> dict[str, Any]:
             spool.seek(0)
             files = {"file": (filename, spool, "application/jsonl")}
-            async with self._client().stream("POST", "files", files=files, data={"purpose": "batch"}) as response:
-                content = await read_limited(response, MAX_JSON_BYTES)
-            if response.status_code >= 400:
-                raise _error_of(response.status_code, content, response.headers)
-            return json_object("DashScope", content)
+            url = f"{self.base_url}/files"
+            return _json(await self._transport.send("POST", url, limit=MAX_JSON_BYTES, files=files, data=BATCH))
 
-        hide(self._api_key.get_secret_value())
-        return await self._retrying(attempt, retry_advice, "POST files")
+        return await self._retrying(attempt, retry_advice)
 
     async def create(
         self,
@@ -347,8 +320,11 @@ class QwenBatchClient:
     async def file_lines(self, file_id: str, *, max_line_bytes: int = 2 * MAX_LINE_BYTES) -> AsyncIterator[str]:
         """The lines of a result file (``GET /files/{id}/content``), streamed: never more than one line in memory,
         none longer than ``max_line_bytes``; the whole download ends within ``timeout`` seconds per line read."""
-        hide(self._api_key.get_secret_value())
-        async with self._client().stream("GET", f"files/{_segment(file_id)}/content") as response:
+        hide(self.service.api_key.get_secret_value())
+        http = self._transport.client().transport.http_client
+        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+        url = f"{self.base_url}/files/{_segment(file_id)}/content"
+        async with http.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 400:
                 content = await read_limited(response, MAX_JSON_BYTES)
                 failure = _error_of(response.status_code, content, response.headers)

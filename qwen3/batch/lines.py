@@ -13,21 +13,22 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
 from qwen3.convert import build_request, conversation_has_media
 from qwen3.routing import endpoint_for_model
+from qwen3.service import REGIONS, DashScopeService, is_alibaba
 
-Region = Literal["beijing", "singapore"]
+Region = Literal["cn-beijing", "ap-southeast-1"]
+"""The regions of the Batch API (``qwen3.service.REGIONS`` ids whose ``batch`` is true)."""
 
 BATCH_MODELS: Mapping[Region, frozenset[str]] = {
     # Model Studio "Batch inference" (https://www.alibabacloud.com/help/en/model-studio/batch-inference) and "OpenAI
     # compatible - Batch (file input)", "Supported models", China (Beijing), 2026 snapshots: text generation,
     # image and video understanding, text extraction (embedding models are not chat requests, so not listed here)
-    "beijing": frozenset(
+    "cn-beijing": frozenset(
         {
             "qwen3.8-max",
             "qwen3.7-max",
@@ -61,7 +62,7 @@ BATCH_MODELS: Mapping[Region, frozenset[str]] = {
         }
     ),
     # same pages, International (Singapore): "Supported models: qwen-max, qwen-plus, qwen-flash, qwen-turbo"
-    "singapore": frozenset({"qwen-max", "qwen-plus", "qwen-flash", "qwen-turbo"}),
+    "ap-southeast-1": frozenset({"qwen-max", "qwen-plus", "qwen-flash", "qwen-turbo"}),
 }
 """Chat models the Batch API takes, per region, as Alibaba lists them (the list grows: ``extra_models=`` adds
 names it has added since). No other region offers the Batch API."""
@@ -82,43 +83,30 @@ TEST_MAX_FILE_BYTES = 1024 * 1024
 model at most 100 lines and 1 MB."""
 _WINDOW = re.compile(r"^([1-9][0-9]*)([hd])$")
 
-_REGION_HOSTS: dict[str, Region | None] = {
-    # Model Studio endpoint tables ("OpenAI compatible - Batch (file input)", "Service endpoints"); None: a region
-    # without the Batch API
-    "dashscope.aliyuncs.com": "beijing",
-    "dashscope-intl.aliyuncs.com": "singapore",
-    "dashscope-us.aliyuncs.com": None,
-    "cn-hongkong.dashscope.aliyuncs.com": None,
-}
-_MAAS_REGIONS: dict[str, Region] = {"cn-beijing": "beijing", "ap-southeast-1": "singapore"}
-
 
 # ---------------------------------------------------------------------------------------------- regions
 
 
-def batch_region(base_url: str) -> Region | None:
-    """The region a DashScope base URL belongs to: ``"beijing"``, ``"singapore"``, or None for a host that is not
-    Alibaba's (a proxy, an emulator), where no region rule is applied.
+def batch_region(service: DashScopeService) -> Region | None:
+    """The Batch API region of a DashScope service (its base URL's, or the one ``region=`` named; the one table is
+    ``qwen3.service.REGIONS``), or None for a host that is not Alibaba's (a proxy, an emulator) with no ``region=``,
+    where no region rule is applied.
 
     Raises:
-        ValueError: an Alibaba host of a region without the Batch API (US, Hong Kong, Tokyo, Frankfurt…).
+        ValueError: a region without the Batch API (US, Hong Kong, Tokyo, Frankfurt…), or an Alibaba host of no
+            known region.
     """
-    host = (urlsplit(base_url.strip()).hostname or "").lower()
-    if host in _REGION_HOSTS:
-        region = _REGION_HOSTS[host]
-    elif host.endswith(".maas.aliyuncs.com") and len(host.split(".")) >= 5:
-        region = _MAAS_REGIONS.get(host.split(".")[-4])
-    elif host.endswith(".aliyuncs.com"):
-        region = None  # another Alibaba endpoint: treated below as a region without batch
-    else:
+    region = service.region
+    if region is None and not is_alibaba(service.base_url):
         return None
-    if region is None:
+    if region is None or not region.batch:
+        where = f"in {region.name} ({region.id!r})" if region else "elsewhere"
+        offered = " and ".join(f"{r.name} ({r.id!r})" for r in REGIONS.values() if r.batch)
         raise ValueError(
-            f"DashScope's Batch API is offered in the China (Beijing) and International (Singapore) regions only; "
-            f"base_url {base_url!r} is elsewhere. Use a Beijing or Singapore key and base URL, or the real-time "
-            "clients (QwenChatClient, QwenVLChatClient)."
+            f"DashScope's Batch API is offered in {offered} only; base_url {service.base_url!r} is {where}. Use a key "
+            "and base URL of one of those, or the real-time clients (QwenChatClient, QwenVLChatClient)."
         )
-    return region
+    return region.id  # type: ignore[return-value]  # a region with batch: one of Region
 
 
 def check_model(model: str, region: Region | None, extra_models: Iterable[str] = ()) -> None:
@@ -126,9 +114,9 @@ def check_model(model: str, region: Region | None, extra_models: Iterable[str] =
     the test model is taken everywhere; no check for an unknown region)."""
     if region is None or model == TEST_MODEL or model in BATCH_MODELS[region] or model in set(extra_models):
         return
-    hint = " (vision models are batched in China (Beijing) only)" if region == "singapore" else ""
+    hint = " (vision models are batched in China (Beijing) only)" if region == "ap-southeast-1" else ""
     raise ChatClientInvalidRequestException(
-        f"DashScope's Batch API in the {region.title()} region does not take model {model!r}{hint}: it takes "
+        f"DashScope's Batch API in the {REGIONS[region].name} region does not take model {model!r}{hint}: it takes "
         f"{', '.join(sorted(BATCH_MODELS[region]))} and {TEST_MODEL} (Model Studio 'Batch inference'). If Alibaba "
         f"has added it since, pass extra_models=[{model!r}]."
     )

@@ -13,16 +13,12 @@ embedding family). Docs: docs/embeddings.md.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Generic, TypedDict
 
-import dashscope
-import httpx
 from agent_framework import (
     BaseEmbeddingClient,
     Content,
@@ -31,7 +27,6 @@ from agent_framework import (
     SecretString,
     UsageDetails,
     add_usage_details,
-    load_settings,
 )
 from agent_framework.exceptions import (
     ChatClientContentFilterException,
@@ -44,25 +39,13 @@ from agent_framework.exceptions import (
     IntegrationInvalidAuthException,
     IntegrationInvalidRequestException,
     IntegrationInvalidResponseException,
-    SettingNotFoundError,
 )
 from agent_framework.observability import EmbeddingTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import seconds
 from clients.core.keywords import refuse_unexpected
-from clients.core.transport import (
-    Attempts,
-    Failure,
-    RetryPolicy,
-    call_with_retries,
-    hide,
-    redact,
-    retry_advice,
-    to_chat_client_exception,
-    within,
-)
-from clients.core.validation import json_object, read_limited
+from clients.core.transport import Failure, RetryPolicy, to_chat_client_exception
+from clients.core.validation import json_object
 from qwen3.embeddings.convert import (
     EMBEDDING_PATHS,
     EmbeddingModel,
@@ -75,7 +58,7 @@ from qwen3.embeddings.convert import (
 )
 from qwen3.embeddings.parse import parse_embeddings, parse_usage
 from qwen3.errors import error_from_body, is_unknown_model
-from qwen3.headers import request_headers
+from qwen3.service import DashScopeService, DashScopeTransport, resolve_service, timeouts
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "QwenEmbeddingClient", "RawQwenEmbeddingClient"]
 
@@ -105,16 +88,6 @@ QwenEmbeddingOptionsT = TypeVar(
 )
 
 
-class QwenEmbeddingSettings(TypedDict, total=False):
-    """Settings read by ``load_settings`` with prefix ``DASHSCOPE_``."""
-
-    api_key: SecretString | None
-    base_url: str | None
-    http_base_url: str | None  # DASHSCOPE_HTTP_BASE_URL: the dashscope SDK's own variable, used as a fallback
-    embedding_model: str | None  # DASHSCOPE_EMBEDDING_MODEL
-    workspace: str | None  # DASHSCOPE_WORKSPACE
-
-
 def integration_exception(exc: ChatClientException) -> IntegrationException:
     """``exc`` (raised by the code the chat clients share) as the ``Integration…`` exception of the same kind."""
     kind = next((new for old, new in AS_INTEGRATION if isinstance(exc, old)), IntegrationException)
@@ -142,6 +115,7 @@ class RawQwenEmbeddingClient(
         model: str | None = None,
         api_key: str | SecretString | None = None,
         base_url: str | None = None,
+        region: str | None = None,
         workspace: str | None = None,
         timeout: float | None = None,
         connect_timeout: float | None = None,
@@ -159,40 +133,25 @@ class RawQwenEmbeddingClient(
                 f"get_embeddings(values, options={{{option!r}: ...}})."
             )
         refuse_unexpected(self, unexpected, declared=RawQwenEmbeddingClient.__init__)
-        settings = load_settings(
-            QwenEmbeddingSettings,
-            env_prefix="DASHSCOPE_",
+        self.service: DashScopeService = resolve_service(
             api_key=api_key,
             base_url=base_url,
-            embedding_model=model,
+            region=region,
             workspace=workspace,
+            model=model,
+            model_setting="embedding_model",
             env_file_path=env_file_path,
             env_file_encoding=env_file_encoding,
         )
-        key = settings.get("api_key")
-        if not key:
-            raise SettingNotFoundError(
-                "No DashScope API key: pass api_key= or set the DASHSCOPE_API_KEY environment variable."
-            )
-        url = str(settings.get("base_url") or settings.get("http_base_url") or "https://dashscope.aliyuncs.com/api/v1")
-        url = url.rstrip("/")
-        if not url.startswith(("http://", "https://")) or "compatible-mode" in url:
-            raise ValueError(
-                f"base_url must be DashScope's native API base (http(s)://…/api/v1), not {url!r}: e.g. "
-                "'https://dashscope.aliyuncs.com/api/v1' or 'https://dashscope-intl.aliyuncs.com/api/v1'."
-            )
-        name = settings.get("embedding_model") or DEFAULT_EMBEDDING_MODEL
-        self.model: str = str(name)
-        self.base_url: str = url
-        self.timeout: float = seconds("timeout", timeout, 60.0)
-        self.connect_timeout: float = seconds("connect_timeout", connect_timeout, 10.0)
+        self.model: str = self.service.model or DEFAULT_EMBEDDING_MODEL
+        self.base_url: str = self.service.base_url
+        self.timeout, self.connect_timeout = timeouts(timeout, connect_timeout, 60.0)
         policy = retry_policy if retry_policy is not None else RetryPolicy()
         self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
-        self._api_key: SecretString = key if isinstance(key, SecretString) else SecretString(str(key))
-        self._headers = request_headers(workspace=settings.get("workspace"), error=ValueError)
+        self._transport = DashScopeTransport(
+            self.service, timeout=self.timeout, connect_timeout=self.connect_timeout, retry_policy=self.retry_policy
+        )
         self._rows: dict[str, int] = {}  # row limits DashScope named, per model (OVER_LIMIT)
-        self._sdk: dashscope.AsyncClient | None = None
-        self._sdk_loop: asyncio.AbstractEventLoop | None = None
         super().__init__(additional_properties=additional_properties)
 
     def __repr__(self) -> str:
@@ -204,20 +163,9 @@ class RawQwenEmbeddingClient(
 
     # ------------------------------------------------------------------------------------------ transport
 
-    def _http(self) -> httpx.AsyncClient:
-        """The SDK's HTTP client for the running event loop (its pool is bound to the loop that made it)."""
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is not loop:
-            key = self._api_key.get_secret_value()
-            self._sdk = dashscope.AsyncClient(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
-            self._sdk_loop = loop
-        return self._sdk.transport.http_client
-
     async def close(self) -> None:
         """Close pooled connections (also done by ``async with client:``)."""
-        sdk, self._sdk = self._sdk, None
-        if sdk is not None:
-            await sdk.aclose()
+        await self._transport.aclose()
 
     async def __aenter__(self) -> RawQwenEmbeddingClient[QwenEmbeddingOptionsT]:
         return self
@@ -228,47 +176,19 @@ class RawQwenEmbeddingClient(
     async def _attempt(self, path: str, body: dict[str, Any], rows: int) -> dict[str, Any]:
         """One call: the answer's JSON object, at most ``BYTES_PER_ROW * (rows + 1)`` bytes read; an error answer
         raises `Failure`."""
-        http = self._http()
-        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-        request = http.build_request("POST", path, json=body, headers=self._headers, timeout=timeout)
-        response = await http.send(request, stream=True)
-        try:
-            content = await read_limited(response, BYTES_PER_ROW * (rows + 1))
-        finally:
-            await response.aclose()
-        data = json_object("DashScope", content) if response.status_code == 200 else {}
-        if response.status_code != 200 or data.get(
-            "code"
-        ):  # a business error in a 200 body (Model Studio "Error codes")
-            error = error_from_body(response.status_code, content, response.headers)
+        answer = await self._transport.send("POST", path, limit=BYTES_PER_ROW * (rows + 1), json=body)
+        data = json_object("DashScope", answer.content) if answer.status == 200 else {}
+        if answer.status != 200 or data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
+            error = error_from_body(answer.status, answer.content, answer.headers)
             if is_unknown_model(error):
                 error = replace(error, advice=unknown_model_advice(str(body.get("model"))))
-            raise Failure(error, response.headers)
+            raise Failure(error, answer.headers)
         return data
 
     async def _call(self, path: str, body: dict[str, Any], rows: int) -> dict[str, Any]:
         """`_attempt`, again after a transient failure per ``retry_policy``; the whole, waits included, within
-        ``timeout``. Raises the last `Failure` (noted with the attempts made), or ``ChatClientException`` saying why
-        no answer came."""
-        deadline = time.monotonic() + self.timeout
-        attempts = Attempts()
-        try:
-            return await call_with_retries(
-                lambda: within(self._attempt(path, body, rows), max(deadline - time.monotonic(), 0.0)),
-                self.retry_policy,
-                retry_advice,
-                on_retry=attempts.count,
-                deadline=deadline,
-            )
-        except Failure as failure:
-            raise failure.noted(attempts.note()) from None
-        except (httpx.TransportError, asyncio.TimeoutError) as exc:
-            where = f"DashScope at {self.base_url}"
-            if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError)):
-                what = f"{where} did not answer within timeout={self.timeout:g} s"
-            else:
-                what = f"Cannot reach {where}: {redact(str(exc)) or type(exc).__name__}"
-            raise ChatClientException(what + attempts.note()) from exc
+        ``timeout`` (``qwen3.service.DashScopeTransport.call``)."""
+        return await self._transport.call(lambda: self._attempt(path, body, rows))
 
     # ------------------------------------------------------------------------------------------ MAF entry
 
@@ -322,7 +242,6 @@ class RawQwenEmbeddingClient(
         model = embedding_model(name)
         items = request_items(values, model)
         parameters = request_parameters(model, options)
-        hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
         embeddings: list[Embedding[list[float]]] = []
         usage: UsageDetails | None = None
         while len(embeddings) < len(items):  # the row limit may drop on the way (`_rows_embedded`)
@@ -381,9 +300,9 @@ class QwenEmbeddingClient(
             (``tongyi-embedding-vision-plus``, ``-flash``, ``qwen3-vl-embedding``, ``multimodal-embedding-v1``).
             Per call: ``options={"model": …}``.
         api_key: default ``DASHSCOPE_API_KEY``. Never logged, repr'd or quoted in an error.
-        base_url: native API base; default ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``, then
-            ``https://dashscope.aliyuncs.com/api/v1`` (international: ``https://dashscope-intl.aliyuncs.com/api/v1``).
-        workspace: a sub-workspace id sent as ``X-DashScope-WorkSpace`` (default ``DASHSCOPE_WORKSPACE``).
+        base_url, region, workspace: as for ``QwenChatClient``, by the same chain (``qwen3.service``): base URL from
+            ``DASHSCOPE_BASE_URL``, then ``DASHSCOPE_HTTP_BASE_URL``, then the region's host (``DASHSCOPE_REGION``,
+            default ``cn-beijing``); the workspace (``DASHSCOPE_WORKSPACE``) sent as ``X-DashScope-WorkSpace``.
         timeout: seconds one call may take, its retries and their waits included (default 60); connect_timeout:
             seconds to connect (default 10).
         max_retries, retry_policy: retries after a 429, 5xx or failed connection, as for ``QwenChatClient``
@@ -393,7 +312,7 @@ class QwenEmbeddingClient(
 
     Raises:
         SettingNotFoundError: no API key.
-        ValueError: a ``base_url`` that is not the native API's, a bad timeout or workspace.
+        ValueError: a ``base_url`` that is not the native API's, a bad timeout, region or workspace.
 
     The keywords are declared once, by ``RawQwenEmbeddingClient``; MAF's telemetry layer takes ``otel_provider_name``
     and hands the rest down. A keyword it does not take is a ``TypeError`` naming this class and the keyword meant; an

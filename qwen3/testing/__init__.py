@@ -57,7 +57,8 @@ Faults, for testing retries and timeouts (one scripted reply is consumed per req
 
 Inspection: ``emu.requests`` lists every `RecordedRequest` (``.path``, ``.endpoint``, ``.headers`` lower-cased,
 ``.body``, ``.stream``, ``.model``, ``.messages``, ``.parameters``), rejected ones included; ``emu.pending``
-counts unconsumed replies; ``emu.clear()`` resets both. ``emu.connections`` counts TCP connections accepted,
+counts unconsumed replies; ``emu.exchanges`` lists every HTTP request of every route as ``(method, path, headers)``;
+``emu.clear()`` resets them. ``emu.connections`` counts TCP connections accepted,
 ``emu.open_connections`` those open now, ``emu.client_disconnects`` the answers a client stopped reading (closed
 the connection) before their end.
 

@@ -131,7 +131,7 @@ class BatchService:
     """The files and batches of one `DashScopeEmulator` (thread-safe), as ``emu.batches``.
 
     Settings (attributes): ``seconds`` (how long a batch takes from creation to ``completed``, default 0.5),
-    ``region`` (``"beijing"`` or ``"singapore"``: whose model list validates the lines; None: any model),
+    ``region`` (``"cn-beijing"`` or ``"ap-southeast-1"``: whose model list validates the lines; None: any model),
     ``reply`` (None: lines take the emulator's script and default reply; else a ``(BatchLineRequest) -> Reply``
     used for every line). Inspection: ``files`` and ``jobs`` by id, ``lines`` (every `BatchLineRequest` answered).
     """
@@ -143,7 +143,7 @@ class BatchService:
         self._api_key = api_key
         self._lock = threading.RLock()
         self.seconds = 0.5
-        self.region: str | None = "beijing"
+        self.region: str | None = "cn-beijing"
         self.reply: Callable[[BatchLineRequest], Reply] | None = None
         self.files: dict[str, StoredFile] = {}
         self.jobs: dict[str, EmulatedBatch] = {}

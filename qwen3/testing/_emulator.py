@@ -145,6 +145,9 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
         self.batches = BatchService(self._next_reply, lambda: self.api_key)  # the Batch API routes (_batch.py)
         self.embeddings = EmbeddingService(lambda: self.api_key)  # the embedding routes (_embeddings.py)
+        self.exchanges: list[tuple[str, str, dict[str, str]]] = []
+        """Every HTTP request the emulator received, on every route (chat, embeddings, batch, files, uploads), as
+        ``(method, path, headers)`` with the names lower-cased, in arrival order: what each client sent."""
         self.finish_reason_beside_choices = False
         """True: answers put ``finish_reason`` in ``output`` beside ``choices`` and none in the choice, the shape of
         early qwen-vl answers (non-streamed, and each stream event: ``"null"`` until the last)."""
@@ -205,12 +208,14 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self.cache_uses.clear()
         self.batches.clear()
         self.embeddings.clear()
+        self.exchanges.clear()
 
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _handle(
         self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes
     ) -> Answer:
         request_id = str(uuid.uuid4())
+        self.exchanges.append((method, path, dict(headers)))
         if self.batches.claims(method, path, headers, raw):  # the Batch API (_batch.py)
             return self.batches.handle(method, path, headers, raw, request_id)
         if self.embeddings.claims(path):  # the embedding endpoints (_embeddings.py)

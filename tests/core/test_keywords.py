@@ -28,8 +28,8 @@ PUBLIC = [
     SelfHostedQwenChatClient,
 ]
 COMMON = [field.name for field in fields(ClientSettings)] + [parameter.name for parameter in MAF_KEYWORDS]
-DERIVED = [OpenAIChatCompletionClient, AnthropicChatClient, GeminiChatClient, SelfHostedQwenChatClient]
-"""The classes whose signature is derived from their family's settings (`PublicKeywords`)."""
+DERIVED = PUBLIC
+"""The classes whose signature is derived from their family's settings (`PublicKeywords`): all of them."""
 TABLES = {
     **{f"docs/{p.name}.md": p.load_client().KEYWORDS for p in PROVIDERS.values() if p.package.startswith("clients.")},
     "docs/self-hosted.md": SelfHostedClientSettings,

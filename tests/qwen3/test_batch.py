@@ -25,9 +25,9 @@ from qwen3.batch import (
     batch_region,
     build_line,
     check_lines,
-    compatible_base_url,
     parse_result_line,
 )
+from qwen3.service import resolve_service
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from qwen3.testing._batch import StoredFile
 
@@ -136,15 +136,15 @@ def test_a_bad_custom_id_or_content_names_the_request() -> None:
 @pytest.mark.parametrize(
     ("url", "region"),
     [
-        ("https://dashscope.aliyuncs.com/api/v1", "beijing"),
-        ("https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "singapore"),
-        ("https://ws1.ap-southeast-1.maas.aliyuncs.com/compatible-mode/v1", "singapore"),
-        ("https://ws1.cn-beijing.maas.aliyuncs.com/api/v1", "beijing"),
+        ("https://dashscope.aliyuncs.com/api/v1", "cn-beijing"),
+        ("https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "ap-southeast-1"),
+        ("https://ws1.ap-southeast-1.maas.aliyuncs.com/compatible-mode/v1", "ap-southeast-1"),
+        ("https://ws1.cn-beijing.maas.aliyuncs.com/api/v1", "cn-beijing"),
         ("http://127.0.0.1:8000/api/v1", None),
     ],
 )
 def test_the_region_comes_from_the_host(url: str, region: str | None) -> None:
-    assert batch_region(url) == region
+    assert batch_region(resolve_service(api_key=KEY, base_url=url, compatible=True)) == region
 
 
 @pytest.mark.parametrize(
@@ -156,21 +156,24 @@ def test_the_region_comes_from_the_host(url: str, region: str | None) -> None:
     ],
 )
 def test_regions_without_the_batch_api_are_refused_at_construction(url: str) -> None:
-    with pytest.raises(ValueError, match="Beijing\\) and International \\(Singapore\\) regions only"):
+    with pytest.raises(
+        ValueError, match="Beijing\\) \\('cn-beijing'\\) and International \\(Singapore\\) \\('ap-southeast-1'\\) only"
+    ):
         QwenBatchClient(model="qwen-plus", api_key=KEY, base_url=url)
 
 
 def test_the_compatible_base_comes_from_a_native_or_compatible_one() -> None:
-    assert compatible_base_url("https://dashscope.aliyuncs.com/api/v1/") == (
-        "https://dashscope.aliyuncs.com/compatible-mode/v1"
-    )
-    assert compatible_base_url("http://127.0.0.1:9/compatible-mode/v1") == "http://127.0.0.1:9/compatible-mode/v1"
-    with pytest.raises(ValueError, match="neither"):
-        compatible_base_url("https://example.com/v1")
+    def compatible(url: str) -> str:
+        return QwenBatchClient(model="qwen-plus", api_key=KEY, base_url=url).base_url
+
+    assert compatible("https://dashscope.aliyuncs.com/api/v1/") == "https://dashscope.aliyuncs.com/compatible-mode/v1"
+    assert compatible("http://127.0.0.1:9/compatible-mode/v1") == "http://127.0.0.1:9/compatible-mode/v1"
+    with pytest.raises(ValueError, match="does not end in /api/v1"):
+        compatible("https://example.com/v1")
 
 
 async def test_a_vision_model_in_singapore_is_refused_before_anything_is_uploaded(emu: DashScopeEmulator) -> None:
-    async with _client(emu, "qwen3-vl-plus", region="singapore") as client:
+    async with _client(emu, "qwen3-vl-plus", region="ap-southeast-1") as client:
         with pytest.raises(ChatClientInvalidRequestException, match="China \\(Beijing\\) only"):
             await client.submit([_ask("a")])
     assert emu.batches.files == {}
@@ -179,8 +182,8 @@ async def test_a_vision_model_in_singapore_is_refused_before_anything_is_uploade
 async def test_a_model_the_region_does_not_batch_fails_validation_on_the_service_too(emu: DashScopeEmulator) -> None:
     """With ``extra_models`` the client lets it through; the service refuses it asynchronously (a failed batch whose
     errors name the line), and every request gets that as its error."""
-    emu.batches.region = "singapore"
-    async with _client(emu, "qwen3-vl-plus", region="singapore", extra_models=["qwen3-vl-plus"]) as client:
+    emu.batches.region = "ap-southeast-1"
+    async with _client(emu, "qwen3-vl-plus", region="ap-southeast-1", extra_models=["qwen3-vl-plus"]) as client:
         results = await client.run([_ask("a"), _ask("b")], poll_interval=0.02)
     assert [r.ok for r in results.values()] == [False, False]
     assert results["a"].error is not None

@@ -18,8 +18,8 @@ from agent_framework.exceptions import (
 )
 
 from qwen3 import QwenChatClient
+from qwen3.service import resolve_service
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
-from qwen3.uploads import compatible_base_url
 
 KEY = "sk-test-long-0123456789"
 
@@ -85,11 +85,13 @@ async def test_upload_errors(emu: DashScopeEmulator, report: Path, tmp_path: Pat
     with pytest.raises(ChatClientInvalidRequestException, match=r"is a directory, not a media file"):
         await client(emu).upload_document(folder)
     assert emu.documents == []
-    assert compatible_base_url("https://dashscope.aliyuncs.com/api/v1/") == (
+    assert resolve_service(api_key=KEY, base_url="https://dashscope.aliyuncs.com/api/v1/").compatible_base_url == (
         "https://dashscope.aliyuncs.com/compatible-mode/v1"
     )
     with pytest.raises(ValueError, match="/api/v1"):
-        compatible_base_url("https://proxy.example/qwen")
+        await QwenChatClient(model="qwen-long", api_key=KEY, base_url="https://proxy.example/qwen").upload_document(
+            binary
+        )
 
 
 # ------------------------------------------------------------------------------------------- fileid:// on the wire
@@ -185,7 +187,7 @@ async def test_the_emulator_checks_partial_and_the_file_api(emu: DashScopeEmulat
     headers = {"Authorization": f"Bearer {KEY}"}
     early = [{"role": "assistant", "content": "x", "partial": True}, {"role": "user", "content": "y"}]
     thinking = [{"role": "user", "content": "y"}, {"role": "assistant", "content": "x", "partial": True}]
-    files = compatible_base_url(emu.base_url) + "/files"
+    files = emu.compatible_base_url + "/files"
     async with httpx.AsyncClient() as http:
         misplaced = await http.post(url, json={"model": "qwen-plus", "input": {"messages": early}}, headers=headers)
         body = {"model": "qwen-plus", "input": {"messages": thinking}, "parameters": {"enable_thinking": True}}

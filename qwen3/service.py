@@ -1,0 +1,533 @@
+"""One DashScope service: the settings, region, headers and transport every DashScope client of this package uses
+(``QwenChatClient``/``QwenVLChatClient``, ``QwenEmbeddingClient``, ``QwenBatchClient``, the uploads), so that they
+all send the same key, to the same host, with the same workspace.
+
+Settings (`resolve_service` → `DashScopeService`), each from the keyword, else the environment (or ``.env`` file):
+
+- key: ``api_key=``, ``DASHSCOPE_API_KEY``; none is `NO_KEY`.
+- base URL: ``base_url=``, ``DASHSCOPE_BASE_URL``, the dashscope SDK's own ``DASHSCOPE_HTTP_BASE_URL``, then the
+  host of the region (``region=``, ``DASHSCOPE_REGION``; default ``cn-beijing``: ``https://dashscope.aliyuncs.com``)
+  and ``/api/v1``. Native clients refuse an OpenAI-compatible-mode base (`compatible_mode_refused`); the clients of
+  compatible-mode routes (batch, documents) take either and derive the other (`DashScopeService.compatible_base_url`).
+- region: the host's (`region_of`, from the one table `REGIONS`); ``region=`` must agree with an Alibaba host and
+  names it for a host this package cannot place (a proxy, an emulator).
+- workspace: ``workspace=``, ``DASHSCOPE_WORKSPACE`` (the dashscope SDK's variable), sent as ``X-DashScope-WorkSpace``
+  on every request.
+- timeouts: seconds > 0 (``clients.core.client.seconds``), the same check everywhere.
+
+Transport: the dashscope SDK's HTTP client (``dashscope.AsyncClient``, httpx, its own retries off), one per event
+loop and closed with it (``clients.core.client.PerLoop``), made by `DashScopeService.sdk_client` with the key, the
+base URL and the workspace resolved here (so the SDK reads neither its config file nor the environment again). The
+chat clients send through it on the shared request path (``clients.core.client``); the others through
+`DashScopeTransport`: one call with retries per ``retry_policy`` (``clients.core.transport``), a deadline, every answer
+read bounded.
+
+The decisions and their sources: docs/design.md "One DashScope service". The dashscope SDK's own chain (v2
+``_config.py``) is the model: the same variables in the same order; unlike it, this package never falls back to a
+config file, and a base URL given for one region never goes to another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeAlias, TypedDict, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import dashscope
+import httpx
+from agent_framework import SecretString, load_settings
+from agent_framework.exceptions import ChatClientException, SettingNotFoundError
+
+from clients.core.client import PerLoop, seconds
+from clients.core.conversion import invalid
+from clients.core.transport import (
+    Attempts,
+    Failure,
+    RetryAdvice,
+    RetryPolicy,
+    call_with_retries,
+    hide,
+    redact,
+    retry_advice,
+    within,
+)
+from clients.core.validation import read_limited
+
+__all__ = [
+    "DATA_INSPECTION_HEADER",
+    "DEFAULT_BASE_URL",
+    "INTL_BASE_URL",
+    "NO_KEY",
+    "REGIONS",
+    "WORKSPACE_HEADER",
+    "Answer",
+    "DashScopeRegion",
+    "DashScopeService",
+    "DashScopeTransport",
+    "bounded",
+    "merge_headers",
+    "needs_oss_resolve",
+    "region_of",
+    "request_headers",
+    "resolve_service",
+]
+
+_T = TypeVar("_T")
+
+# ---------------------------------------------------------------------------------------------- regions
+
+
+@dataclass(frozen=True)
+class DashScopeRegion:
+    """One region of Model Studio: its id (the dashscope SDK's ``region=`` / ``DASHSCOPE_REGION``), its name, the host
+    of its shared gateway (None: only workspace hosts, ``{workspace}.{id}.maas.aliyuncs.com``), and whether it offers
+    the Batch API and temporary ``oss://`` uploads."""
+
+    id: str
+    name: str
+    host: str | None
+    batch: bool = False
+    uploads: bool = False
+
+
+REGIONS: Mapping[str, DashScopeRegion] = {
+    region.id: region
+    for region in (
+        # Model Studio "Service endpoints" / "Qwen via DashScope" endpoint tables; the Batch API: "OpenAI compatible -
+        # Batch (file input)" (Beijing and Singapore); temporary uploads: "Upload a local file" (Beijing only). Ids:
+        # the dashscope SDK's VALID_REGIONS (v2/_config.py).
+        DashScopeRegion("cn-beijing", "China (Beijing)", "dashscope.aliyuncs.com", batch=True, uploads=True),
+        DashScopeRegion("ap-southeast-1", "International (Singapore)", "dashscope-intl.aliyuncs.com", batch=True),
+        DashScopeRegion("us-east-1", "US (Virginia)", "dashscope-us.aliyuncs.com"),
+        DashScopeRegion("cn-hongkong", "China (Hong Kong)", "cn-hongkong.dashscope.aliyuncs.com"),
+        DashScopeRegion("eu-central-1", "Germany (Frankfurt)", None),
+        DashScopeRegion("ap-northeast-1", "Japan (Tokyo)", None),
+    )
+}
+"""The one host → region table: every rule that depends on the region (batch, uploads, a ``region=`` that must agree
+with the host) reads it through `region_of`."""
+
+DEFAULT_REGION = "cn-beijing"
+DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
+"""Native API base, China (Beijing) region (Model Studio "Qwen via DashScope")."""
+INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
+"""Native API base, international (Singapore) region; keys work only in their own region."""
+NATIVE_PATH = "/api/v1"
+COMPATIBLE_PATH = "/compatible-mode/v1"
+_HOSTS = {region.host: region for region in REGIONS.values() if region.host}
+_WORKSPACE_HOST = ".maas.aliyuncs.com"
+
+
+def _host(base_url: str) -> str:
+    return (urlsplit(base_url.strip()).hostname or "").lower()
+
+
+def region_of(base_url: str) -> DashScopeRegion | None:
+    """The region of a DashScope base URL's host: a shared gateway (``dashscope-intl.aliyuncs.com``…) or a workspace
+    host (``{workspace}.{region}.maas.aliyuncs.com``); None for a host this package cannot place (a proxy, an
+    emulator, an Alibaba host not in `REGIONS`)."""
+    host = _host(base_url)
+    labels = host.split(".")
+    if host.endswith(_WORKSPACE_HOST) and len(labels) >= 5:
+        return REGIONS.get(labels[-4])
+    return _HOSTS.get(host)
+
+
+def is_alibaba(base_url: str) -> bool:
+    """Whether the base URL's host is Alibaba Cloud's (``*.aliyuncs.com``)."""
+    host = _host(base_url)
+    return host == "aliyuncs.com" or host.endswith(".aliyuncs.com")
+
+
+# ---------------------------------------------------------------------------------------------- headers
+
+WORKSPACE_HEADER = "X-DashScope-WorkSpace"
+"""The sub-workspace a request runs in (dashscope SDK ``client/base_api.py`` and ``v2/transport/http.py``; Model Studio
+"Call a model in a sub-workspace")."""
+DATA_INSPECTION_HEADER = "X-DashScope-DataInspection"
+"""Extra content moderation of input and output by Alibaba Cloud Content Moderation (Model Studio "Content
+security", https://help.aliyun.com/zh/model-studio/content-security)."""
+DATA_INSPECTION_ON = '{"input":"cip","output":"cip"}'
+"""The value the content-security page documents: moderate input and output."""
+_WORKSPACE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # dashscope SDK common/env.py: a workspace id
+_FIELD_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # RFC 9110 token
+_CLIENT_HEADERS = frozenset(
+    {"authorization", "accept", "connection", "content-length", "content-type", "host", "transfer-encoding"}
+    | {"x-dashscope-sse"}
+)
+"""Headers the client sets itself: ``headers=`` may not change them (the key, the body's framing, streaming)."""
+
+Headers: TypeAlias = Mapping[str, str]
+DataInspection: TypeAlias = "bool | str | Mapping[str, str] | None"
+"""``data_inspection=``: ``True``, the header's JSON as a mapping, or its text."""
+
+
+def checked_workspace(workspace: Any, error: Callable[[str], Exception] = ValueError) -> str:
+    """``workspace`` if it is a DashScope workspace id (the dashscope SDK's rule, ``common/env.py``), else ``error``."""
+    if not isinstance(workspace, str) or not _WORKSPACE_ID.match(workspace):
+        raise error(f"workspace must be a DashScope workspace id such as 'ws_ab12…', not {workspace!r}.")
+    return workspace
+
+
+def request_headers(
+    *,
+    workspace: str | None = None,
+    data_inspection: DataInspection = None,
+    headers: Headers | None = None,
+    error: Callable[[str], Exception] = invalid,
+) -> dict[str, str]:
+    """The extra HTTP headers of a client or a call: ``headers``, then ``workspace`` as ``X-DashScope-WorkSpace``
+    and ``data_inspection`` as ``X-DashScope-DataInspection`` (these two win over the same name in ``headers``).
+
+    ``data_inspection``: ``True`` sends ``{"input":"cip","output":"cip"}``, a mapping is sent as compact JSON, a
+    string as given, ``False``/None not at all. Messages name a refused header, never its value.
+
+    Raises:
+        (``error``, default ChatClientInvalidRequestException): ``Authorization`` (the key is ``api_key=``'s alone) or
+        another header the client sets; a name that is not an HTTP token; a value that is not a string or has a
+        line break; a workspace that is not a workspace id.
+    """
+    out: dict[str, str] = {}
+    if headers is not None and not isinstance(headers, Mapping):
+        raise error(f"headers must be a mapping of header names to strings, not {type(headers).__name__}.")
+    for name, value in (headers or {}).items():
+        lower = str(name).lower()
+        if lower == "authorization":
+            raise error("headers may not set Authorization: the client sends the API key; pass it as api_key=.")
+        if lower in _CLIENT_HEADERS:
+            raise error(f"headers may not set {name!r}: the client sets it for every request.")
+        if not isinstance(name, str) or not _FIELD_NAME.match(name):
+            raise error(f"headers: {name!r} is not an HTTP header name.")
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            raise error(f"headers: the value of {name!r} must be a string on one line.")
+        out[name] = value
+    if workspace is not None:
+        out = merge_headers(out, {WORKSPACE_HEADER: checked_workspace(workspace, error)})
+    if data_inspection is not None and data_inspection is not False:
+        value = (
+            DATA_INSPECTION_ON
+            if data_inspection is True
+            else json.dumps(dict(data_inspection), separators=(",", ":"))
+            if isinstance(data_inspection, Mapping)
+            else data_inspection
+        )
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            raise error("data_inspection must be True, a mapping like {'input': 'cip', 'output': 'cip'} or a string.")
+        out = merge_headers(out, {DATA_INSPECTION_HEADER: value})
+    return out
+
+
+def merge_headers(base: Headers, override: Headers) -> dict[str, str]:
+    """``base`` with ``override`` on top, names compared without case (HTTP's rule)."""
+    names = {name.lower() for name in override}
+    return {**{name: value for name, value in base.items() if name.lower() not in names}, **override}
+
+
+def needs_oss_resolve(body: Mapping[str, Any]) -> bool:
+    """Whether a request body refers to ``oss://`` temporary files, which DashScope resolves only with the header
+    ``X-DashScope-OssResourceResolve: enable`` (Model Studio "Qwen API reference"; Model Studio "Upload a local file";
+    capture ``*-vl-video-file-sse``)."""
+    for message in body["input"]["messages"]:
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            for key in ("image", "video", "audio"):
+                value = part.get(key)
+                values = value if isinstance(value, list) else [value]
+                if any(isinstance(v, str) and v.startswith("oss://") for v in values):
+                    return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------- settings
+
+NO_KEY = (
+    "No DashScope API key: pass api_key= or set the DASHSCOPE_API_KEY environment variable (keys are per region: an "
+    f"international key also needs region='ap-southeast-1' or base_url={INTL_BASE_URL!r})."
+)
+"""The one missing-key message of every DashScope client."""
+
+
+class _EnvSettings(TypedDict, total=False):
+    """What ``load_settings`` reads with prefix ``DASHSCOPE_`` (``DASHSCOPE_API_KEY``…)."""
+
+    api_key: SecretString | None
+    base_url: str | None
+    http_base_url: str | None  # DASHSCOPE_HTTP_BASE_URL: the dashscope SDK's own variable (its 1.x name)
+    region: str | None  # DASHSCOPE_REGION: the dashscope SDK's variable
+    workspace: str | None  # DASHSCOPE_WORKSPACE: the dashscope SDK's variable
+    model: str | None  # DASHSCOPE_MODEL (QwenChatClient, QwenBatchClient)
+    vl_model: str | None  # DASHSCOPE_VL_MODEL (QwenVLChatClient)
+    embedding_model: str | None  # DASHSCOPE_EMBEDDING_MODEL (QwenEmbeddingClient)
+
+
+@dataclass(frozen=True)
+class DashScopeService:
+    """Where and as whom a DashScope client talks: what `resolve_service` found. Never repr'd with its key."""
+
+    api_key: SecretString
+    base_url: str
+    """The native API base (``…/api/v1`` for Alibaba's hosts), without a trailing ``/``."""
+    region: DashScopeRegion | None
+    """The base URL's region (`region_of`), or the one ``region=`` named for a host this package cannot place."""
+    workspace: str | None
+    """Sent as ``X-DashScope-WorkSpace`` on every request."""
+    model: str | None
+    """The model setting read (``model=`` or its variable), None when none was."""
+
+    def __repr__(self) -> str:
+        region = self.region.id if self.region else None
+        return f"DashScopeService(base_url={self.base_url!r}, region={region!r}, workspace={self.workspace!r})"
+
+    @property
+    def compatible_base_url(self) -> str:
+        """DashScope's OpenAI-compatible base on the same host (where the Batch API, the document store and the
+        Responses API live): ``…/api/v1`` → ``…/compatible-mode/v1``.
+
+        Raises:
+            ValueError: a base URL that does not end in ``/api/v1`` (a proxy with another layout: pass its
+                compatible base to the compatible-mode client itself).
+        """
+        parts = urlsplit(self.base_url)
+        if not parts.path.endswith(NATIVE_PATH):
+            raise ValueError(
+                f"base_url {self.base_url!r} does not end in {NATIVE_PATH}: DashScope's OpenAI-compatible API "
+                f"({COMPATIBLE_PATH}), where the Batch API and the document store live, cannot be found from it."
+            )
+        path = parts.path[: -len(NATIVE_PATH)] + COMPATIBLE_PATH
+        return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers every request carries besides the key: the workspace."""
+        return {WORKSPACE_HEADER: self.workspace} if self.workspace else {}
+
+    def sdk_client(self, timeout: float) -> dashscope.AsyncClient:
+        """A new dashscope SDK HTTP client for this service: key, base URL and workspace as resolved here (the SDK's
+        own chain is not consulted again: ``workspace=""`` when none, so it adds none from its config file), its own
+        retries off (``retry_policy`` replaces them, docs/errors-and-retries.md), ``timeout`` seconds per request
+        unless a request says otherwise."""
+        return dashscope.AsyncClient(
+            api_key=self.api_key.get_secret_value(),
+            base_url=self.base_url,
+            workspace=self.workspace or "",
+            timeout=timeout,
+            max_retries=0,
+        )
+
+
+def compatible_mode_refused(base_url: str) -> str:
+    """The message for an OpenAI-compatible-mode base given to a client of the native API."""
+    return (
+        f"base_url {base_url!r} is DashScope's OpenAI-compatible API; this client speaks the native API (…/api/v1): "
+        f"use e.g. {DEFAULT_BASE_URL!r} or {INTL_BASE_URL!r}."
+    )
+
+
+def _region_base_url(region: DashScopeRegion, workspace: str | None) -> str:
+    if region.host is not None:
+        return f"https://{region.host}{NATIVE_PATH}"
+    if workspace is None:
+        raise ValueError(
+            f"region {region.id!r} ({region.name}) has no shared host: pass workspace= (its host is then "
+            f"{{workspace}}.{region.id}{_WORKSPACE_HOST}) or base_url=."
+        )
+    return f"https://{workspace}.{region.id}{_WORKSPACE_HOST}{NATIVE_PATH}"
+
+
+def resolve_service(
+    *,
+    api_key: str | SecretString | None = None,
+    base_url: str | None = None,
+    region: str | None = None,
+    workspace: str | None = None,
+    model: str | None = None,
+    model_setting: str = "model",
+    compatible: bool = False,
+    env_file_path: str | None = None,
+    env_file_encoding: str | None = None,
+) -> DashScopeService:
+    """The settings of a DashScope client, each from its keyword, else the ``DASHSCOPE_…`` environment variable or
+    the ``.env`` file (the chain: this module's docstring).
+
+    Args:
+        model_setting: which model variable ``model`` falls back to: ``"model"`` (``DASHSCOPE_MODEL``),
+            ``"vl_model"``, ``"embedding_model"``.
+        compatible: the client speaks DashScope's OpenAI-compatible mode (batch, documents): a ``…/compatible-mode/v1``
+            base is taken and read as the native base of the same host. Otherwise it is refused.
+
+    Raises:
+        SettingNotFoundError: no API key (`NO_KEY`).
+        ValueError: a base URL that is not http(s) with a host, a compatible-mode base for a native client, a
+            ``region`` that is not one of `REGIONS` or disagrees with the host's, a workspace that is not a
+            workspace id.
+    """
+    given: dict[str, Any] = {
+        "api_key": api_key,
+        "base_url": base_url,
+        "region": region,
+        "workspace": workspace,
+        model_setting: model,
+    }
+    settings = load_settings(
+        _EnvSettings, env_prefix="DASHSCOPE_", env_file_path=env_file_path, env_file_encoding=env_file_encoding, **given
+    )
+    key = settings.get("api_key")
+    if not key:
+        raise SettingNotFoundError(NO_KEY)
+    space = settings.get("workspace")
+    if space is not None:
+        space = checked_workspace(space)
+    named = settings.get("region")
+    chosen = None
+    if named is not None:
+        chosen = REGIONS.get(str(named))
+        if chosen is None:
+            raise ValueError(f"region must be one of {', '.join(map(repr, REGIONS))}, not {named!r}.")
+    url = settings.get("base_url") or settings.get("http_base_url")
+    url = str(url).strip().rstrip("/") if url else _region_base_url(chosen or REGIONS[DEFAULT_REGION], space)
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
+        raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {url!r}")
+    if url.endswith(COMPATIBLE_PATH) or "/compatible-mode/" in url:
+        if not compatible:
+            raise ValueError(compatible_mode_refused(url))
+        url = url[: url.index("/compatible-mode/")] + NATIVE_PATH
+    placed = region_of(url)
+    if chosen is not None and placed is not None and placed != chosen:
+        raise ValueError(
+            f"region={chosen.id!r} ({chosen.name}) but base_url {url!r} is in {placed.id!r} ({placed.name}): "
+            "requests go to one region only; give the one you mean."
+        )
+    found = settings.get(model_setting)  # type: ignore[misc]
+    return DashScopeService(
+        api_key=key if isinstance(key, SecretString) else SecretString(str(key)),
+        base_url=url,
+        region=placed or chosen,
+        workspace=space,
+        model=str(found) if found else None,
+    )
+
+
+def no_model(model_setting: str, example: str, what: str = "Qwen model") -> SettingNotFoundError:
+    """The missing-model error of every DashScope client that needs one."""
+    return SettingNotFoundError(
+        f"No {what} given: pass model= (e.g. {example!r}) or set the DASHSCOPE_{model_setting.upper()} environment "
+        "variable."
+    )
+
+
+# ---------------------------------------------------------------------------------------------- transport
+
+
+class Answer(NamedTuple):
+    """An HTTP answer, read whole (bounded)."""
+
+    status: int
+    headers: httpx.Headers
+    content: bytes
+
+
+async def bounded(
+    sdk: dashscope.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    limit: int,
+    timeout: httpx.Timeout | None = None,
+    **kwargs: Any,
+) -> Answer:
+    """One request on the SDK client's httpx client (its key, workspace and base URL): ``url`` is a path below the
+    native base or an absolute URL (the compatible-mode base), ``kwargs`` httpx's (``json=``, ``files=``,
+    ``headers=``…); the answer is read whole, at most ``limit`` bytes (past it ``ChatClientInvalidResponseException``).
+    ``timeout``: None keeps the client's."""
+    http = sdk.transport.http_client
+    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    request = http.build_request(method, url, **options, **kwargs)
+    response = await http.send(request, stream=True)
+    try:
+        content = await read_limited(response, limit)
+    finally:
+        await response.aclose()
+    return Answer(response.status_code, response.headers, content)
+
+
+class DashScopeTransport:
+    """HTTP to DashScope for the clients off the chat path (embeddings, batch, documents): `DashScopeService`'s SDK
+    client per event loop, each call retried per ``retry_policy`` within a deadline of ``timeout`` seconds
+    (``connect_timeout`` of them to connect), every answer read bounded. ``async with`` / `aclose` close it."""
+
+    def __init__(
+        self,
+        service: DashScopeService,
+        *,
+        timeout: float,
+        connect_timeout: float,
+        retry_policy: RetryPolicy,
+    ) -> None:
+        self.service = service
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retry_policy = retry_policy
+        self._clients: PerLoop[dashscope.AsyncClient] = PerLoop(_close_sdk)
+
+    def client(self) -> dashscope.AsyncClient:
+        """The SDK client of the running event loop."""
+        return self._clients.get(lambda: self.service.sdk_client(self.timeout))
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (the transport may be used again after)."""
+        await self._clients.aclose()
+
+    async def send(self, method: str, url: str, *, limit: int, **kwargs: Any) -> Answer:
+        """One attempt (`bounded`) on the running loop's client, ``timeout`` seconds (``connect_timeout`` to
+        connect)."""
+        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
+        return await bounded(self.client(), method, url, limit=limit, timeout=timeout, **kwargs)
+
+    async def call(
+        self,
+        attempt: Callable[[], Awaitable[_T]],
+        *,
+        advise: Callable[[Exception], RetryAdvice] = retry_advice,
+    ) -> _T:
+        """``attempt()``, again after transient failures per ``retry_policy`` (``advise`` decides which), the whole,
+        waits included, within ``timeout`` seconds. Raises the last `Failure` (noted with the attempts made), or a
+        ``ChatClientException`` saying why no answer came."""
+        hide(self.service.api_key.get_secret_value())  # a key a server echoes back never reaches an error or log
+        deadline = time.monotonic() + self.timeout
+        attempts = Attempts()
+        try:
+            return await call_with_retries(
+                lambda: within(attempt(), max(deadline - time.monotonic(), 0.0)),
+                self.retry_policy,
+                advise,
+                on_retry=attempts.count,
+                deadline=deadline,
+            )
+        except Failure as failure:
+            raise failure.noted(attempts.note()) from None
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:
+            raise ChatClientException(self.no_answer(exc) + attempts.note()) from exc
+
+    def no_answer(self, exc: BaseException) -> str:
+        """What went wrong when no answer came: the timeout that fired, or the connection failure."""
+        where = f"DashScope at {self.service.base_url}"
+        if isinstance(exc, httpx.ConnectTimeout):
+            return f"Cannot reach {where}: no connection within connect_timeout={self.connect_timeout:g} s"
+        if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError)):
+            return f"{where} did not answer within timeout={self.timeout:g} s"
+        return f"Cannot reach {where}: {redact(str(exc)) or type(exc).__name__}"
+
+
+async def _close_sdk(sdk: dashscope.AsyncClient) -> None:
+    await sdk.aclose()
+
+
+def timeouts(timeout: float | None, connect_timeout: float | None, default: float) -> tuple[float, float]:
+    """``timeout`` and ``connect_timeout`` checked (seconds > 0; None: ``default`` and 10 s)."""
+    return seconds("timeout", timeout, default), seconds("connect_timeout", connect_timeout, 10.0)

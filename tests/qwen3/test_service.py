@@ -1,0 +1,268 @@
+"""One DashScope service (``qwen3.service``): every DashScope client (chat, VL, embeddings, batch, the temporary
+uploads and the Qwen-Long documents) resolves the same key, base URL, region and workspace from the same keywords and
+variables, sends the same headers over real HTTP to the emulator, refuses the same bad values with the same words,
+and closes the SDK client of each event loop with the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_framework import Content, Message
+from agent_framework.exceptions import SettingNotFoundError
+
+from qwen3 import QwenChatClient, QwenVLChatClient
+from qwen3.batch import BatchRequest, QwenBatchClient
+from qwen3.embeddings import QwenEmbeddingClient
+from qwen3.service import NO_KEY, REGIONS, region_of
+from qwen3.testing import DashScopeEmulator
+from tests.conftest import PNG
+
+KEY = "sk-service-test-0123456789"
+INTL = "https://dashscope-intl.aliyuncs.com/api/v1"
+VARIABLES = (
+    "DASHSCOPE_API_KEY",
+    "DASHSCOPE_BASE_URL",
+    "DASHSCOPE_HTTP_BASE_URL",
+    "DASHSCOPE_REGION",
+    "DASHSCOPE_WORKSPACE",
+    "DASHSCOPE_MODEL",
+    "DASHSCOPE_VL_MODEL",
+    "DASHSCOPE_EMBEDDING_MODEL",
+)
+
+Builder = Callable[..., Any]
+CLIENTS: dict[str, Builder] = {
+    "chat": lambda **kw: QwenChatClient(model="qwen-plus", **kw),
+    "vl": lambda **kw: QwenVLChatClient(model="qwen3-vl-plus", **kw),
+    "embeddings": lambda **kw: QwenEmbeddingClient(**kw),
+    "batch": lambda **kw: QwenBatchClient(model="qwen-plus", **kw),
+}
+"""Every DashScope client class, built with the same keywords (the uploads and documents are the chat client's)."""
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def resolved(client: Any) -> tuple[str, str | None, str | None, str]:
+    """(native base URL, region id, workspace, key) as the client will use them."""
+    service = client.service
+    return service.base_url, service.region and service.region.id, service.workspace, service.api_key.get_secret_value()
+
+
+# ---------------------------------------------------------------------------------------------- the bug
+
+
+def test_with_only_the_sdks_own_variable_every_client_goes_to_its_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DASHSCOPE_HTTP_BASE_URL`` alone (the dashscope SDK's variable): chat and embeddings went to Singapore, the
+    batch client to Beijing (uploading the user's requests to a region they did not choose) without the workspace."""
+    monkeypatch.setenv("DASHSCOPE_API_KEY", KEY)
+    monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", INTL)
+    monkeypatch.setenv("DASHSCOPE_WORKSPACE", "ws_team")
+    clients = {name: build() for name, build in CLIENTS.items()}
+    assert clients["batch"].base_url == "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    assert clients["batch"].region == "ap-southeast-1"
+    assert {name: resolved(client) for name, client in clients.items()} == dict.fromkeys(
+        CLIENTS, (INTL, "ap-southeast-1", "ws_team", KEY)
+    )
+
+
+# ---------------------------------------------------------------------------------------------- one chain
+
+
+def _every_request(emu: DashScopeEmulator, tmp_path: Path, given: dict[str, Any], *, uploads: bool) -> list[Any]:
+    """Build every client with ``given`` and have each send what it sends: a chat and a VL answer, embeddings, a batch
+    file, a temporary upload (``uploads``) and a Qwen-Long document. Returns the clients."""
+    image = tmp_path / "pixel.png"
+    image.write_bytes(PNG)
+    document = tmp_path / "notes.txt"
+    document.write_text("K-line notes", encoding="utf-8")
+    clients = [build(**given) for build in CLIENTS.values()]
+    uploader = QwenVLChatClient(model="qwen3-vl-plus", upload_local_files="always" if uploads else "never", **given)
+
+    async def send() -> None:
+        chat, vl, embeddings, batch = clients
+        async with chat, vl, embeddings, batch, uploader:
+            assert (await chat.get_response("hi")).text
+            assert (await vl.get_response("hi")).text
+            assert len(await embeddings.get_embeddings(["K-line"])) == 1
+            await batch.upload(batch.lines([BatchRequest("a", [Message("user", ["hi"])])]))
+            assert (await chat.upload_document(document)).file_id
+            picture = Message("user", ["?", Content.from_uri(image.resolve().as_uri(), media_type="image/png")])
+            await uploader.get_response([picture])
+
+    asyncio.run(send())
+    return [*clients, uploader]
+
+
+SCENARIOS: dict[str, Callable[[DashScopeEmulator], tuple[dict[str, str], dict[str, Any]]]] = {
+    "DASHSCOPE_API_KEY": lambda emu: ({"DASHSCOPE_API_KEY": KEY}, {"base_url": emu.base_url}),
+    "DASHSCOPE_BASE_URL": lambda emu: ({"DASHSCOPE_BASE_URL": emu.base_url}, {"api_key": KEY}),
+    "DASHSCOPE_HTTP_BASE_URL": lambda emu: ({"DASHSCOPE_HTTP_BASE_URL": emu.base_url}, {"api_key": KEY}),
+    "DASHSCOPE_WORKSPACE": lambda emu: ({"DASHSCOPE_WORKSPACE": "ws_team"}, {"api_key": KEY, "base_url": emu.base_url}),
+    "DASHSCOPE_REGION": lambda emu: ({"DASHSCOPE_REGION": "cn-beijing"}, {"api_key": KEY, "base_url": emu.base_url}),
+    "keywords": lambda emu: (
+        {},
+        {"api_key": KEY, "base_url": emu.base_url, "workspace": "ws_team", "region": "cn-beijing"},
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_each_variable_reaches_every_client_and_every_request(
+    scenario: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One variable (or keyword) at a time: every client resolves the same base URL, region, workspace and key, and
+    every HTTP request each one sends carries the same ``Authorization`` and ``X-DashScope-WorkSpace``."""
+    with DashScopeEmulator(api_key=KEY, workspaces=["ws_team"]) as emu:
+        variables, given = SCENARIOS[scenario](emu)
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        clients = _every_request(emu, tmp_path, given, uploads=True)
+        workspace = "ws_team" if scenario in ("DASHSCOPE_WORKSPACE", "keywords") else None
+        region = "cn-beijing" if scenario in ("DASHSCOPE_REGION", "keywords") else None
+        assert {resolved(client) for client in clients} == {(emu.base_url, region, workspace, KEY)}
+        api = [(method, path, headers) for method, path, headers in emu.exchanges if path != "/"]  # "/": the OSS form
+        routes = {path.split("?")[0].rsplit("/", 1)[0] for _, path, _ in api}
+        assert {
+            "/api/v1/services/aigc/text-generation",
+            "/api/v1/services/aigc/multimodal-generation",
+            "/api/v1/services/embeddings/text-embedding",
+            "/compatible-mode/v1",
+            "/api/v1",  # the upload policy
+        } <= routes
+        sent = {(headers.get("authorization"), headers.get("x-dashscope-workspace")) for _, _, headers in api}
+        assert sent == {(f"Bearer {KEY}", workspace)}
+
+
+def test_a_region_picks_the_host_and_must_agree_with_one_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DASHSCOPE_API_KEY", KEY)
+    monkeypatch.setenv("DASHSCOPE_REGION", "ap-southeast-1")
+    assert {resolved(build())[:2] for build in CLIENTS.values()} == {(INTL, "ap-southeast-1")}
+    monkeypatch.setenv("DASHSCOPE_REGION", "us-east-1")
+    for build in CLIENTS.values():
+        with pytest.raises(ValueError, match=r"region='us-east-1' \(US \(Virginia\)\) but base_url"):
+            build(base_url=INTL)
+    monkeypatch.setenv("DASHSCOPE_REGION", "eu-central-1")  # no shared host: its workspace host
+    clients = [build(workspace="ws1") for name, build in CLIENTS.items() if name != "batch"]
+    assert {resolved(client)[:3] for client in clients} == {
+        ("https://ws1.eu-central-1.maas.aliyuncs.com/api/v1", "eu-central-1", "ws1")
+    }
+
+
+def test_uploads_follow_the_region_whichever_way_it_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Temporary uploads exist in China (Beijing) only: refused for a Singapore host, a Singapore region named for a
+    proxy, and through the SDK's own variable alike."""
+    for region, url in (
+        (None, INTL),
+        ("ap-southeast-1", "https://gateway.example/api/v1"),
+        (None, None),
+    ):
+        if url is None:
+            monkeypatch.setenv("DASHSCOPE_HTTP_BASE_URL", INTL)
+        with pytest.raises(ValueError, match=r"only in the China \(Beijing\) region.*International \(Singapore\)"):
+            QwenVLChatClient(
+                model="qwen3-vl-plus", api_key=KEY, base_url=url, region=region, upload_local_files="large"
+            )
+
+
+def test_the_region_table_places_each_host() -> None:
+    for region in REGIONS.values():
+        if region.host is not None:
+            assert region_of(f"https://{region.host}/api/v1/") is region
+        assert region_of(f"https://ws-1.{region.id}.maas.aliyuncs.com/api/v1") is region
+    assert region_of("http://127.0.0.1:8000/api/v1") is None
+    assert region_of("https://dashscope.aliyuncs.com.evil.example/api/v1") is None
+
+
+# ---------------------------------------------------------------------------------------------- one refusal each
+
+
+BAD: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
+    "timeout=-1": ({"timeout": -1}, ValueError, "timeout must be a number of seconds > 0, not -1"),
+    "connect_timeout=0": ({"connect_timeout": 0}, ValueError, "connect_timeout must be a number of seconds > 0, not 0"),
+    "no key": ({"api_key": None}, SettingNotFoundError, NO_KEY),
+    "bad workspace": (
+        {"workspace": "ws/../x"},
+        ValueError,
+        "workspace must be a DashScope workspace id such as 'ws_ab12…', not 'ws/../x'.",
+    ),
+    "bad region": ({"region": "singapore"}, ValueError, "region must be one of 'cn-beijing', 'ap-southeast-1'"),
+    "not http": ({"base_url": "ftp://dashscope.aliyuncs.com/api/v1"}, ValueError, "base_url must be an http://"),
+    "two regions": (
+        {"base_url": INTL, "region": "cn-beijing"},
+        ValueError,
+        "region='cn-beijing' (China (Beijing)) but base_url 'https://dashscope-intl.aliyuncs.com/api/v1' is in "
+        "'ap-southeast-1'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_every_client_refuses_the_same_bad_value_with_the_same_words(case: str) -> None:
+    given, kind, words = BAD[case]
+    messages = set()
+    for name, build in CLIENTS.items():
+        with pytest.raises(kind) as caught:
+            build(**{"api_key": KEY, **given})
+        assert type(caught.value) is kind, name
+        assert words in str(caught.value), name
+        messages.add(str(caught.value))
+    assert len(messages) == 1, messages
+
+
+def test_the_native_clients_refuse_a_compatible_mode_base_and_batch_reads_it() -> None:
+    compatible = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    messages = set()
+    for name, build in CLIENTS.items():
+        if name == "batch":
+            assert build(api_key=KEY, base_url=compatible).service.base_url == INTL
+            continue
+        with pytest.raises(ValueError, match="OpenAI-compatible API; this client speaks the native API") as caught:
+            build(api_key=KEY, base_url=compatible)
+        messages.add(str(caught.value))
+    assert len(messages) == 1
+
+
+def test_the_missing_model_says_the_same_for_chat_and_batch() -> None:
+    with pytest.raises(
+        SettingNotFoundError, match=r"No Qwen model given: pass model= \(e.g. 'qwen-plus'\) or set the "
+    ):
+        QwenChatClient(api_key=KEY)
+    with pytest.raises(SettingNotFoundError, match=r"No model for the batch given: pass model= \(e.g. 'qwen-plus'\)"):
+        QwenBatchClient(api_key=KEY)
+
+
+# ---------------------------------------------------------------------------------------------- one client per loop
+
+
+def test_the_sdk_client_of_an_event_loop_closes_with_it() -> None:
+    """``asyncio.run`` twice with one client (a notebook, a CLI): each loop gets its own SDK client, closed when its
+    loop ends, so nothing is left to the garbage collector ("unclosed transport", "Event loop is closed")."""
+    with DashScopeEmulator(api_key=KEY) as emu:
+        chat = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url)
+        embeddings = QwenEmbeddingClient(api_key=KEY, base_url=emu.base_url)
+
+        async def one() -> list[Any]:
+            await chat.get_response("hi")
+            await embeddings.get_embeddings(["K-line"])
+            return [chat._clients.current, embeddings._transport._clients.current]
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            first = asyncio.run(one())
+            assert [sdk.transport.http_client.is_closed for sdk in first] == [True, True]
+            second = asyncio.run(one())
+            assert all(new is not old for new, old in zip(second, first, strict=True))
+            assert [sdk.transport.http_client.is_closed for sdk in second] == [True, True]
+            del first, second
+            gc.collect()
+        assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
