@@ -551,10 +551,10 @@ def test_a_rerun_with_other_chart_settings_asks_again_instead_of_resuming(
     argv = ["--data", str(folder), "--out", str(tmp_path), "--limit", "1", *WALK, *FAST]
     resumed = []
     with DashScopeEmulator(api_key="sk-emulated", default_reply=emulated_reply) as emu:
-        for extra in ([], ["--days", "30"], []):
+        for extra in ([], ["--days", "30"]):  # the same settings resume (the test above)
             record, _ = _run(entry, pool, [*argv, *extra], emu)
             resumed.append((record.pairs, record.totals.resumed))
-    assert resumed == [(2, 0), (2, 0), (2, 2)]
+    assert resumed == [(2, 0), (2, 0)]
     assert len(list((tmp_path / "charts").glob("*.png"))) == 2 * 2  # each settings' charts kept under its own key
     args = entry.parse_args(["--data", "d", "--out", "o"])
     keys = {
@@ -573,34 +573,83 @@ def test_a_rerun_with_other_chart_settings_asks_again_instead_of_resuming(
     assert len(keys) == 8  # the data, each chart setting, the model and the source each make another key
 
 
+def _shuffled(reply: Reply) -> Reply:
+    """The emulator's verdict with a "support" above the close listed first and the farthest support before the
+    nearest (resistance alike)."""
+    try:
+        verdict = json.loads(reply.text or "")
+    except ValueError:
+        return reply  # the tool call
+    below, above = verdict["support"], verdict["resistance"]  # the emulator's: nearest first, each side
+    if below and above:
+        verdict["support"], verdict["resistance"] = [above[0], *below[::-1]], [below[0], *above[::-1]]
+    reply.text = json.dumps(verdict)
+    return reply
+
+
 def test_failed_calls_are_counted_on_every_run_and_every_source_is_scored_on_the_same_pairs(
     entry: ModuleType, pool: Executor, folder: Path, tmp_path: Path
 ) -> None:
     """One ticker's calls fail (a 400): its pairs are left out of the model's scores and of every baseline's alike,
-    and the failures are shown on the first run and on a resumed one (which does not ask again)."""
+    and the failures are shown on the first run and on a resumed one (which does not ask again). The other ticker's
+    verdicts list a "support" above the close first and the farthest support before the nearest (resistance alike):
+    the scores judge the nearest level below (above) the close and ignore the other side, as recomputed here from the
+    stored verdicts and the CSVs."""
 
-    def refuse(request: RecordedRequest) -> Reply:
+    def answer(request: RecordedRequest) -> Reply:
         if any("600001.SH" in turn.text for turn in request.turns if turn.role == "user"):
             return Reply.error_reply(400, "DataInspectionFailed", "Input data may contain inappropriate content.")
-        return emulated_reply(request)
+        return _shuffled(emulated_reply(request))
 
     argv = ["--data", str(folder), "--out", str(tmp_path), "--limit", "2", *WALK, *FAST]
     seen = []
-    with DashScopeEmulator(api_key="sk-emulated", default_reply=refuse) as emu:
+    with DashScopeEmulator(api_key="sk-emulated", default_reply=answer) as emu:
         for _ in range(2):
             record, printed = _run(entry, pool, argv, emu)
             scores = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
             page = (tmp_path / "backtest.html").read_text(encoding="utf-8")
             seen.append((record, printed, scores, page))
     for number, (record, printed, scores, page) in enumerate(seen):
-        assert record.pairs == 4  # GOOG and 600001.SH, two dates each
+        assert record.pairs == 4  # the first two files, two dates each
         assert record.failed == 2
         assert "2 failed" in printed
         assert "<div>failed<b>2</b></div>" in page
         assert "<div>pairs scored<b>2</b></div>" in page
-        assert {s["calls"] for s in scores} == {2}  # the model and every baseline: GOOG's two pairs
+        assert {s["calls"] for s in scores} == {2}  # the model and every baseline: the other file's two pairs
         assert {s["dates"] for s in scores} == {2}
         assert record.totals.resumed == (0 if number == 0 else 4)
+
+    model = {s["horizon"]: s for s in scores if s["source"] == "model"}
+    links = re.findall(r'<a href="charts/([0-9a-f]{24})\.png">([^<]+)</a>.*?<td class="date">([\d-]+)<', page)
+    assert len(links) == 2
+    with sqlite3.connect(tmp_path / "results.sqlite") as db:
+        rows = db.execute("SELECT key, verdict FROM results WHERE status='done'")
+        verdicts = {key.split(":")[0]: json.loads(v) for key, v in rows}
+    frames = {}
+    for file in folder.glob("*.csv"):
+        with contextlib.suppress(ValueError):
+            frame, symbol = load_csv(file)
+            frames[symbol] = frame
+    for horizon in (5, 20):
+        held = {"support": [0, 0], "resistance": [0, 0]}
+        first_on_the_wrong_side = 0
+        for key, ticker, date in links:
+            data, verdict = frames[ticker], verdicts[key]
+            at = data.index.get_loc(pd.Timestamp(date))
+            close, ahead = data["Close"].iloc[at], data.iloc[at + 1 : at + 1 + horizon]
+            supports = [v for v in verdict["support"] if v <= close]
+            resistances = [v for v in verdict["resistance"] if v >= close]
+            first_on_the_wrong_side += verdict["support"][:1] > [close]
+            if supports:
+                held["support"][1] += 1
+                held["support"][0] += ahead["Low"].min() >= max(supports)
+            if resistances:
+                held["resistance"][1] += 1
+                held["resistance"][0] += ahead["High"].max() <= min(resistances)
+        assert first_on_the_wrong_side > 0  # the first "support" listed was above the close: ignored
+        for side, (n, total) in held.items():
+            assert model[horizon][f"{side}_calls"] == total
+            assert model[horizon][f"{side}_held"] == (pytest.approx(n / total) if total else None)
 
 
 def test_as_of_dates_count_distinct_dates_and_pairs_apart(offline: dict[str, Any]) -> None:
