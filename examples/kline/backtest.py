@@ -93,6 +93,8 @@ class Record:
     totals: Totals
     pairs: int = 0
     failed: int = 0  # pairs whose stored result is a failure, this run's or an earlier one's
+    scored: int = 0  # pairs scored: the model's and every baseline's common sample
+    dates: int = 0  # distinct as-of dates among them
     skipped: dict[str, int] = field(default_factory=dict)
     page: Path | None = None
     emulated: bool = False
@@ -125,7 +127,7 @@ async def run(
             print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")
             print(
                 f"{len(files)} CSVs in {args.data}: {len(pairs)} (ticker, as-of) pairs, {len(finished)} finished "
-                f"before (resumed), {len(todo)} to analyse; {len(skipped)} as-of dates skipped (bad input)"
+                f"before (resumed), {len(todo)} to analyse; {len(skipped)} pairs skipped (bad input)"
             )
             if args.rpm is None or args.tpm is None:  # the account's limits; the emulator has none to keep
                 limits = (UNLIMITED, UNLIMITED) if emulated else DEFAULT_LIMITS
@@ -192,8 +194,8 @@ def write_results(
         if tally is not None and plan.truth is not None:
             dates = plan.recent[at]
             tally.add(claimed(verdict.get("patterns") or ()), set(map(tuple, plan.truth[at])), dates)
-    record.failed = left_out["failed"]
     boot = DateBootstrap(c.as_of for c in calls[MODEL])
+    record.failed, record.scored, record.dates = left_out["failed"], len(calls[MODEL]), len(boot.days)
     totals = {
         "tickers": len(plans),
         "pairs": len(pairs),
@@ -283,7 +285,8 @@ def print_summary(record: Record, run: Run, skipped: Sequence[tuple[Plan, AsOf]]
         f"{record.failed} failed ({t.failed} in this run; failed pairs are left out of every score)"
     )
     counts = ", ".join(f"{n} {kind}" for kind, n in record.skipped.items() if n) or "none"
-    print(f"  skipped:  {sum(record.skipped.values())} as-of dates ({counts})")
+    print(f"  scored:   {record.scored} pairs on {record.dates} distinct as-of dates (the model and every baseline)")
+    print(f"  skipped:  {sum(record.skipped.values())} (ticker, as-of date) pairs ({counts})")
     for plan, as_of in skipped[:SHOWN]:
         print(f"            {plan.symbol or Path(plan.file).name} {as_of.date}: {as_of.problem}")
     if len(skipped) > SHOWN:

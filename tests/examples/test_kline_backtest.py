@@ -618,6 +618,7 @@ def test_failed_calls_are_counted_on_every_run_and_every_source_is_scored_on_the
         assert {s["calls"] for s in scores} == {2}  # the model and every baseline: the other file's two pairs
         assert {s["dates"] for s in scores} == {2}
         assert record.totals.resumed == (0 if number == 0 else 4)
+        assert "scored:   2 pairs on 2 distinct as-of dates" in printed
 
     model = {s["horizon"]: s for s in scores if s["source"] == "model"}
     links = re.findall(r'<a href="charts/([0-9a-f]{24})\.png">([^<]+)</a>.*?<td class="date">([\d-]+)<', page)
