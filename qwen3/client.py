@@ -65,6 +65,7 @@ from qwen3.service import (
     DashScopeService,
     DataInspection,
     Headers,
+    ServiceSettings,
     merge_headers,
     needs_oss_resolve,
     no_model,
@@ -120,12 +121,11 @@ async def _payloads(
 
 
 @dataclass(frozen=True)
-class QwenClientSettings(ClientSettings):
-    """``QwenChatClient``'s keywords as one object: the common ones and DashScope's own (its docstring explains
+class QwenClientSettings(ClientSettings, ServiceSettings):
+    """``QwenChatClient``'s keywords as one object: every client's (`ClientSettings`), every DashScope client's
+    (``qwen3.service.ServiceSettings``: ``region``, ``workspace``…) and the chat clients' own (its docstring explains
     them)."""
 
-    region: str | None = None
-    workspace: str | None = None
     endpoint: Endpoint | None = None
     upload_local_files: UploadLocalFiles = "never"
     data_inspection: DataInspection = None
@@ -159,23 +159,14 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         ``ProviderChatClient`` takes it. Key, base URL, region and workspace: ``qwen3.service.resolve_service``."""
         if settings is None:
             settings = QwenClientSettings.taken_from(kwargs)
-        own = settings if isinstance(settings, QwenClientSettings) else QwenClientSettings()
+        own = settings if isinstance(settings, QwenClientSettings) else QwenClientSettings.of(vars(settings))
         if own.endpoint not in (None, "text", "multimodal"):
             raise ValueError(f"endpoint must be 'text', 'multimodal' or None (automatic), not {own.endpoint!r}.")
         if own.upload_local_files not in UPLOAD_MODES:
             raise ValueError(
                 f"upload_local_files must be 'never', 'large' or 'always', not {own.upload_local_files!r}."
             )
-        self.service: DashScopeService = resolve_service(
-            api_key=settings.api_key,
-            base_url=settings.base_url,
-            region=own.region,
-            workspace=own.workspace,
-            model=settings.model,
-            model_setting=self._MODEL_SETTING,
-            env_file_path=settings.env_file_path,
-            env_file_encoding=settings.env_file_encoding,
-        )
+        self.service: DashScopeService = resolve_service(own, model_setting=self._MODEL_SETTING)
         if self.service.model is None:
             raise no_model(self._MODEL_SETTING, self._EXAMPLE_MODEL)
         if own.upload_local_files != "never" and (region_error := upload_region_error(self.service)):
@@ -185,12 +176,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         self.upload_local_files: UploadLocalFiles = own.upload_local_files
         self._uploaded = UploadedFiles()  # oss:// URLs reused while the file is unchanged (qwen3.uploads)
         super().__init__(settings=settings, **kwargs)
-        self._headers = request_headers(
-            workspace=self.service.workspace,
-            data_inspection=own.data_inspection,
-            headers=own.headers,
-            error=ValueError,
-        )
+        own_headers = request_headers(data_inspection=own.data_inspection, headers=own.headers, error=ValueError)
+        self._headers = merge_headers(own_headers, self.service.headers)  # the workspace wins over headers='s
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         """The model, key and base URL of `service` (``qwen3.service.resolve_service``, in ``__init__``)."""

@@ -34,7 +34,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any, NamedTuple, TypeAlias, TypedDict, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,6 +42,7 @@ import dashscope
 import httpx
 from agent_framework import SecretString, load_settings
 from agent_framework.exceptions import ChatClientException, SettingNotFoundError
+from typing_extensions import Self
 
 from clients.core.client import PerLoop, seconds
 from clients.core.conversion import invalid
@@ -69,7 +70,9 @@ __all__ = [
     "DashScopeRegion",
     "DashScopeService",
     "DashScopeTransport",
+    "ServiceSettings",
     "bounded",
+    "id_segment",
     "merge_headers",
     "needs_oss_resolve",
     "region_of",
@@ -252,6 +255,41 @@ NO_KEY = (
 """The one missing-key message of every DashScope client."""
 
 
+@dataclass(frozen=True)
+class ServiceSettings:
+    """The keywords every DashScope client takes, declared once: ``QwenChatClient`` / ``QwenVLChatClient``
+    (``qwen3.client.QwenClientSettings`` derives from this), ``QwenEmbeddingClient`` and ``QwenBatchClient`` take
+    these and their own (tests/qwen3/test_service.py checks each signature against the fields). None: the
+    environment, else the default (`resolve_service`; the timeouts: the client's own)."""
+
+    model: str | None = None
+    api_key: str | SecretString | None = None
+    base_url: str | None = None
+    region: str | None = None
+    workspace: str | None = None
+    timeout: float | None = None
+    connect_timeout: float | None = None
+    max_retries: int | None = None
+    retry_policy: RetryPolicy | None = None
+    env_file_path: str | None = None
+    env_file_encoding: str | None = None
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any]) -> Self:
+        """The settings among a constructor's ``arguments`` (its ``locals()``: the other names are ignored)."""
+        return cls(**{field.name: arguments[field.name] for field in fields(cls) if field.name in arguments})
+
+    def retries(self) -> RetryPolicy:
+        """``retry_policy`` (default `RetryPolicy()`) with ``max_retries`` over its own."""
+        policy = self.retry_policy if self.retry_policy is not None else RetryPolicy()
+        return policy if self.max_retries is None else replace(policy, max_retries=self.max_retries)
+
+    def timeouts(self, default: float) -> tuple[float, float]:
+        """``timeout`` and ``connect_timeout`` checked (seconds > 0, ``clients.core.client.seconds``; None:
+        ``default`` and 10 s)."""
+        return seconds("timeout", self.timeout, default), seconds("connect_timeout", self.connect_timeout, 10.0)
+
+
 class _EnvSettings(TypedDict, total=False):
     """What ``load_settings`` reads with prefix ``DASHSCOPE_`` (``DASHSCOPE_API_KEY``…)."""
 
@@ -340,19 +378,10 @@ def _region_base_url(region: DashScopeRegion, workspace: str | None) -> str:
 
 
 def resolve_service(
-    *,
-    api_key: str | SecretString | None = None,
-    base_url: str | None = None,
-    region: str | None = None,
-    workspace: str | None = None,
-    model: str | None = None,
-    model_setting: str = "model",
-    compatible: bool = False,
-    env_file_path: str | None = None,
-    env_file_encoding: str | None = None,
+    given: ServiceSettings, *, model_setting: str = "model", compatible: bool = False
 ) -> DashScopeService:
-    """The settings of a DashScope client, each from its keyword, else the ``DASHSCOPE_…`` environment variable or
-    the ``.env`` file (the chain: this module's docstring).
+    """The settings of a DashScope client, each from its keyword in ``given``, else the ``DASHSCOPE_…`` environment
+    variable or the ``.env`` file of ``given.env_file_path`` (the chain: this module's docstring).
 
     Args:
         model_setting: which model variable ``model`` falls back to: ``"model"`` (``DASHSCOPE_MODEL``),
@@ -366,15 +395,19 @@ def resolve_service(
             ``region`` that is not one of `REGIONS` or disagrees with the host's, a workspace that is not a
             workspace id.
     """
-    given: dict[str, Any] = {
-        "api_key": api_key,
-        "base_url": base_url,
-        "region": region,
-        "workspace": workspace,
-        model_setting: model,
+    keywords: dict[str, Any] = {
+        "api_key": given.api_key,
+        "base_url": given.base_url,
+        "region": given.region,
+        "workspace": given.workspace,
+        model_setting: given.model,
     }
     settings = load_settings(
-        _EnvSettings, env_prefix="DASHSCOPE_", env_file_path=env_file_path, env_file_encoding=env_file_encoding, **given
+        _EnvSettings,
+        env_prefix="DASHSCOPE_",
+        env_file_path=given.env_file_path,
+        env_file_encoding=given.env_file_encoding,
+        **keywords,
     )
     key = settings.get("api_key")
     if not key:
@@ -422,6 +455,20 @@ def no_model(model_setting: str, example: str, what: str = "Qwen model") -> Sett
 
 
 # ---------------------------------------------------------------------------------------------- transport
+
+_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
+
+
+def id_segment(value: Any) -> str:
+    """A DashScope id (a batch's, a file's) as one URL path segment: refused when it could change the URL (never
+    escaped).
+
+    Raises:
+        ValueError: not such an id.
+    """
+    if not isinstance(value, str) or not _ID.match(value) or ".." in value:
+        raise ValueError(f"{value!r} is not a DashScope batch or file id.")
+    return value
 
 
 class Answer(NamedTuple):
@@ -526,8 +573,3 @@ class DashScopeTransport:
 
 async def _close_sdk(sdk: dashscope.AsyncClient) -> None:
     await sdk.aclose()
-
-
-def timeouts(timeout: float | None, connect_timeout: float | None, default: float) -> tuple[float, float]:
-    """``timeout`` and ``connect_timeout`` checked (seconds > 0; None: ``default`` and 10 s)."""
-    return seconds("timeout", timeout, default), seconds("connect_timeout", connect_timeout, 10.0)

@@ -42,7 +42,11 @@ from typing import Any, Literal
 import dashscope
 import httpx
 from agent_framework import Content, Message
-from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+)
 from dashscope.utils.oss_utils import OssUtils
 
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
@@ -50,7 +54,7 @@ from clients.core.transport import hide, redact, to_chat_client_exception
 from clients.core.validation import json_object
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
-from qwen3.service import DashScopeService, bounded
+from qwen3.service import DashScopeService, bounded, id_segment
 
 __all__ = [
     "REUSE_SECONDS",
@@ -403,9 +407,12 @@ async def upload_document(
             data={"purpose": "file-extract"},
         )
         found = _file_answer(answer, f"Uploading {str(file)!r} for Qwen-Long failed")
-        file_id = found.get("id")
-        if not isinstance(file_id, str) or not file_id:
-            raise ChatClientException(f"DashScope's answer to the upload of {str(file)!r} names no file id.")
+        try:
+            file_id = id_segment(found.get("id"))
+        except ValueError:
+            raise ChatClientInvalidResponseException(
+                f"DashScope's answer to the upload of {str(file)!r} names no file id: {file_id!r:.100}"
+            ) from None
         deadline = time.monotonic() + wait
         while found.get("status") not in ("processed", None):
             if found.get("status") not in ("processing", "uploaded") or time.monotonic() >= deadline:

@@ -105,10 +105,10 @@ MAF_KEYWORDS: tuple[inspect.Parameter, ...] = tuple(
 ``compaction_strategy`` and ``tokenizer`` for ``BaseChatClient``."""
 
 
-def keyword_signature(settings: type[ClientSettings]) -> inspect.Signature:
+def keyword_signature(settings: type[Any], maf: Sequence[inspect.Parameter] = MAF_KEYWORDS) -> inspect.Signature:
     """The keyword-only signature a public class shows (``inspect.signature``, ``help()``): the fields of
-    ``settings`` in their order, with their types and defaults, then `MAF_KEYWORDS`, then ``**unexpected`` (refused
-    by `refuse_unexpected`)."""
+    ``settings`` (a dataclass) in their order, with their types and defaults, then ``maf`` (MAF's keywords, default
+    the chat clients' `MAF_KEYWORDS`), then ``**unexpected`` (refused by `refuse_unexpected`)."""
     try:
         hints: dict[str, Any] = typing.get_type_hints(settings)
     except Exception:  # a name only imported for type checkers: the annotation as written
@@ -123,7 +123,7 @@ def keyword_signature(settings: type[ClientSettings]) -> inspect.Signature:
         for field in fields(settings)
     ]
     rest = inspect.Parameter("unexpected", inspect.Parameter.VAR_KEYWORD, annotation=Any)
-    return inspect.Signature([*own, *MAF_KEYWORDS, rest])
+    return inspect.Signature([*own, *maf, rest])
 
 
 class PublicKeywords:

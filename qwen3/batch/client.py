@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import IO, Any, TypeVar
 
 import httpx
 from agent_framework import SecretString
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
+from clients.core.keywords import refuse_unexpected
 from clients.core.transport import (
     Failure,
     RetryAdvice,
@@ -50,7 +49,7 @@ from qwen3.batch.lines import (
 )
 from qwen3.batch.results import BatchJob, BatchLineError, BatchResult, parse_result_line
 from qwen3.errors import error_from_body
-from qwen3.service import Answer, DashScopeTransport, no_model, resolve_service, timeouts
+from qwen3.service import Answer, DashScopeTransport, ServiceSettings, id_segment, no_model, resolve_service
 
 logger = logging.getLogger("agent_framework.qwen3.batch")
 
@@ -138,17 +137,11 @@ class QwenBatchClient:
         retry_policy: RetryPolicy | None = None,
         env_file_path: str | None = None,
         env_file_encoding: str | None = None,
+        **unexpected: Any,
     ) -> None:
-        service = resolve_service(
-            api_key=api_key,
-            base_url=base_url,
-            region=region,
-            workspace=workspace,
-            model=model,
-            compatible=True,
-            env_file_path=env_file_path,
-            env_file_encoding=env_file_encoding,
-        )
+        refuse_unexpected(self, unexpected)
+        settings = ServiceSettings.of(locals())
+        service = resolve_service(settings, compatible=True)
         if service.model is None:
             raise no_model("model", "qwen-plus", "model for the batch")
         self.model = checked_model(service.model, "DashScope", error=ValueError)
@@ -156,9 +149,8 @@ class QwenBatchClient:
         self.base_url = service.compatible_base_url
         self.region: Region | None = batch_region(service)
         self.extra_models = frozenset(extra_models)
-        self.timeout, self.connect_timeout = timeouts(timeout, connect_timeout, 120.0)
-        policy = retry_policy if retry_policy is not None else RetryPolicy()
-        self.retry_policy = policy if max_retries is None else replace(policy, max_retries=max_retries)
+        self.timeout, self.connect_timeout = settings.timeouts(120.0)
+        self.retry_policy = settings.retries()
         self._transport = DashScopeTransport(
             service, timeout=self.timeout, connect_timeout=self.connect_timeout, retry_policy=self.retry_policy
         )
@@ -279,16 +271,16 @@ class QwenBatchClient:
 
     async def retrieve(self, batch_id: str) -> BatchJob:
         """``GET /batches/{id}`` (batches of the last 30 days, same pages)."""
-        return BatchJob.from_wire(await self._call("GET", f"batches/{_segment(batch_id)}"))
+        return BatchJob.from_wire(await self._call("GET", f"batches/{id_segment(batch_id)}"))
 
     async def cancel(self, batch_id: str) -> BatchJob:
         """``POST /batches/{id}/cancel``: ``cancelling``, then ``cancelled`` once running requests end (those are
         billed and their answers kept, same pages)."""
-        return BatchJob.from_wire(await self._call("POST", f"batches/{_segment(batch_id)}/cancel"))
+        return BatchJob.from_wire(await self._call("POST", f"batches/{id_segment(batch_id)}/cancel"))
 
     async def delete_file(self, file_id: str) -> None:
         """``DELETE /files/{id}``: files never expire and an account holds at most 10,000 (same pages)."""
-        await self._call("DELETE", f"files/{_segment(file_id)}")
+        await self._call("DELETE", f"files/{id_segment(file_id)}")
 
     async def wait(
         self,
@@ -323,7 +315,7 @@ class QwenBatchClient:
         hide(self.service.api_key.get_secret_value())
         http = self._transport.client().transport.http_client
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-        url = f"{self.base_url}/files/{_segment(file_id)}/content"
+        url = f"{self.base_url}/files/{id_segment(file_id)}/content"
         async with http.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 400:
                 content = await read_limited(response, MAX_JSON_BYTES)
@@ -378,13 +370,3 @@ class QwenBatchClient:
                 logger.warning("batch %s: a result line for no request of this batch: %s", job.id, result.error)
         missing = BatchLineError(job.status, job.failure())
         return {k: r if r.response or r.error else BatchResult(k, error=missing) for k, r in out.items()}
-
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
-
-
-def _segment(value: str) -> str:
-    """A batch or file id as one URL path segment: refused when it could change the URL (never escaped)."""
-    if not isinstance(value, str) or not _ID.match(value) or ".." in value:
-        raise ValueError(f"{value!r} is not a DashScope batch or file id.")
-    return value

@@ -13,6 +13,7 @@ embedding family). Docs: docs/embeddings.md.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -43,7 +44,7 @@ from agent_framework.exceptions import (
 from agent_framework.observability import EmbeddingTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.keywords import refuse_unexpected
+from clients.core.keywords import keyword_signature, refuse_unexpected
 from clients.core.transport import Failure, RetryPolicy, to_chat_client_exception
 from clients.core.validation import json_object
 from qwen3.embeddings.convert import (
@@ -58,7 +59,7 @@ from qwen3.embeddings.convert import (
 )
 from qwen3.embeddings.parse import parse_embeddings, parse_usage
 from qwen3.errors import error_from_body, is_unknown_model
-from qwen3.service import DashScopeService, DashScopeTransport, resolve_service, timeouts
+from qwen3.service import DashScopeService, DashScopeTransport, ServiceSettings, resolve_service
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "QwenEmbeddingClient", "RawQwenEmbeddingClient"]
 
@@ -71,6 +72,12 @@ vector is ~60 KB as JSON, a long text's sparse vector a few hundred KB."""
 OVER_LIMIT = re.compile(r"batch size is invalid, it should not be larger than (\d+)")
 """DashScope's 400 for too many rows in one call: "<400> InternalError.Algo.InvalidParameter: Value error, batch
 size is invalid, it should not be larger than 10.: input.contents" (reported by many users of the API)."""
+EMBEDDING_MAF_KEYWORDS = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+    for name, annotation in (("additional_properties", dict[str, Any] | None), ("otel_provider_name", str | None))
+)
+"""MAF's keywords of an embedding client, after `ServiceSettings`: ``additional_properties`` (``BaseEmbeddingClient``)
+and ``otel_provider_name`` (``EmbeddingTelemetryLayer``)."""
 AS_INTEGRATION: tuple[tuple[type[ChatClientException], type[IntegrationException]], ...] = (
     (ChatClientInvalidAuthException, IntegrationInvalidAuthException),
     (ChatClientContentFilterException, IntegrationContentFilterException),
@@ -121,9 +128,9 @@ class RawQwenEmbeddingClient(
         connect_timeout: float | None = None,
         max_retries: int | None = None,
         retry_policy: RetryPolicy | None = None,
-        additional_properties: dict[str, Any] | None = None,
         env_file_path: str | None = None,
         env_file_encoding: str | None = None,
+        additional_properties: dict[str, Any] | None = None,
         **unexpected: Any,
     ) -> None:
         option = next((name for name in unexpected if name in QwenEmbeddingOptions.__annotations__), None)
@@ -132,22 +139,13 @@ class RawQwenEmbeddingClient(
                 f"{type(self).__name__}() takes no {option!r}: it is an option of each call, "
                 f"get_embeddings(values, options={{{option!r}: ...}})."
             )
-        refuse_unexpected(self, unexpected, declared=RawQwenEmbeddingClient.__init__)
-        self.service: DashScopeService = resolve_service(
-            api_key=api_key,
-            base_url=base_url,
-            region=region,
-            workspace=workspace,
-            model=model,
-            model_setting="embedding_model",
-            env_file_path=env_file_path,
-            env_file_encoding=env_file_encoding,
-        )
+        refuse_unexpected(self, unexpected)
+        settings = ServiceSettings.of(locals())
+        self.service: DashScopeService = resolve_service(settings, model_setting="embedding_model")
         self.model: str = self.service.model or DEFAULT_EMBEDDING_MODEL
         self.base_url: str = self.service.base_url
-        self.timeout, self.connect_timeout = timeouts(timeout, connect_timeout, 60.0)
-        policy = retry_policy if retry_policy is not None else RetryPolicy()
-        self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
+        self.timeout, self.connect_timeout = settings.timeouts(60.0)
+        self.retry_policy: RetryPolicy = settings.retries()
         self._transport = DashScopeTransport(
             self.service, timeout=self.timeout, connect_timeout=self.connect_timeout, retry_policy=self.retry_policy
         )
@@ -314,7 +312,13 @@ class QwenEmbeddingClient(
         SettingNotFoundError: no API key.
         ValueError: a ``base_url`` that is not the native API's, a bad timeout, region or workspace.
 
-    The keywords are declared once, by ``RawQwenEmbeddingClient``; MAF's telemetry layer takes ``otel_provider_name``
-    and hands the rest down. A keyword it does not take is a ``TypeError`` naming this class and the keyword meant; an
-    option of each call (``dimensions``…) says to pass it in ``options=``.
+    The keywords are the DashScope family's (``qwen3.service.ServiceSettings``, declared once; this class's signature
+    is derived from it, ``RawQwenEmbeddingClient``'s is checked against it), then MAF's: its telemetry layer takes
+    ``otel_provider_name`` and hands the rest down. A keyword it does not take is a ``TypeError`` naming this class
+    and the keyword meant; an option of each call (``dimensions``…) says to pass it in ``options=``.
     """
+
+
+QwenEmbeddingClient.__signature__ = keyword_signature(  # type: ignore[attr-defined]  # what inspect.signature reads
+    ServiceSettings, maf=EMBEDDING_MAF_KEYWORDS
+)

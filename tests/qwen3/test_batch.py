@@ -27,7 +27,7 @@ from qwen3.batch import (
     check_lines,
     parse_result_line,
 )
-from qwen3.service import resolve_service
+from qwen3.service import ServiceSettings, resolve_service
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from qwen3.testing._batch import StoredFile
 
@@ -144,7 +144,7 @@ def test_a_bad_custom_id_or_content_names_the_request() -> None:
     ],
 )
 def test_the_region_comes_from_the_host(url: str, region: str | None) -> None:
-    assert batch_region(resolve_service(api_key=KEY, base_url=url, compatible=True)) == region
+    assert batch_region(resolve_service(ServiceSettings(api_key=KEY, base_url=url), compatible=True)) == region
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from agent_framework.exceptions import (
 )
 
 from qwen3 import QwenChatClient
-from qwen3.service import resolve_service
+from qwen3.service import ServiceSettings, resolve_service
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
 
 KEY = "sk-test-long-0123456789"
@@ -85,9 +85,8 @@ async def test_upload_errors(emu: DashScopeEmulator, report: Path, tmp_path: Pat
     with pytest.raises(ChatClientInvalidRequestException, match=r"is a directory, not a media file"):
         await client(emu).upload_document(folder)
     assert emu.documents == []
-    assert resolve_service(api_key=KEY, base_url="https://dashscope.aliyuncs.com/api/v1/").compatible_base_url == (
-        "https://dashscope.aliyuncs.com/compatible-mode/v1"
-    )
+    service = resolve_service(ServiceSettings(api_key=KEY, base_url="https://dashscope.aliyuncs.com/api/v1/"))
+    assert service.compatible_base_url == "https://dashscope.aliyuncs.com/compatible-mode/v1"
     with pytest.raises(ValueError, match="/api/v1"):
         await QwenChatClient(model="qwen-long", api_key=KEY, base_url="https://proxy.example/qwen").upload_document(
             binary

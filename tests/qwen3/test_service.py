@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import warnings
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,8 @@ from agent_framework.exceptions import SettingNotFoundError
 
 from qwen3 import QwenChatClient, QwenVLChatClient
 from qwen3.batch import BatchRequest, QwenBatchClient
-from qwen3.embeddings import QwenEmbeddingClient
-from qwen3.service import NO_KEY, REGIONS, region_of
+from qwen3.embeddings import QwenEmbeddingClient, RawQwenEmbeddingClient
+from qwen3.service import NO_KEY, REGIONS, ServiceSettings, region_of
 from qwen3.testing import DashScopeEmulator
 from tests.conftest import PNG
 
@@ -181,6 +183,39 @@ def test_the_region_table_places_each_host() -> None:
         assert region_of(f"https://ws-1.{region.id}.maas.aliyuncs.com/api/v1") is region
     assert region_of("http://127.0.0.1:8000/api/v1") is None
     assert region_of("https://dashscope.aliyuncs.com.evil.example/api/v1") is None
+
+
+# ---------------------------------------------------------------------------------------------- one keyword list
+
+PUBLIC: dict[str, Any] = {
+    "QwenChatClient": QwenChatClient,
+    "QwenVLChatClient": QwenVLChatClient,
+    "QwenEmbeddingClient": QwenEmbeddingClient,
+    "RawQwenEmbeddingClient": RawQwenEmbeddingClient,
+    "QwenBatchClient": QwenBatchClient,
+}
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_dashscope_client_takes_the_familys_keywords_and_documents_them(name: str) -> None:
+    """The DashScope family's keywords are declared once (``ServiceSettings``): every client's signature shows each,
+    keyword-only, with its default, and its docstring explains it."""
+    cls = PUBLIC[name]
+    parameters = inspect.signature(cls).parameters
+    family = {field.name: field.default for field in fields(ServiceSettings)}
+    assert {key: parameters[key].default for key in family if key in parameters} == family
+    assert all(parameters[key].kind is inspect.Parameter.KEYWORD_ONLY for key in family)
+    explained = {RawQwenEmbeddingClient: QwenEmbeddingClient, QwenVLChatClient: QwenChatClient}.get(cls, cls)
+    documented = (inspect.getdoc(explained) or "").split("Keyword Args:", 1)[-1]
+    assert [key for key in family if key not in documented] == []
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_a_misspelt_keyword_names_the_class_and_the_keyword_meant(name: str) -> None:
+    with pytest.raises(
+        TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'regoin'; did you mean 'region'\?"
+    ):
+        PUBLIC[name](api_key=KEY, model="qwen-plus", regoin="cn-beijing")
 
 
 # ---------------------------------------------------------------------------------------------- one refusal each

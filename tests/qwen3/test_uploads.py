@@ -22,7 +22,7 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidReq
 from clients.core.media import FRAMES_KEY
 from qwen3 import QwenChatClient, QwenVLChatClient
 from qwen3.convert import MAX_INLINE_BYTES
-from qwen3.service import resolve_service
+from qwen3.service import ServiceSettings, resolve_service
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from qwen3.uploads import UploadedFiles, upload_region_error, with_uploaded_files
 from tests.conftest import PNG, wire_json, wire_text
@@ -282,7 +282,7 @@ def test_outside_beijing_the_option_is_refused_at_once(base_url: str) -> None:
     ],
 )
 def test_beijing_and_unknown_hosts_may_upload(base_url: str) -> None:
-    assert upload_region_error(resolve_service(api_key=KEY, base_url=base_url)) is None
+    assert upload_region_error(resolve_service(ServiceSettings(api_key=KEY, base_url=base_url))) is None
     QwenVLChatClient(model="qwen3-vl-plus", api_key=KEY, base_url=base_url, upload_local_files="always")
 
 
@@ -293,7 +293,9 @@ async def test_the_region_is_checked_again_before_anything_is_uploaded(tmp_path:
             [Message("user", ["?", uri(small)])],
             mode="always",
             model="qwen3-vl-plus",
-            service=resolve_service(api_key=KEY, base_url="https://dashscope-intl.aliyuncs.com/api/v1"),
+            service=resolve_service(
+                ServiceSettings(api_key=KEY, base_url="https://dashscope-intl.aliyuncs.com/api/v1")
+            ),
         )
 
 
