@@ -15,7 +15,9 @@ Rules (tags are matched exactly, lower case, as the models emit them):
 
 1. ``<think>`` opens a reasoning block, ``</think>`` closes it. Several blocks may occur; their reasoning is
    joined with a blank line (``"\\n\\n"``). Inside a block only ``</think>`` is special: a ``<think>`` there is
-   literal reasoning text (there is no nesting in any template).
+   literal reasoning text (there is no nesting in any template), except at the very start of the block (after
+   blanks), where a repeated ``<think><think>`` is one opening tag, as SGLang reads it
+   (``test/registered/unit/parser/test_reasoning_parser.py``: "repeated leading start tokens are markers").
 2. Whitespace around a block's reasoning is dropped (templates write ``<think>\\n…\\n</think>``), so an empty
    block, such as Qwen3's thinking-off ``<think>\\n\\n</think>``, yields no reasoning at all.
 3. Whitespace right after ``</think>`` is dropped: the Qwen3 and R1 templates put ``\\n\\n`` between the
@@ -109,6 +111,8 @@ def split_think(text: str, *, assume_open: bool = False, detect_missing_open: bo
         in_block = first_close != -1 and (first_open == -1 or first_close < first_open)
     while True:
         if in_block:
+            while text.startswith(OPEN, start := _skip_space(text, pos)):  # rule 1: a repeated opening tag
+                pos = start + len(OPEN)
             end = text.find(CLOSE, pos)
             if end == -1:
                 blocks.append(text[pos:])  # rule 6
@@ -203,7 +207,6 @@ class ThinkSplitter:
         self._tail = ""  # "pretag": the last characters held, where a tag ending in the next chunk may begin
         self._blank = True  # _buf is empty or white space
         self._scan = 0  # "pretag": no tag starts before this index of _buf
-        self._swallow_open = self.assume_open  # rule 5: a leading <think> echoed despite the pre-fill
         self._block_has_text = False
         self._any_reasoning = False
         self._state: _State
@@ -330,19 +333,16 @@ class ThinkSplitter:
                 if not rest:
                     return
                 self._state = "text"
-            elif state == "block_start":  # rule 2: drop leading blanks; maybe an echoed <think> or at once </think>
+            elif state == "block_start":  # rule 2: drop leading blanks; rule 1: a repeated <think> (or rule 5's echo)
                 rest = buf.lstrip()
                 self._buf = rest
                 if not rest:
                     return
-                if self._swallow_open:
-                    if rest.startswith(OPEN):
-                        self._swallow_open = False
-                        self._buf = rest[len(OPEN) :]
-                        continue
-                    if not final and OPEN.startswith(rest):
-                        return
-                    self._swallow_open = False
+                if rest.startswith(OPEN):
+                    self._buf = rest[len(OPEN) :]
+                    continue
+                if not final and OPEN.startswith(rest):
+                    return
                 self._state = "block"
             else:  # "block": reasoning; hold trailing blanks (rule 2) and a possible partial </think>
                 close_at = buf.find(CLOSE)

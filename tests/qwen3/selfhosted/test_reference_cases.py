@@ -97,7 +97,7 @@ def chunkings(case: Case) -> list[tuple[str, list[int] | None]]:
 async def test_reference_case(vllm: SelfHostedQwenEmulator, case: Case) -> None:
     assert case.source in SOURCES
     client = RawSelfHostedQwenChatClient(model=vllm.model, base_url=vllm.base_url, server="vllm", retry_policy=FAST)
-    options: dict[str, Any] = {"tools": tools_of(case)} if case.expect.calls else {}
+    options: dict[str, Any] = {"tools": tools_of(case)} if case.tools or case.expect.calls else {}
     if case.thinking is not None:
         options["enable_thinking"] = case.thinking
     if case.thinking is not False and case.expect.reasoning:
