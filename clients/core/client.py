@@ -53,6 +53,7 @@ from clients.core.transport import (
     hide,
     http_errors,
     retry_advice,
+    shown_url,
     to_chat_client_exception,
     transport_cause,
     within,
@@ -194,7 +195,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         resolved_model, key, url = self._settings(settings)
         scheme, _, rest = url.partition("://")
         if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
-            raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {url!r}")
+            raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {shown_url(url)!r}")
         default_timeout, default_connect, default_idle = self._DEFAULT_TIMEOUTS
         self.model: str = checked_model(resolved_model, self._PROVIDER, error=ValueError)
         self.base_url: str = url

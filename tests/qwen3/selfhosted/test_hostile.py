@@ -124,6 +124,9 @@ async def test_a_token_in_base_url_is_sent_but_never_shown(vllm: SelfHostedQwenE
     assert TOKEN not in client.service_url()  # what OpenTelemetry spans report as server.address
     await ask(client)
     assert vllm.requests[-1].headers["authorization"].startswith("Basic ")  # httpx sends the userinfo
+    with pytest.raises(ValueError, match="http:// or https://") as info:
+        SelfHostedQwenChatClient(model="m", base_url=f"ftp://u:{TOKEN}@host/v1")
+    assert TOKEN not in str(info.value)
 
 
 def leaks(exc: BaseException) -> list[str]:
