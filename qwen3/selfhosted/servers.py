@@ -43,6 +43,7 @@ from agent_framework.exceptions import (
 )
 
 from clients.core.transport import redact, shown_url
+from qwen3.service import region_of
 
 if TYPE_CHECKING:
     import httpx2
@@ -115,9 +116,9 @@ class ServerInfo:
 
 
 def is_dashscope(url: str) -> bool:
-    """A DashScope (Alibaba Model Studio) URL: ``QwenChatClient`` is the client for it."""
-    host = url.partition("://")[2].split("/", 1)[0].lower()
-    return host.startswith("dashscope") and host.endswith(".aliyuncs.com")
+    """A DashScope (Alibaba Model Studio) URL, a host of the region table (``qwen3.service.region_of``: the shared
+    gateways and the workspace hosts): ``QwenChatClient`` is the client for it."""
+    return region_of(url) is not None
 
 
 def dashscope_error(url: str) -> ChatClientInvalidRequestException:

@@ -18,7 +18,7 @@ import pytest
 from agent_framework import Content, Message
 from agent_framework.exceptions import SettingNotFoundError
 
-from qwen3 import QwenChatClient, QwenVLChatClient
+from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
 from qwen3.batch import BatchRequest, QwenBatchClient
 from qwen3.embeddings import QwenEmbeddingClient, RawQwenEmbeddingClient
 from qwen3.service import NO_KEY, REGIONS, ServiceSettings, region_of
@@ -183,6 +183,22 @@ def test_the_region_table_places_each_host() -> None:
         assert region_of(f"https://ws-1.{region.id}.maas.aliyuncs.com/api/v1") is region
     assert region_of("http://127.0.0.1:8000/api/v1") is None
     assert region_of("https://dashscope.aliyuncs.com.evil.example/api/v1") is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        "https://cn-hongkong.dashscope.aliyuncs.com/compatible-mode/v1",
+        "https://ws-1.eu-central-1.maas.aliyuncs.com/compatible-mode/v1",
+    ],
+)
+def test_the_self_hosted_client_sends_every_dashscope_host_of_the_table_to_qwenchatclient(url: str) -> None:
+    """The self-hosted client refuses a DashScope URL by the same table (the Hong Kong and workspace hosts were let
+    through: their names do not start with ``dashscope``)."""
+    with pytest.raises(ValueError, match="QwenChatClient"):
+        SelfHostedQwenChatClient(model="qwen-plus", base_url=url)
+    SelfHostedQwenChatClient(model="qwen-plus", base_url="https://my-vllm.cn-hangzhou.pai-eas.aliyuncs.com/v1")
 
 
 # ---------------------------------------------------------------------------------------------- one keyword list
