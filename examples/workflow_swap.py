@@ -15,7 +15,7 @@ Two agents, two workflows (``agent_framework_orchestrations``):
 - ``group``: a round-robin group chat (``GroupChatBuilder`` with a selection function), ChartReader → Analyst →
   ChartReader …, ending after ``--rounds`` agent turns (default 3: describe, analyse, review).
 
-Each agent sees the other's turns as user turns starting ``[Name]: `` (``clients.core.multi_agent``), never as its own
+Each agent sees the other's turns as user turns starting ``[Name]: `` (``clients.core.convert``), never as its own
 assistant turns: every client of this package rewrites them the same way, which is what makes the swap safe.
 
 The chart data and image come from the ``kline`` package beside it (GOOG sample bundled with matplotlib, or ``--csv``).

@@ -36,6 +36,7 @@ from typing_extensions import TypeVar, Unpack
 
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.parse import WRONG_SHAPE, json_object
 from clients.core.transport import (
     EventStream,
     Failure,
@@ -45,7 +46,6 @@ from clients.core.transport import (
     streamed_json,
     to_chat_client_exception,
 )
-from clients.core.validation import WRONG_SHAPE, json_object
 from qwen3.convert import conversation_has_media, request_body, request_messages
 from qwen3.errors import error_from_body, explained, parse_error
 from qwen3.options import (
@@ -488,7 +488,7 @@ class QwenChatClient(
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
-            prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``, docs/multi-agent.md).
+            prefixed ``[Name]: `` (default True; ``clients.core.convert.rewrite_other_agents``, docs/multi-agent.md).
         upload_local_files: local media files (``file://`` URIs in user messages and tool results) are sent inline
             as base64 ``data:`` URIs, which DashScope takes up to 10 MB each. ``"never"`` (default): always inline,
             larger files are refused before sending. ``"large"``: files over 10 MB are uploaded to DashScope's

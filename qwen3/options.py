@@ -16,14 +16,7 @@ from typing import Any, Generic, Literal, TypedDict
 from agent_framework import ChatOptions
 from pydantic import BaseModel
 
-from clients.core.conversion import (
-    MAF_OPTIONS,
-    ResponseModelT,
-    as_list,
-    function_tools,
-    invalid,
-    refuse_unsupported,
-)
+from clients.core.convert import MAF_OPTIONS, ResponseModelT, as_list, function_tools, invalid, refuse_unsupported
 from qwen3.routing import supports_json_schema, thinking_mode, thinks_by_default
 
 logger = logging.getLogger("agent_framework.qwen3")

@@ -13,9 +13,8 @@ from typing import Any
 
 from agent_framework import Annotation, ChatResponse, ChatResponseUpdate, Content, Message, TextSpanRegion, UsageDetails
 
-from clients.core.conversion import text_delta, think_contents, tool_call_fragments
+from clients.core.parse import StreamedToolCalls, text_delta, think_contents, tool_call_fragments
 from clients.core.think import LeadingThinkSplitter, split_think
-from clients.core.tool_calls import StreamedToolCalls
 
 # ---------------------------------------------------------------------------------------------- responses
 
@@ -281,7 +280,7 @@ def parse_stream_event(data: Mapping[str, Any], state: StreamState, *, model: st
     if reason is not None:
         state.finished = True
         contents.extend(think_contents(state.think.flush()))
-        contents.extend(state.tool_calls.flush())  # argument pieces held back (clients.core.tool_calls)
+        contents.extend(state.tool_calls.flush())  # argument pieces held back (StreamedToolCalls)
     if state.citations is not None:
         state.citations.annotate(contents)
         if reason is not None and (uncited := state.citations.uncited()):

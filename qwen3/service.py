@@ -45,7 +45,7 @@ from agent_framework.exceptions import ChatClientException, SettingNotFoundError
 from typing_extensions import Self
 
 from clients.core.client import PerLoop, seconds
-from clients.core.conversion import invalid
+from clients.core.convert import invalid
 from clients.core.transport import (
     Attempts,
     Failure,
@@ -53,11 +53,11 @@ from clients.core.transport import (
     RetryPolicy,
     call_with_retries,
     hide,
+    read_limited,
     redact,
     retry_advice,
     within,
 )
-from clients.core.validation import read_limited
 
 __all__ = [
     "DATA_INSPECTION_HEADER",

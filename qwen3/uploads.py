@@ -50,8 +50,8 @@ from agent_framework.exceptions import (
 from dashscope.utils.oss_utils import OssUtils
 
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
+from clients.core.parse import json_object
 from clients.core.transport import hide, redact, to_chat_client_exception
-from clients.core.validation import json_object
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
 from qwen3.service import DashScopeService, bounded, id_segment

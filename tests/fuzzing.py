@@ -4,12 +4,12 @@
 What each part must do with hostile input (``tests/strategies.py``), whatever it is:
 
 - ``convert``: a MAF message list becomes a request body the transport can send (strict JSON: no NaN, UTF-8
-  encodable, nested at most ``clients.core.tool_calls.MAX_NESTING`` levels below the tool-call arguments), or the
+  encodable, nested at most ``clients.core.parse.MAX_NESTING`` levels below the tool-call arguments), or the
   converter raises ``ChatClientInvalidRequestException``, before anything is sent.
 - ``response`` / ``events``: a response body, or a stream's events, becomes a well-formed ``ChatResponse`` (the
   types MAF declares: ``text`` a string, ids and finish reason strings, usage counts integers; for a stream,
   ``ChatResponse.from_updates`` of what was delivered, as MAF builds it), or the parse raises
-  ``ChatClientInvalidResponseException`` naming the provider (through ``clients.core.validation.parsed``, as the
+  ``ChatClientInvalidResponseException`` naming the provider (through ``clients.core.parse.parsed``, as the
   clients call it), or the provider's documented exception (Gemini: a blocked prompt or an error object; Anthropic:
   ``StreamError`` for an ``error`` event, which the client classifies).
 - ``sse``: ``clients.core.transport.aiter_events`` over any chunking of a stream's bytes gives the same events as over
@@ -42,6 +42,7 @@ from agent_framework.exceptions import (
 from hypothesis import strategies as st
 
 from clients.core.client import ProviderRequest
+from clients.core.parse import parsed
 from clients.core.transport import (
     Failure,
     ProviderError,
@@ -52,7 +53,6 @@ from clients.core.transport import (
     retry_advice,
     to_chat_client_exception,
 )
-from clients.core.validation import parsed
 from clients.testing import Answer
 from tests import strategies as s
 

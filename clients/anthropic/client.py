@@ -37,8 +37,8 @@ from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.parse import json_object
 from clients.core.transport import EventStream, Failure, SSEDecoder, aiter_events
-from clients.core.validation import json_object
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
 
@@ -257,7 +257,7 @@ class AnthropicChatClient(
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
-            prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
+            prefixed ``[Name]: `` (default True; ``clients.core.convert``).
 
     Options (``AnthropicChatOptions``): the MAF ones plus ``thinking`` / ``thinking_budget``, ``top_k``,
     ``effort``, ``prefill``, and any Anthropic request field by its own name. See docs/anthropic.md.

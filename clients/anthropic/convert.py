@@ -17,15 +17,8 @@ from urllib.parse import unquote_to_bytes
 from agent_framework import Content, Message
 
 from clients.anthropic.options import convert_options
-from clients.core.conversion import (
-    NOT_SENT,
-    add_system_text,
-    invalid,
-    result_text,
-    sendable,
-)
+from clients.core.convert import NOT_SENT, add_system_text, invalid, json_object_arguments, result_text, sendable
 from clients.core.media import MediaError, local_file, media_type_of, read_media_file, resolve_uri
-from clients.core.tool_calls import json_object_arguments
 
 logger = logging.getLogger("agent_framework.qwen3.anthropic")
 
@@ -154,7 +147,7 @@ def _read_local(path: Path, media_type: str | None, where: str) -> tuple[str, st
 def _tool_use(content: Content) -> dict[str, Any]:
     """A ``function_call`` → ``{"type": "tool_use", "id", "name", "input": {…}}`` (``input`` is a JSON object,
     capture ``mirascope__test_call_with_tools__…sync`` interaction 2). Broken arguments are repaired for the wire
-    (``clients.core.tool_calls.json_object_arguments``); the caller's message keeps the original."""
+    (``clients.core.convert.json_object_arguments``); the caller's message keeps the original."""
     arguments = json.loads(json_object_arguments(content.arguments, content.name))
     return {"type": "tool_use", "id": content.call_id, "name": content.name, "input": arguments}
 
@@ -303,7 +296,7 @@ def _merge(turns: list[tuple[str, str, list[dict[str, Any]]]]) -> list[dict[str,
     together, capture ``mirascope__test_call_with_tools__…`` interaction 2). Other consecutive same-role messages
     stay separate: the API combines them itself ("Consecutive user or assistant turns in your request will be
     combined into a single turn", *messages*), and separate messages keep each ``[Name]: `` turn of a multi-agent
-    history its own (``clients.core.multi_agent``). In a message, ``tool_result`` blocks go first ("any text must
+    history its own (``clients.core.convert``). In a message, ``tool_result`` blocks go first ("any text must
     come AFTER all tool results", *tool use*).
     """
     out: list[dict[str, Any]] = []
@@ -430,7 +423,7 @@ def request_body(
     Raises:
         ChatClientInvalidRequestException: what `clients.anthropic.options.convert_options` refuses (an option
             Anthropic does not have, a thinking rule broken…), a thinking budget not below ``max_tokens``, and a body
-            that cannot be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
+            that cannot be sent as JSON (NaN, a lone surrogate…; ``clients.core.convert.sendable``).
     """
     params = convert_options(options)
     thinking = params.get("thinking")

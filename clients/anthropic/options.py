@@ -12,7 +12,7 @@ from agent_framework import ChatOptions
 from anthropic import transform_schema
 from pydantic import BaseModel
 
-from clients.core.conversion import (
+from clients.core.convert import (
     MAF_OPTIONS,
     ResponseModelT,
     as_list,
@@ -167,7 +167,7 @@ def _response_schema(value: Any) -> dict[str, Any]:
     every object, unsupported constraints moved into descriptions: what *structured outputs* accept; capture
     ``mirascope__test_structured_output__strict``). A mapping is the caller's schema, sent as given; an OpenAI-style
     ``{"type": "json_schema", "json_schema": {"schema": …}}`` or ``{"type": "json_schema", "schema": …}`` wrapper
-    is unwrapped (``clients.core.conversion.response_schema``); one without a schema (``{"type": "json_object"}``)
+    is unwrapped (``clients.core.convert.response_schema``); one without a schema (``{"type": "json_object"}``)
     raises: Anthropic has no schema-less JSON mode.
     """
     if isinstance(value, type) and issubclass(value, BaseModel):

@@ -14,8 +14,7 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, 
 
 from clients.anthropic.convert import ANTHROPIC_NAMESPACE
 from clients.anthropic.errors import StreamError
-from clients.core.conversion import text_delta
-from clients.core.tool_calls import StreamedToolCalls
+from clients.core.parse import StreamedToolCalls, text_delta
 
 # ---------------------------------------------------------------------------------------------- responses
 
@@ -250,7 +249,7 @@ def parse_stream_event(
     if kind == "message_delta":
         state.stop_reason = (event.get("delta") or {}).get("stop_reason") or state.stop_reason
         state.usage.update(event.get("usage") or {})
-        contents: list[Content] = state.tool_calls.flush()  # argument pieces held back (clients.core.tool_calls)
+        contents: list[Content] = state.tool_calls.flush()  # argument pieces held back (clients.core.parse)
         usage = parse_usage(state.usage)
         if usage:
             contents.append(Content.from_usage(usage, merge_mode="replace"))

@@ -39,8 +39,9 @@ from agent_framework import (
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 from typing_extensions import Self, TypeVar
 
+from clients.core.convert import AgentNameMixin, checked_model, checked_option_types, rewrite_other_agents
 from clients.core.keywords import ClientSettings
-from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
+from clients.core.parse import parsed
 from clients.core.transport import (
     MAX_EVENT_BYTES,
     PERMANENT_CODES,
@@ -58,7 +59,6 @@ from clients.core.transport import (
     transport_cause,
     within,
 )
-from clients.core.validation import checked_model, checked_option_types, parsed
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
@@ -246,7 +246,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     # ------------------------------------------------------------------------------------------ conversion
 
     def _history(self, messages: Sequence[Message]) -> list[Message]:
-        """Other agents' turns as ``[Name]: `` user turns (multi-agent conversations, ``clients.core.multi_agent``)."""
+        """Other agents' turns as ``[Name]: `` user turns (``clients.core.convert.rewrite_other_agents``)."""
         return rewrite_other_agents(messages, self.own_agent_name, enabled=self.rewrite_other_agents)
 
     async def _build_request(

@@ -155,6 +155,7 @@ __all__ = [
     "hide",
     "is_transient",
     "is_transient_transport_error",
+    "read_limited",
     "redact",
     "retry_advice",
     "retry_after_seconds",
@@ -885,3 +886,18 @@ class EventStream:
             await self._payloads.aclose()
         finally:
             await self._close()
+
+
+async def read_limited(response: httpx.Response, limit: int, provider: str = "DashScope") -> bytes:
+    """The body of a streamed ``response``, read whole but never more than ``limit`` bytes.
+
+    Raises:
+        ChatClientInvalidResponseException: the body is longer; reading stops there.
+    """
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ChatClientInvalidResponseException(f"{provider} sent an answer over {limit} bytes; stopped.")
+        chunks.append(chunk)
+    return b"".join(chunks)

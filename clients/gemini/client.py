@@ -47,8 +47,8 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.parse import WRONG_SHAPE, json_object
 from clients.core.transport import EventStream, Failure, as_text, event_too_long
-from clients.core.validation import WRONG_SHAPE, json_object
 from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions
@@ -443,7 +443,7 @@ class GeminiChatClient(
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
-            prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
+            prefixed ``[Name]: `` (default True; ``clients.core.convert``).
 
     Raises:
         SettingNotFoundError: no API key or no model, naming the variables to set.

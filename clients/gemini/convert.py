@@ -20,15 +20,9 @@ from typing import Any
 
 from agent_framework import Content, Message
 
-from clients.core.conversion import (
-    NOT_SENT,
-    add_system_text,
-    invalid,
-    result_text,
-    sendable,
-)
+from clients.core.convert import NOT_SENT, add_system_text, invalid, json_object_arguments, result_text, sendable
 from clients.core.media import MediaError, media_type_of, resolve_uri
-from clients.core.tool_calls import json_object_arguments, strict_json
+from clients.core.parse import strict_json
 from clients.gemini.options import convert_options
 
 logger = logging.getLogger("agent_framework.qwen3.gemini")
@@ -216,7 +210,7 @@ def _user_parts(message: Message, where: str) -> list[dict[str, Any]] | None:
 
 def _arguments(content: Content) -> dict[str, Any]:
     """A function call's ``args``: its arguments as a JSON object, by the rule every client follows
-    (``clients.core.tool_calls.json_object_arguments``: a cut-off object closed, anything else ``{"raw": …}``)."""
+    (``clients.core.convert.json_object_arguments``: a cut-off object closed, anything else ``{"raw": …}``)."""
     arguments: dict[str, Any] = json.loads(json_object_arguments(content.arguments, content.name))
     return arguments
 
@@ -394,7 +388,7 @@ def convert_messages(
       loses its position (docs/gemini.md).
     - ``user`` → ``role: "user"``, one part per content in order: ``text``, ``inlineData`` (data URIs, local
       files), ``fileData`` (URLs, ``gs://``, Files API). ``author_name`` is not sent (Gemini has no name field;
-      other agents' turns arrive already rewritten, ``clients.core.multi_agent``).
+      other agents' turns arrive already rewritten, ``clients.core.convert``).
     - ``assistant`` → ``role: "model"``: Gemini's own thoughts (``thought: true``), text and ``functionCall``
       parts with their ``thoughtSignature``; consecutive assistant messages form one model turn.
     - ``tool`` → one ``role: "user"`` turn of ``functionResponse`` parts per model turn, in call order, the name
@@ -479,7 +473,7 @@ def request_body(
 
     Raises:
         ChatClientInvalidRequestException: nothing to send, what ``convert_options`` refuses, or a body that cannot
-            be sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
+            be sent as JSON (NaN, a lone surrogate…; ``clients.core.convert.sendable``).
     """
     del model, stream  # the model is in the URL (and was read by convert_messages); same body for both endpoints
     system, contents = converted

@@ -10,7 +10,7 @@ from typing import Any, Generic, TypedDict
 
 from agent_framework import ChatOptions
 
-from clients.core.conversion import (
+from clients.core.convert import (
     MAF_OPTIONS,
     ResponseModelT,
     as_list,

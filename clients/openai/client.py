@@ -36,6 +36,7 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.parse import json_object
 from clients.core.transport import (
     PERMANENT_CODES,
     EventStream,
@@ -47,7 +48,6 @@ from clients.core.transport import (
     shown_url,
     url_secrets,
 )
-from clients.core.validation import json_object
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
@@ -400,7 +400,7 @@ class OpenAIChatCompletionClient(
         retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
-            prefixed ``[Name]: `` (default True; ``clients.core.multi_agent``).
+            prefixed ``[Name]: `` (default True; ``clients.core.convert``).
         middleware, function_invocation_configuration: MAF's tool and middleware layers.
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.
 

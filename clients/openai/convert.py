@@ -17,15 +17,7 @@ from agent_framework import (
     prepend_instructions_to_messages,
 )
 
-from clients.core.conversion import (
-    NOT_SENT,
-    hoist_tool_media,
-    invalid,
-    result_text,
-    sendable,
-    tool_media,
-    wire_tool_calls,
-)
+from clients.core.convert import NOT_SENT, hoist_tool_media, invalid, result_text, sendable, tool_media, wire_tool_calls
 from clients.core.media import MediaError, media_kind, media_type_of, media_uri
 from clients.openai.options import convert_options
 
@@ -66,7 +58,7 @@ def _name(message: Message) -> dict[str, str]:
     """``{"name": author_name}`` when OpenAI accepts it, else nothing: never mangled (MAF's official client turns
     "Weather Bot-2" into "WeatherBot2" and drops "助手", MAF 1.23's source;
     other agents are named in the text by
-    ``clients.core.multi_agent`` anyway)."""
+    ``clients.core.convert`` anyway)."""
     name = message.author_name
     return {"name": name} if name and NAME_PATTERN.match(name) else {}
 
@@ -238,7 +230,7 @@ def _assistant_message(
 def _tool_messages(message: Message) -> list[dict[str, Any]]:
     """One ``role: "tool"`` message per function result, in order, text only (recorded exchange
     ``mirascope__test_call_with_tools``); media the result carried follow in a user message
-    (``clients.core.conversion``, recorded exchange ``pydantic-ai__test_image_url_tool_response``)."""
+    (``clients.core.convert``, recorded exchange ``pydantic-ai__test_image_url_tool_response``)."""
     out: list[dict[str, Any]] = []
     for content in message.contents:
         if content.type != "function_result":
@@ -319,7 +311,7 @@ def request_body(
 
     Raises:
         ChatClientInvalidRequestException: no messages, what ``convert_options`` raises, or a body that cannot be
-            sent as JSON (NaN, a lone surrogate…; ``clients.core.conversion.sendable``).
+            sent as JSON (NaN, a lone surrogate…; ``clients.core.convert.sendable``).
     """
     if not wire:
         raise invalid("No messages to send: OpenAI needs at least one message with text or media.")

@@ -15,13 +15,7 @@ from agent_framework import (
 from openai.lib import type_to_response_format_param
 from pydantic import BaseModel
 
-from clients.core.conversion import (
-    MAF_OPTIONS,
-    ResponseModelT,
-    function_tools,
-    invalid,
-    refuse_unsupported,
-)
+from clients.core.convert import MAF_OPTIONS, ResponseModelT, function_tools, invalid, refuse_unsupported
 
 
 class OpenAIChatCompletionOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):

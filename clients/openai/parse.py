@@ -21,13 +21,8 @@ from agent_framework import (
     UsageDetails,
 )
 
-from clients.core.conversion import (
-    text_delta,
-    think_contents,
-    tool_call_fragments,
-)
+from clients.core.parse import StreamedToolCalls, text_delta, think_contents, tool_call_fragments
 from clients.core.think import LeadingThinkSplitter, split_leading_think
-from clients.core.tool_calls import StreamedToolCalls
 from clients.openai.convert import REASONING_FIELDS, REFUSAL_PROPERTIES
 
 logger = logging.getLogger("agent_framework.qwen3.openai")
@@ -212,7 +207,7 @@ def _metadata(body: Mapping[str, Any]) -> dict[str, Any] | None:
 
 @dataclass
 class StreamState:
-    """What one stream's chunks share: tool-call identities by ``index`` (``clients.core.tool_calls``), the ``<think>``
+    """What one stream's chunks share: tool-call identities by ``index`` (``clients.core.parse``), the ``<think>``
     splitter for answers that open with ``<think>``, and what the stream has shown so far."""
 
     split_think: bool = True
@@ -271,7 +266,7 @@ def parse_stream_event(
     contents.extend(tool_call_fragments(state.tool_calls, delta.get("tool_calls") or ()))
     if choice.get("finish_reason"):
         state.finished = True
-        contents.extend(state.tool_calls.flush())  # argument pieces held back (clients.core.tool_calls)
+        contents.extend(state.tool_calls.flush())  # argument pieces held back (clients.core.parse)
         if state.split_think:
             contents.extend(think_contents(state.think.flush()))
         reason = finish_reason(

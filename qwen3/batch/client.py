@@ -20,7 +20,9 @@ import httpx
 from agent_framework import SecretString
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
+from clients.core.convert import checked_model
 from clients.core.keywords import refuse_unexpected
+from clients.core.parse import json_object
 from clients.core.transport import (
     Failure,
     RetryAdvice,
@@ -29,10 +31,10 @@ from clients.core.transport import (
     SSEDecoder,
     aiter_events,
     hide,
+    read_limited,
     retry_advice,
     to_chat_client_exception,
 )
-from clients.core.validation import checked_model, json_object, read_limited
 from qwen3.batch.lines import (
     CHAT_URL,
     MAX_LINE_BYTES,

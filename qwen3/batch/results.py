@@ -14,8 +14,8 @@ from typing import Any
 from agent_framework import ChatResponse
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
+from clients.core.parse import parsed
 from clients.core.transport import redact
-from clients.core.validation import parsed
 from qwen3.parse import parse_response
 
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})

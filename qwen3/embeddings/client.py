@@ -45,8 +45,8 @@ from agent_framework.observability import EmbeddingTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.keywords import keyword_signature, refuse_unexpected
+from clients.core.parse import json_object
 from clients.core.transport import Failure, RetryPolicy, to_chat_client_exception
-from clients.core.validation import json_object
 from qwen3.embeddings.convert import (
     EMBEDDING_PATHS,
     EmbeddingModel,

@@ -20,7 +20,7 @@ from typing import Any, Generic
 
 from agent_framework import Content, Message
 
-from clients.core.conversion import ResponseModelT, invalid
+from clients.core.convert import ResponseModelT, invalid
 from clients.core.media import FRAMES_KEY, MediaError, image_content, media_kind, media_type_of, media_uri
 from clients.openai.convert import MAX_INLINE_BYTES, MediaParts, media_part
 from clients.openai.convert import convert_messages as openai_messages

@@ -42,7 +42,8 @@ from typing import Any
 
 from agent_framework import ChatResponse, ChatResponseUpdate, Content
 
-from clients.core.conversion import as_list, function_spec, text_delta
+from clients.core.convert import as_list, function_spec
+from clients.core.parse import MAX_NESTING, nesting, text_delta
 from clients.core.think import (
     CLOSE,
     OPEN,
@@ -52,7 +53,6 @@ from clients.core.think import (
     split_leading_think,
     split_think,
 )
-from clients.core.tool_calls import MAX_NESTING, nesting
 from clients.openai.parse import StreamState
 from clients.openai.parse import parse_response as openai_response
 from clients.openai.parse import parse_stream_event as openai_stream_event
@@ -216,7 +216,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def broken_limit(arguments: Mapping[str, Any]) -> str | None:
     """Which limit of the package's own requests a recovered call's ``arguments`` break, or None: nested at most
-    ``MAX_NESTING`` levels (``clients.core.tool_calls``: deeper arguments are refused when the conversation goes
+    ``MAX_NESTING`` levels (``clients.core.parse``: deeper arguments are refused when the conversation goes
     back), every number finite (JSON has no NaN or infinity: ``1e400`` reads as one) and every integer within
     ±``MAX_SAFE_INTEGER``, every string and key encodable as UTF-8 (no lone surrogate). Walked without recursion."""
     if nesting(arguments) > MAX_NESTING:

@@ -250,7 +250,7 @@ async def test_two_parallel_streamed_calls_stay_apart(emu: AnthropicEmulator) ->
     updates, response = await collect(raw(emu), hi())
     fragments = [c for u in updates for c in u.contents if c.type == "function_call"]
     # each call's start streams at once; its argument pieces are held back and released in growing pieces (here:
-    # all at the end, they are short), so that MAF joins them in linear time (clients.core.tool_calls)
+    # all at the end, they are short), so that MAF joins them in linear time (clients.core.parse)
     assert [c.call_id for c in fragments[:2]] == ["toolu_paris", "toolu_rome"]
     assert [c.call_id for c in updates[-1].contents if c.type == "function_call"] == ["toolu_paris", "toolu_rome"]
     assert {c.call_id for c in fragments} == {"toolu_paris", "toolu_rome"}

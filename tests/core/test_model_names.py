@@ -10,7 +10,7 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
-from clients.core.validation import checked_model
+from clients.core.convert import checked_model
 from tests.helpers import provider_clients
 
 CLIENTS: dict[str, tuple[Any, Any, str]] = provider_clients()

@@ -1,4 +1,4 @@
-"""``clients.core.multi_agent``: other agents' turns as named user turns, and the agent-name hook MAF calls."""
+"""``clients.core.convert``: other agents' turns as named user turns, and the agent-name hook MAF calls."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from agent_framework import Agent, BaseChatClient, ChatResponse, Content, Message
 
-from clients.core.multi_agent import AgentNameMixin, rewrite_other_agents
+from clients.core.convert import AgentNameMixin, rewrite_other_agents
 
 Shape = tuple[str, str | None, list[tuple[str, str | None]]]
 

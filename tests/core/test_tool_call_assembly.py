@@ -9,7 +9,7 @@ import json
 import pytest
 from agent_framework import Agent, ChatResponse, ChatResponseUpdate, tool
 
-from clients.core.tool_calls import RELEASE_BYTES, StreamedToolCalls
+from clients.core.parse import RELEASE_BYTES, StreamedToolCalls
 from clients.testing import Reply, ToolCall
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator

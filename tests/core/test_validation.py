@@ -1,4 +1,4 @@
-"""``clients.core.validation``: what a response must be before MAF gets it, and the messages that say what was wrong
+"""``clients.core.parse``: what a response must be before MAF gets it, and the messages that say what was wrong
 (pure functions, on values built here)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message
 from agent_framework.exceptions import ChatClientInvalidRequestException, ChatClientInvalidResponseException
 
-from clients.core.validation import checked_option_types, checked_types, json_object, parsed, wrong_shape
+from clients.core.convert import checked_option_types
+from clients.core.parse import checked_types, json_object, parsed, wrong_shape
 
 
 def deep(levels: int) -> Any:

@@ -18,9 +18,9 @@ from agent_framework.exceptions import (
 
 from clients.anthropic.errors import parse_error as anthropic_error
 from clients.core.client import ProviderRequest
-from clients.core.tool_calls import MAX_NESTING, json_object_arguments
+from clients.core.convert import json_object_arguments
+from clients.core.parse import MAX_NESTING, json_object, parsed
 from clients.core.transport import ProviderError, to_chat_client_exception
-from clients.core.validation import json_object, parsed
 from clients.gemini.errors import parse_error as gemini_error
 from clients.gemini.errors import retry_delay_seconds
 from clients.gemini.parse import decode_sse

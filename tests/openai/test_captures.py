@@ -192,7 +192,7 @@ def _request(name: str, index: int, recorded: dict[str, Any]) -> Request:
             {
                 "messages.3.content.0.text": (
                     f"[Media returned by tool call {call['id']}]",
-                    "the label before a tool's media names the call (clients.core.conversion) where pydantic-ai names "
+                    "the label before a tool's media names the call (clients.core.convert) where pydantic-ai names "
                     "a file it made up",
                 )
             },

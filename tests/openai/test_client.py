@@ -158,7 +158,7 @@ async def test_two_parallel_calls_with_interleaved_fragments_stay_two_calls(emu:
     updates = [u async for u in openai_client(emu).get_response([Message("user", ["Paris and Tokyo?"])], stream=True)]
     fragments = [c.call_id for u in updates for c in u.contents if c.type == "function_call"]
     # each call's opener streams at once; its argument pieces are held back and released in growing pieces (here:
-    # at the finishing chunk, they are short), so that MAF joins them in linear time (clients.core.tool_calls)
+    # at the finishing chunk, they are short), so that MAF joins them in linear time (clients.core.parse)
     assert fragments[:2] == [paris.call_id, tokyo.call_id]
     assert fragments[2:] == [paris.call_id, tokyo.call_id]
     final = ChatResponse.from_updates(updates)
