@@ -36,7 +36,8 @@ def test_import_qwen3_loads_no_peer_sdk() -> None:
 def test_a_peer_without_its_sdk_names_the_extra(provider: Provider, blocked: str) -> None:
     """A real failed import (a finder that refuses one of the modules the extra installs, as if it were not
     installed), not a mock of our code; every way in names the pip line: the class from ``clients``, the class from
-    its own package, and the provider's emulator module (unless it needs no SDK)."""
+    its own package, its client module imported directly, and the provider's emulator module (unless it needs no
+    SDK)."""
     emulator = provider.emulator.partition(":")[0]
     done = _run(f"""
         import sys
@@ -48,6 +49,7 @@ def test_a_peer_without_its_sdk_names_the_extra(provider: Provider, blocked: str
         for statement in (
             "from clients import {provider.client}",
             "from {provider.package} import {provider.client}",
+            "import {provider.package}.client",
             "import {emulator}",
         ):
             try:
@@ -59,8 +61,8 @@ def test_a_peer_without_its_sdk_names_the_extra(provider: Provider, blocked: str
         """)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 3
-    if lines[2] == f"imported import {emulator}":  # an emulator on the standard library alone (OpenAI's)
+    assert len(lines) == 4
+    if lines[3] == f"imported import {emulator}":  # an emulator on the standard library alone (OpenAI's)
         lines.pop()
     for line in lines:
         assert line.startswith("ModuleNotFoundError "), line

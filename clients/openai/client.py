@@ -15,8 +15,6 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypedDict
 
-import httpx2
-import openai
 from agent_framework import (
     ChatMiddlewareLayer,
     ChatResponse,
@@ -52,6 +50,11 @@ from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
 from clients.openai.parse import StreamState, decode_event, parse_response, parse_stream_event
+from clients.providers import PROVIDERS
+
+with PROVIDERS["openai"].sdk_required():  # imported directly, this module names the extra too
+    import httpx2
+    import openai
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIChatCompletionClient", "OpenAISettings", "RawOpenAIChatCompletionClient"]
 

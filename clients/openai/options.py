@@ -12,10 +12,13 @@ from typing import Any, Generic, Literal
 from agent_framework import (
     ChatOptions,
 )
-from openai.lib import type_to_response_format_param
 from pydantic import BaseModel
 
 from clients.core.convert import MAF_OPTIONS, ResponseModelT, function_tools, invalid, refuse_unsupported
+from clients.providers import PROVIDERS
+
+with PROVIDERS["openai"].sdk_required():  # imported directly, this module names the extra too
+    from openai.lib import type_to_response_format_param
 
 
 class OpenAIChatCompletionOptions(ChatOptions[ResponseModelT], Generic[ResponseModelT], total=False):
