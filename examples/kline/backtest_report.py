@@ -86,6 +86,11 @@ def number(value: float, digits: int = 3) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:+.{digits}f}"
 
 
+def points(value: float, digits: int = 1) -> str:
+    """A difference of two shares or returns, in percentage points: ``-2.3 pts``."""
+    return "–" if _undefined(value) else f"{value * 100:+.{digits}f} pts"
+
+
 def _undefined(value: float | None) -> bool:
     return value is None or math.isnan(value)
 
@@ -212,7 +217,7 @@ def _differences(page: Page) -> str:
         if d.metric == "rank_ic":
             value = number(d.difference) + interval(d.interval, "number", 2)
         else:
-            value = pct(d.difference, 1, signed=True) + interval(d.interval, "signed-pct")
+            value = points(d.difference) + interval(d.interval, "signed-pct")
         verdict = "–"
         if not _undefined(d.interval[0]):
             verdict = "above" if d.interval[0] > 0 else "below" if d.interval[1] < 0 else "within noise"
@@ -317,8 +322,8 @@ positions equally weighted, compounded date after date (the 5-session row holds 
 20-session ones), with a bootstrap interval over dates. "–" is undefined.</p>
 <h2>The model against the best baseline</h2>{_differences(page)}
 <p class="note">Per score and horizon, the baseline that scored best on the whole sample, and the model's score minus
-its, with a 95 % bootstrap interval over as-of dates (both measured on the same resampled dates). An interval that
-spans 0 is "within noise": no evidence of skill beyond the rule.</p>
+its (hit rate and return in percentage points), with a 95 % bootstrap interval over as-of dates (both measured on
+the same resampled dates). An interval that spans 0 is "within noise": no evidence of skill beyond the rule.</p>
 <h2>Calibration and equity</h2>
 <div class="plots"><img id="calibration-plot" alt="calibration plot" src="{calibration_png}">
 <img id="equity-plot" alt="equity curves" src="{equity_png}"></div>

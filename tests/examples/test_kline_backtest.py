@@ -755,6 +755,8 @@ def test_scores_json_keeps_every_key_with_null_where_undefined(offline: dict[str
     assert low <= model["hit_rate"] <= high
     page = (offline["out"] / "backtest.html").read_text(encoding="utf-8")
     assert 'id="versus"' in page
+    versus = page.split('<table id="versus">')[1].split("</table>")[0]
+    assert " pts" in versus  # a difference of hit rates is in percentage points, not a percent change
     assert page.count('<small class="ci">') >= 8  # every row of the main table carries its intervals
 
 
