@@ -60,6 +60,11 @@ SOURCES: dict[str, tuple[str, str, str]] = {
         "test/registered/unit/function_call/test_qwen3_coder_detector.py",
         "0bbe61a61a1964be3758c1672c5522aa3aafdd6b",
     ),
+    "sglang-qwen3coder-cases": (  # the tools: test_fixtures.py beside it, at 4e563f39802721177a146f26e266a7bca60ddcb5
+        "sgl-project/sglang",
+        "test/registered/function_call/test_qwen3_coder_detector/test_cases.py",
+        "2c5fa03198d0630444a1bfe74b4eaae310173eee",
+    ),
     "sglang-numeric": (
         "sgl-project/sglang",
         "test/registered/unit/function_call/test_qwen3_coder_numeric_precision.py",
@@ -838,6 +843,85 @@ BEYOND_I_JSON = (
 )
 
 
+SGLANG_FIXTURE_TOOLS = {
+    "get_current_weather": {
+        "type": "object",
+        "properties": {
+            "location": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer"},
+        },
+        "required": ["location"],
+    },
+    "sql_interpreter": {"type": "object", "properties": {"query": {"type": "string"}, "dry_run": {"type": "boolean"}}},
+    "TodoWrite": {
+        "type": "object",
+        "properties": {
+            "todos": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"content": {"type": "string"}, "status": {"type": "string"}},
+                    "required": ["content", "status"],
+                },
+            }
+        },
+    },
+}
+BOSTON = (
+    "<function=get_current_weather>\n<parameter=location>Boston</parameter>\n<parameter=unit>celsius</parameter>\n"
+    "<parameter=days>3</parameter>\n</function>"
+)
+BOSTON_ARGS = {"location": "Boston", "unit": "celsius", "days": 3}
+
+
+def _sglang_case(test: str, text: str, content: str, *calls: Call) -> Case:
+    """SGLang's runner compares the text with trailing white space stripped."""
+    return Case("sglang-qwen3coder-cases", test, text, Expect(calls=calls, content=content, strip=True),
+                tools=SGLANG_FIXTURE_TOOLS)  # fmt: skip
+
+
+SGLANG_CODER_CASES: list[Case] = [
+    _sglang_case("plain_text", "This is plain text test", "This is plain text test"),
+    _sglang_case("single_tool_call", BOSTON, "", ("get_current_weather", BOSTON_ARGS)),
+    _sglang_case("single_tool_call_with_text", "Text prefix + tool call test\n\n" + BOSTON,
+                 "Text prefix + tool call test", ("get_current_weather", BOSTON_ARGS)),
+    _sglang_case(
+        "double_tool_call",
+        "Text prefix + double tool call test\n\n<function=get_current_weather>\n<parameter=location>New York"
+        "</parameter>\n</function>\n<function=sql_interpreter>\n<parameter=query>SELECT * FROM users</parameter>\n"
+        "<parameter=dry_run>True</parameter>\n</function>\n",
+        "Text prefix + double tool call test",
+        ("get_current_weather", {"location": "New York"}),
+        ("sql_interpreter", {"query": "SELECT * FROM users", "dry_run": True}),
+    ),
+    _sglang_case(
+        "random_fragmentation",
+        "Text prefix + random fragmentation stress test\n\n<function=get_current_weather>\n"
+        "<parameter=location>San Francisco</parameter>\n</function>",
+        "Text prefix + random fragmentation stress test",
+        ("get_current_weather", {"location": "San Francisco"}),
+    ),
+    _sglang_case(
+        "implicit_parameter_close",
+        "Text prefix + implicit parameter close test\n\n<function=get_current_weather>\n<parameter=location>Paris\n"
+        "<parameter=unit>celsius\n<parameter=days>3\n</function>",
+        "Text prefix + implicit parameter close test",
+        ("get_current_weather", {"location": "Paris", "unit": "celsius", "days": 3}),
+    ),
+    _sglang_case(
+        "complex_schema",
+        "Text prefix + complex schema tool call test\n\n<function=TodoWrite>\n<parameter=todos>\n[\n"
+        ' {"content": "Buy a new car", "status": \'pending\'},\n'
+        ' {"content": "Buy a new house", "status": "completed"}\n'
+        "]\n</parameter>\n</function>\n\n",
+        "Text prefix + complex schema tool call test",
+        ("TodoWrite", {"todos": [{"content": "Buy a new car", "status": "pending"},
+                                 {"content": "Buy a new house", "status": "completed"}]}),
+    ),
+]  # fmt: skip
+
+
 def _numeric(schema: dict[str, Any], raw: str, expected: Any, test: str) -> Case:
     text = f"<tool_call><function=lookup><parameter=value>{raw}</parameter></function></tool_call>"
     beyond = isinstance(expected, int) and abs(expected) > 2**53 - 1
@@ -978,4 +1062,4 @@ REASONING: list[Case] = [
                        "Based on my analysis, the solution is to use a different approach.")),
 ]  # fmt: skip
 
-CASES: list[Case] = [*HERMES, *CODER, *SHARED, *QWEN25, *SGLANG_CODER, *NUMERIC, *REASONING]
+CASES: list[Case] = [*HERMES, *CODER, *SHARED, *QWEN25, *SGLANG_CODER, *SGLANG_CODER_CASES, *NUMERIC, *REASONING]
