@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-from kline.cli import add_colors, chart_size, positive
+from kline.cli import add_colors, add_fetching, chart_size, positive
 
 DEFAULT_MODEL = "qwen3-vl-plus"
 
@@ -60,7 +60,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         epilog="Without DASHSCOPE_API_KEY the run is EMULATED by a local DashScope stand-in (the baselines are "
         "real). DASHSCOPE_BASE_URL selects the region (international: https://dashscope-intl.aliyuncs.com/api/v1).",
     )
-    parser.add_argument("--data", type=Path, required=True, help="folder of daily OHLCV CSVs")
+    parser.add_argument("--data", type=Path, help="folder of daily OHLCV CSVs (or --tickers)")
     parser.add_argument("--out", type=Path, required=True, help="output: charts/, backtest.html, results.sqlite")
     parser.add_argument(
         "--model",
@@ -95,7 +95,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     draw.add_argument("--dpi", type=positive(int), default=100, help="chart resolution (default 100)")
     add_colors(draw)
     draw.add_argument("--workers", type=positive(int), help="rendering processes (default: the CPU count)")
+    add_fetching(parser)
     args = parser.parse_args(argv)
+    if args.data is None and not args.tickers:
+        parser.error("--data (or --tickers) is required")
     if args.days < 2:
         parser.error("--days must be at least 2")
     return args

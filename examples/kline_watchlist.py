@@ -20,6 +20,7 @@ rule-based, built from the indicators. Usage::
     python examples/kline_watchlist.py --demo 50 --data watchlist/          # write a 50-ticker demo folder
     python examples/kline_watchlist.py --data watchlist/ --out out/          # analyse it (real time)
     python examples/kline_watchlist.py --data watchlist/ --out out/ --batch  # the same through the Batch API
+    python examples/kline_watchlist.py --tickers 600519.SH,000001.SZ,AAPL --source akshare --out out/  # [data]
 
 The parts live in the ``kline`` package beside this file: ``kline.watchlist`` (the run), ``kline.realtime`` and
 ``kline.batch`` (the two ways of asking), ``kline.store`` (results.sqlite), ``kline.limiter``, ``kline.chart``,
@@ -36,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-from kline.cli import add_colors, chart_size, positive, timeframes
+from kline.cli import add_colors, add_fetching, chart_size, positive, timeframes
 
 DEFAULT_MODEL = "qwen3-vl-plus"
 
@@ -97,9 +98,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--batch-size", type=positive(int), default=1000, help="--batch: requests per batch file (default 1000)"
     )
     parser.add_argument("--demo", type=positive(int), metavar="N", help="write N demo CSVs into --data and exit")
+    add_fetching(parser)
     args = parser.parse_args(argv)
-    if args.data is None:
-        parser.error("--data is required")
+    if args.data is None and not args.tickers:
+        parser.error("--data (or --tickers) is required")
     if args.out is None and args.demo is None:
         parser.error("--out is required")
     if args.days < 2:

@@ -2,6 +2,7 @@
 
 * ``layouts``, ``data``: the CSV layouts accepted, loading them, the GOOG sample, generated demo series;
 * ``provenance``: where a CSV's prices came from (fetched, file or generated), kept in ``provenance.json``;
+* ``fetch``: the trader's own tickers fetched with akshare or yfinance (``--tickers``);
 * ``indicators``: MAs, RSI, MACD and the snapshot the indicator tool returns;
 * ``chart``: the K-line chart, and the chart redrawn with a verdict;
 * ``agent``: the indicator tool, instructions and questions, the verdict model, the emulator's answers;

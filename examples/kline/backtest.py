@@ -28,7 +28,7 @@ from kline import scoring
 from kline.backtest_report import MODEL, Page, Reading, summaries, write_page
 from kline.baselines import BASELINES
 from kline.chart import file_style
-from kline.data import discover
+from kline.fetch import data_files
 from kline.patterns import TALIB_MISSING, claimed, talib_available
 from kline.pool import make_pool
 from kline.provenance import counts as provenance_counts
@@ -110,7 +110,7 @@ async def run(
 
     started = time.perf_counter()
     walk = walk_of(args)
-    files = discover(args.data, args.limit)
+    files = data_files(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "charts").mkdir(exist_ok=True)
     store = Store(args.out / "results.sqlite")

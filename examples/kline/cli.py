@@ -52,6 +52,62 @@ def add_colors(parser: argparse.ArgumentParser | Any) -> None:
     parser.add_argument("--colors", "--style", dest="colors", choices=COLORS, default="auto", help=COLORS_HELP)
 
 
+SOURCES = ("akshare", "yfinance")
+ADJUSTMENTS = ("qfq", "hfq", "none")
+YEARS = 3
+"""``--tickers``: the years a fetch reaches back by default (about 730 A-share sessions, more than the backtest's
+default walk needs)."""
+A_SHARE = re.compile(r"(?i)^(?:(\d{6})\.(SH|SZ|BJ)|(SH|SZ|BJ)(\d{6}))$")
+OTHER = re.compile(r"^[A-Za-z0-9^][A-Za-z0-9.^=-]{0,19}$")
+
+
+def tickers(text: str) -> tuple[str, ...]:
+    """``--tickers``: comma-separated codes; A-shares as ``600519.SH`` or ``sh600519`` (both become ``600519.SH``),
+    anything else as its exchange spells it (``AAPL``, ``BRK-B``, ``0700.HK``)."""
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        match = A_SHARE.match(part)
+        if match:
+            code, exchange = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+            out.append(f"{code}.{exchange.upper()}")
+        elif OTHER.match(part):
+            out.append(part.upper())
+        else:
+            raise argparse.ArgumentTypeError(f"not a ticker code: {part!r} (like 600519.SH, 000001.SZ or AAPL)")
+    if not out:
+        raise argparse.ArgumentTypeError("expected ticker codes separated by commas, like 600519.SH,AAPL")
+    return tuple(dict.fromkeys(out))
+
+
+def _date(text: str) -> Any:
+    import datetime
+
+    try:
+        return datetime.date.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date like 2023-01-31, not {text!r}") from None
+
+
+def add_fetching(parser: argparse.ArgumentParser) -> None:
+    """``--tickers``, ``--source``, ``--adjust``, ``--start``: the trader's own tickers fetched (`kline.fetch`)."""
+    group = parser.add_argument_group("the trader's own tickers (the [data] extra: akshare, yfinance)")
+    group.add_argument(
+        "--tickers",
+        type=tickers,
+        help="fetch these daily prices into OUT/data/ instead of reading --data: codes separated by commas, like "
+        "600519.SH,000001.SZ,AAPL",
+    )
+    group.add_argument("--source", choices=SOURCES, default="yfinance", help="where to fetch from (default yfinance)")
+    group.add_argument(
+        "--adjust",
+        choices=ADJUSTMENTS,
+        default="qfq",
+        help="qfq (default): forward-adjusted for splits and dividends, today's prices real; hfq: backward-adjusted "
+        "(akshare A-shares only); none: raw prices",
+    )
+    group.add_argument("--start", type=_date, help=f"first date fetched (default {YEARS} years ago)")
+
+
 def run_cli(job: Coroutine[Any, Any, None], user_errors: tuple[type[Exception], ...]) -> int:
     """Run an example's async ``job`` as a command: exit 0 when it ends, 2 with one line for a user error (bad data,
     media or configuration), 130 on Ctrl-C, 1 with one line (no traceback) for a service or network failure."""

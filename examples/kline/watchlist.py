@@ -25,7 +25,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kline.agent import emulated_reply
 from kline.analysis import USER_ERRORS as ANALYSIS_ERRORS
 from kline.chart import annotate_ticker, render_ticker
-from kline.data import discover, write_demo
+from kline.data import write_demo
+from kline.fetch import data_files
 from kline.pool import make_pool
 from kline.report import write_outputs
 from kline.store import Store, Ticker, chart_settings, other_source, result_key
@@ -235,7 +236,7 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
         print(f"Wrote {len(files)} demo CSVs to {args.data}")
         return Totals(tickers=len(files))
     started, wall_started = time.perf_counter(), time.time()
-    files = discover(args.data, args.limit)
+    files = data_files(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / ".charts").mkdir(exist_ok=True)
     store = Store(args.out / "results.sqlite")
