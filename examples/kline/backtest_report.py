@@ -6,7 +6,6 @@ every as-of date skipped with its reason."""
 from __future__ import annotations
 
 import base64
-import datetime
 import html
 import io
 import math
@@ -14,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from kline import scoring
 from kline.patterns import PRIOR_TREND, RECENT, TALIB_FUNCTIONS, patterns_text, wyckoff_text
@@ -159,7 +160,7 @@ def plots(page: Page) -> tuple[str, str]:
     for source, calls in page.calls.items():
         curve = scoring.equity_curve(calls, horizon)
         if curve:
-            when = [datetime.date.fromisoformat(d) for d, _ in curve]
+            when = np.array([d for d, _ in curve], dtype="datetime64[D]")
             ax.plot(
                 when, [e for _, e in curve], marker=".", color=COLORS.get(source), label=_label(source, page.emulated)
             )

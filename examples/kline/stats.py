@@ -108,10 +108,10 @@ def weighted_spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.n
         vx, vy = (weights * dx * dx).sum(axis=1), (weights * dy * dy).sum(axis=1)
         out = cov / np.sqrt(vx * vy)
     out[(total < 3) | _constant(x, weights) | _constant(y, weights)] = np.nan
-    return out
+    return np.asarray(out, dtype="float64")
 
 
 def _constant(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per resample: do the pairs drawn (weight > 0) all hold the same value?"""
     drawn = weights > 0
-    return np.where(drawn, values, np.inf).min(axis=1) >= np.where(drawn, values, -np.inf).max(axis=1)
+    return np.asarray(np.where(drawn, values, np.inf).min(axis=1) >= np.where(drawn, values, -np.inf).max(axis=1))
