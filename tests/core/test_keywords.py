@@ -16,6 +16,7 @@ from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionC
 from clients.core.keywords import MAF_KEYWORDS, ClientSettings, PublicKeywords
 from clients.providers import PROVIDERS
 from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
+from qwen3.client import QwenClientSettings
 from qwen3.selfhosted.client import SelfHostedClientSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,6 +107,16 @@ def test_each_docs_keyword_table_lists_its_familys_keywords(doc: str) -> None:
     assert sorted(listed) == sorted(declared), (
         f"{doc}: missing {set(declared) - set(listed)}, extra {set(listed) - set(declared)}"
     )
+
+
+def test_models_md_names_every_keyword_of_the_qwen_chat_clients() -> None:
+    """The DashScope chat family's keywords (`QwenClientSettings`): docs/models.md's settings table and the
+    paragraph after it."""
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    section = text.split("\n## Settings and environment variables\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+)`", section))
+    declared = [field.name for field in fields(QwenClientSettings)] + [p.name for p in MAF_KEYWORDS]
+    assert [name for name in declared if name not in named] == []
 
 
 def test_the_readme_names_every_keyword_of_the_peers() -> None:
