@@ -15,7 +15,8 @@ import pytest
 from clients import AnthropicChatClient, GeminiChatClient, OpenAIChatCompletionClient
 from clients.core.keywords import MAF_KEYWORDS, ClientSettings, PublicKeywords
 from clients.providers import PROVIDERS
-from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
+from qwen3 import QwenChatClient, QwenEmbeddingClient, QwenVLChatClient, SelfHostedQwenChatClient
+from qwen3.batch import QwenBatchClient
 from qwen3.client import QwenClientSettings
 from qwen3.selfhosted.client import SelfHostedClientSettings
 
@@ -117,6 +118,22 @@ def test_models_md_names_every_keyword_of_the_qwen_chat_clients() -> None:
     named = set(re.findall(r"`(\w+)`", section))
     declared = [field.name for field in fields(QwenClientSettings)] + [p.name for p in MAF_KEYWORDS]
     assert [name for name in declared if name not in named] == []
+
+
+@pytest.mark.parametrize(
+    ("cls", "doc", "start", "end"),
+    [
+        (QwenEmbeddingClient, "docs/embeddings.md", "# Embeddings\n", "\n## Options\n"),
+        (QwenBatchClient, "docs/batch.md", "\n## Transport", "\n## Not known"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else "",
+)
+def test_the_other_dashscope_clients_docs_name_every_keyword(cls: type, doc: str, start: str, end: str) -> None:
+    """Embeddings and batch: every keyword their (derived) signature shows is named where their page lists them."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    named = set(re.findall(r"`(\w+)`", text.split(start, 1)[1].split(end, 1)[0]))
+    shown = [name for name in inspect.signature(cls).parameters if name != "unexpected"]
+    assert [name for name in shown if name not in named] == []
 
 
 def test_the_readme_names_every_keyword_of_the_peers() -> None:
