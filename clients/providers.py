@@ -40,8 +40,6 @@ class Provider:
         env_prefix: the prefix of the client's environment variables (``<PREFIX>_BASE_URL``…).
         key_variables: the environment variables the client reads its API key from, in the SDK's order.
         example_model: a model name the provider serves, used where one is needed by default.
-        namespace: the key under which the client keeps the provider's own data in MAF's
-            ``additional_properties`` (reasoning signatures among them).
     """
 
     name: str
@@ -55,7 +53,6 @@ class Provider:
     env_prefix: str
     key_variables: tuple[str, ...]
     example_model: str
-    namespace: str
 
     @property
     def install(self) -> str:
@@ -106,7 +103,6 @@ PROVIDERS: dict[str, Provider] = {
             env_prefix="DASHSCOPE",
             key_variables=("DASHSCOPE_API_KEY",),
             example_model="qwen-plus",
-            namespace="dashscope",
         ),
         Provider(
             name="openai",
@@ -120,7 +116,6 @@ PROVIDERS: dict[str, Provider] = {
             env_prefix="OPENAI",
             key_variables=("OPENAI_API_KEY",),
             example_model="gpt-4o",
-            namespace="openai",
         ),
         Provider(
             name="anthropic",
@@ -134,7 +129,6 @@ PROVIDERS: dict[str, Provider] = {
             env_prefix="ANTHROPIC",
             key_variables=("ANTHROPIC_API_KEY",),
             example_model="claude-sonnet-4-6",
-            namespace="anthropic",
         ),
         Provider(
             name="gemini",
@@ -148,7 +142,6 @@ PROVIDERS: dict[str, Provider] = {
             env_prefix="GEMINI",
             key_variables=("GOOGLE_API_KEY", "GEMINI_API_KEY"),
             example_model="gemini-2.5-flash",
-            namespace="gemini",
         ),
     )
 }

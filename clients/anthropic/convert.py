@@ -42,7 +42,7 @@ MAX_REQUEST_BYTES = 32 * 1024 * 1024
 """The Messages API's request size limit (https://docs.claude.com/en/api/errors, 413 ``request_too_large``)."""
 
 ANTHROPIC_NAMESPACE = "anthropic"
-"""This client's key in MAF's ``additional_properties`` (``clients.providers.PROVIDERS["anthropic"].namespace``)."""
+"""This client's key in MAF's ``additional_properties`` (what it marks as Claude's: reasoning, redacted blocks)."""
 _SIGNERS = frozenset({ANTHROPIC_NAMESPACE})
 """The allow-list of who may have signed reasoning that goes back to Claude: a ``text_reasoning`` is sent as a
 signed block only when it carries one of these ``additional_properties`` namespaces (this client marks what it
