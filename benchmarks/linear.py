@@ -8,7 +8,7 @@ Cases (what the hostile inputs of issue 22 were):
 
 1. ``lone </think> hold``: a stream of a client that saw a lone ``</think>`` (it holds text until the first tag),
    fed 8 characters an event to ``qwen3.selfhosted.parse.parse_stream_event`` with no tag until the end.
-2. ``ThinkSplitter before the first tag``: the same hold in ``clients.core.think`` alone.
+2. ``ThinkSplitter before the first tag``: the same hold in ``clients.core.parse.ThinkSplitter`` alone.
 3. ``XML parameters, unclosed``: one ``<function=…>`` block of n characters made of ``<parameter=pN>v`` without
    ``</parameter>``, through ``split_tool_calls`` (a 1 MB block has ~54k of them).
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clients.core.think import ThinkSplitter
+from clients.core.parse import ThinkSplitter
 from qwen3.selfhosted.parse import SelfHostedStreamState, parse_stream_event
 from qwen3.selfhosted.tool_text import split_tool_calls
 

@@ -13,8 +13,14 @@ from typing import Any
 
 from agent_framework import Annotation, ChatResponse, ChatResponseUpdate, Content, Message, TextSpanRegion, UsageDetails
 
-from clients.core.parse import StreamedToolCalls, text_delta, think_contents, tool_call_fragments
-from clients.core.think import LeadingThinkSplitter, split_think
+from clients.core.parse import (
+    LeadingThinkSplitter,
+    StreamedToolCalls,
+    split_think,
+    text_delta,
+    think_contents,
+    tool_call_fragments,
+)
 
 # ---------------------------------------------------------------------------------------------- responses
 
@@ -173,7 +179,7 @@ def parse_response(
 
 
 def _split_inline_think(contents: list[Content]) -> list[Content]:
-    """Text carrying ``<think>…</think>`` → ``text_reasoning`` + ``text`` (``clients.core.think``).
+    """Text carrying ``<think>…</think>`` → ``text_reasoning`` + ``text`` (``clients.core.parse.split_think``).
 
     DashScope itself sends reasoning in ``reasoning_content`` and never inlines tags (Model Studio "Deep thinking");
     open-source
@@ -230,7 +236,7 @@ class StreamState:
 
     def answer(self, content: Any, out: list[Content]) -> None:
         """An event's answer ``content`` (a string, or multimodal parts) appended to ``out``, its text routed
-        through the ``<think>`` splitter (``clients.core.think.LeadingThinkSplitter``: a short undecided prefix is
+        through the ``<think>`` splitter (``clients.core.parse.LeadingThinkSplitter``: a short undecided prefix is
         held back; after that, plain answers pass straight through): one ``Content`` per text delta."""
         if isinstance(content, str) and self.think.plain:  # the common case, kept short
             out.append(text_delta(content))

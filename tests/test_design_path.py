@@ -19,6 +19,8 @@ from qwen3.testing import DashScopeEmulator
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("qwen3", "clients")
+MAX_FILES = 10
+"""One request readable in ten files (docs/design.md, "One request, one path")."""
 ITEM = re.compile(r"^(?:\d+\.|-) `([\w/]+\.py)`: (.*)$")
 
 
@@ -80,6 +82,7 @@ async def test_the_documented_path_is_the_path_a_streamed_request_takes() -> Non
     assert len(updates) > 1
     assert final.text == "one two three"
     expected, actual = documented(), passed(calls)
+    assert len(expected) <= MAX_FILES, f"docs/design.md lists {len(expected)} files for one request, over {MAX_FILES}"
     assert list(expected)[:4] == ["clients/core/client.py", "qwen3/convert.py", "qwen3/client.py", "qwen3/parse.py"]
     differences = {}
     for path in sorted({*expected, *actual}):

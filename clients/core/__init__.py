@@ -6,9 +6,9 @@
   `EventStream`, one open stream's events, counted and checked for their end.
 - ``convert``: what every converter shares, MAF's request → the wire: request checks, option and tool specs, system
   text, schemas, tool-call arguments for the wire, media returned by tools, other agents' turns as named user turns.
-- ``parse``: what every parser shares, the answer → MAF: deltas, streamed tool calls assembled by ``index``, strict
-  JSON, and what an answer must be before MAF gets it.
-- ``think``: inline ``<think>…</think>`` reasoning split out of model text, whole or streamed.
+- ``parse``: what every parser shares, the answer → MAF: deltas, inline ``<think>…</think>`` reasoning split out of
+  model text (whole or streamed), streamed tool calls assembled by ``index``, strict JSON, and what an answer must be
+  before MAF gets it.
 - ``keywords``: `ClientSettings`, the constructor keywords as one object, and the peers' explicit constructor
   (`PublicKeywords`: a signature derived from the settings fields); an unknown keyword says what was meant.
 - ``media``: media normalisation (URL / data URI / local file) and ``image_content`` / ``video_frames``.

@@ -21,8 +21,14 @@ from agent_framework import (
     UsageDetails,
 )
 
-from clients.core.parse import StreamedToolCalls, text_delta, think_contents, tool_call_fragments
-from clients.core.think import LeadingThinkSplitter, split_leading_think
+from clients.core.parse import (
+    LeadingThinkSplitter,
+    StreamedToolCalls,
+    split_leading_think,
+    text_delta,
+    think_contents,
+    tool_call_fragments,
+)
 from clients.openai.convert import REASONING_FIELDS, REFUSAL_PROPERTIES
 
 logger = logging.getLogger("agent_framework.qwen3.openai")

@@ -3,9 +3,9 @@ server left them.
 
 - Reasoning: ``reasoning`` (vLLM ≥ 0.11, Ollama) or ``reasoning_content`` (SGLang, older vLLM), read by the OpenAI
   parser; or ``<think>…</think>`` in the answer when the server runs no reasoning parser, split by
-  ``clients.core.think``. Qwen3.5+ (and Qwen3 Thinking-2507) templates put ``<think>`` in the prompt, so only
-  ``</think>`` is generated (docs.vllm.ai ``vllm/reasoning/qwen3_reasoning_parser``). In a whole answer to a request
-  that may think, with no reasoning field, text before a first ``</think>`` is reasoning (``split_think``'s
+  ``clients.core.parse.split_think``. Qwen3.5+ (and Qwen3 Thinking-2507) templates put ``<think>`` in the prompt, so
+  only ``</think>`` is generated (docs.vllm.ai ``vllm/reasoning/qwen3_reasoning_parser``). In a whole answer to a
+  request that may think, with no reasoning field, text before a first ``</think>`` is reasoning (``split_think``'s
   missing-open rule). A stream cannot know that before the tag arrives, and holding every answer until its end would
   stop streaming for every model that answers without thinking; so a stream sends text as it comes, ``<think>``
   blocks split out, and a lone ``</think>`` is dropped with a warning: what came before it was reasoning, sent as
@@ -43,15 +43,17 @@ from typing import Any
 from agent_framework import ChatResponse, ChatResponseUpdate, Content
 
 from clients.core.convert import as_list, function_spec
-from clients.core.parse import MAX_NESTING, nesting, text_delta
-from clients.core.think import (
+from clients.core.parse import (
     CLOSE,
+    MAX_NESTING,
     OPEN,
     LeadingThinkSplitter,
     ThinkPiece,
     ThinkSplitter,
+    nesting,
     split_leading_think,
     split_think,
+    text_delta,
 )
 from clients.openai.parse import StreamState
 from clients.openai.parse import parse_response as openai_response
@@ -109,8 +111,8 @@ def reasoning_calls(reasoning: str, *, closed: bool, max_chars: int = MAX_BLOCK_
     """Whole reasoning split by vLLM's rule (the module docstring): ``(reasoning kept, answer text from the first
     <tool_call> on)``; the second is empty unless the reasoning was never closed (``closed`` False) and that first
     ``<tool_call>`` is followed by ``<function`` (and the rest is at most ``max_chars`` long). The reasoning then
-    ends at the tag, white space before it dropped (as at the end of a ``<think>`` block: ``clients.core.think``
-    rule 2)."""
+    ends at the tag, white space before it dropped (as at the end of a ``<think>`` block:
+    ``split_think`` rule 2)."""
     at = -1 if closed else reasoning.find(_TOOL_CALL)
     if at == -1 or not _ENDS_REASONING.match(reasoning, at) or len(reasoning) - at > max_chars:
         return reasoning, ""

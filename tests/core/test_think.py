@@ -1,4 +1,4 @@
-"""``clients.core.think``: inline ``<think>`` splitting, whole and streamed (exact tables plus property tests)."""
+"""``clients.core.parse``: inline ``<think>`` splitting, whole and streamed (exact tables plus property tests)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clients.core.think import LeadingThinkSplitter, ThinkPiece, ThinkSplitter, split_leading_think, split_think
+from clients.core.parse import LeadingThinkSplitter, ThinkPiece, ThinkSplitter, split_leading_think, split_think
 
 # (id, text, assume_open, detect_missing_open, expected reasoning, expected answer)
 CASES: list[tuple[str, str, bool, bool, str, str]] = [

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from clients import OpenAIChatCompletionClient
-from clients.core.think import LeadingThinkSplitter, split_leading_think
+from clients.core.parse import LeadingThinkSplitter, split_leading_think
 from clients.core.transport import RetryPolicy
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.convert import convert_messages
@@ -726,7 +726,7 @@ def test_url_citations_become_maf_citations() -> None:
     st.lists(st.integers(min_value=0, max_value=60), max_size=5),
 )
 def test_the_leading_think_splitter_streams_what_the_whole_split_gives(words: list[str], cuts: list[int]) -> None:
-    """``clients.core.think.LeadingThinkSplitter`` (streams) agrees with ``split_leading_think`` (whole answers) however
+    """``clients.core.parse.LeadingThinkSplitter`` (streams) agrees with ``split_leading_think`` (whole answers) however
     the text is cut: only an answer that opens with ``<think>`` is split."""
     text = "".join(words)
     points = sorted({min(c, len(text)) for c in cuts})
