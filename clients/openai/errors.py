@@ -42,7 +42,7 @@ def parse_error(status: int | None, body: Any, request_id: str | None = None) ->
     if not isinstance(error, Mapping):
         error = {"message": "(no error body)" if error is None else as_text(error)}
     code = error.get("code") or error.get("type")
-    message = as_text(error.get("message") or "")
+    message = as_text(error.get("message") or error.get("detail") or "")  # detail: FastAPI's (vLLM's, SGLang's) 404
     if error.get("param"):
         message += f" (param: {as_text(error['param'])})"
     return ProviderError(

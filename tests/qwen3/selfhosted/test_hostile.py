@@ -202,6 +202,7 @@ async def test_a_404_after_server_is_given_names_the_url_and_the_base_url_to_pas
     message = str(info.value)
     assert message.startswith(f"POST {wrong}/chat/completions answered HTTP 404")
     assert f"pass base_url='{root}/v1'" in message
+    assert message.endswith({"ollama": "404 page not found"}.get(server, "Not Found"))  # the server's own words
 
 
 def reasoning_answer(stream: bool, first: str, second: str) -> Hostile:
