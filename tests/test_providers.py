@@ -5,14 +5,22 @@ reads (the variables ``python -m qwen3.testing`` prints are built from them)."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import inspect
+import re
+import sys
 from pathlib import Path
 
 import pytest
 from typing_extensions import is_typeddict
 
 from clients.providers import PROVIDERS, Provider, provider_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the backport (the examples extra installs it there)
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("client", "convert", "parse", "options", "errors", "testing")
@@ -81,3 +89,16 @@ def test_clients_exports_every_peer() -> None:
     peers = {p.client for p in PROVIDERS.values() if p.package.startswith("clients.")}
     assert peers <= set(clients.__all__)
     assert {name for name in clients.__all__ if name.endswith("Client")} == peers
+
+
+@pytest.mark.parametrize("provider", [p for p in PROVIDERS.values() if p.extra], ids=_ids)
+def test_the_sdk_modules_are_what_the_extra_installs(provider: Provider) -> None:
+    """``sdk`` (the modules whose absence means the extra is missing) and pyproject.toml's extra agree: each module
+    comes from one of the extra's distributions, and each distribution brings one of the modules."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    wanted = {re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower() for requirement in extras[provider.extra]}
+    installed = importlib.metadata.packages_distributions()
+    for module in provider.sdk:
+        assert {name.lower() for name in installed.get(module, [])} & wanted, f"{module} is not from {wanted}"
+    brought = {name.lower() for module in provider.sdk for name in installed.get(module, [])}
+    assert wanted <= brought, f"[{provider.extra}] installs {wanted - brought} that no module of sdk comes from"
