@@ -15,7 +15,7 @@ import pytest
 from kline.agent import TOOL_NAME
 from kline.analysis import THINKING, RunReport, analyze, print_summary
 from kline.chart import chart_style, render_chart, render_ticker
-from kline.data import load_csv, write_demo
+from kline.data import GOOG_SOURCE, load_csv, write_demo
 
 from qwen3.testing import DashScopeEmulator, Reply, ToolCall
 from tests.conftest import example_module
@@ -88,6 +88,19 @@ def test_a_generated_series_says_so_on_its_chart_and_colours_follow_colors(ka: M
     assert not np.array_equal(with_mark[title], without[title])  # "GENERATED PRICES" in the title
     assert np.array_equal(with_mark[title.stop :], without[title.stop :])  # and nothing else differs
     assert _dominant_candle_colour(tmp_path / "us.png") != _dominant_candle_colour(tmp_path / "plain.png")
+
+
+def test_kline_analysis_says_where_its_prices_came_from(
+    ka: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+    csv = write_demo(tmp_path, 2, sessions=40)[1]  # 600001.SH: generated
+    assert ka.main(["--csv", str(csv), "--days", "30", "--out", str(tmp_path / "k.png")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("(red up / green down); data: GENERATED PRICES (random walk, seed 1)")
+    assert ka.main(["--days", "30", "--out", str(tmp_path / "g.png"), "--colors", "cn"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(f"(red up / green down); data: file ({GOOG_SOURCE})")  # --colors cn on GOOG
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the real A-share CSVs live in ../shared/data (absent here)")

@@ -258,24 +258,18 @@ def test_the_watchlist_on_fetched_tickers_keeps_and_shows_their_provenance(
     for name in [n for n in os.environ if n.startswith("DASHSCOPE_")]:
         monkeypatch.delenv(name)
     out = tmp_path / "out"
-    args = wl.parse_args(["--tickers", "600519.SH,000001.SZ,AAPL", "--source", "akshare", "--out", str(out), *FAST])
+    args = wl.parse_args(["--tickers", "600519.SH,AAPL", "--source", "akshare", "--out", str(out), *FAST])
     with DashScopeEmulator(default_reply=emulated_reply) as emu:
         totals = asyncio.run(wl.run(args, emulator=emu))
-    assert (totals.tickers, totals.done) == (3, 3)
-    assert sorted(p.name for p in (out / "data").iterdir()) == [
-        "000001.SZ.csv",
-        "600519.SH.csv",
-        "AAPL.csv",
-        "provenance.json",
-    ]
+    assert (totals.tickers, totals.done) == (2, 2)
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["600519.SH.csv", "AAPL.csv", "provenance.json"]
     records = {r["symbol"]: r for r in map(json.loads, (out / "verdicts.jsonl").read_text().splitlines())}
-    assert {s: r["data"]["kind"] for s, r in records.items()} == dict.fromkeys(
-        ("600519.SH", "000001.SZ", "AAPL"), "fetched"
-    )
+    assert {s: r["data"]["kind"] for s, r in records.items()} == dict.fromkeys(("600519.SH", "AAPL"), "fetched")
     assert records["600519.SH"]["data"]["source"] == "akshare stock_zh_a_hist"
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert page.count("data: fetched from akshare stock_zh_a_hist, adjustment qfq") == 2
-    assert "<div>data<b>3 fetched</b></div>" in page
+    assert page.count("data: fetched from akshare stock_zh_a_hist, adjustment qfq") == 1
+    assert page.count("data: fetched from akshare stock_us_daily, adjustment qfq") == 1
+    assert "<div>data<b>2 fetched</b></div>" in page
     assert 'class="done cn"><td><a href="600519.SH.png">' in page  # A-share colours for the A-share codes
     assert 'class="done us"><td><a href="AAPL.png">' in page
 
