@@ -412,10 +412,10 @@ def resolve_service(
     key = settings.get("api_key")
     if not key:
         raise SettingNotFoundError(NO_KEY)
-    space = settings.get("workspace")
+    space = settings.get("workspace") or None  # empty: unset, as the dashscope SDK reads its variables
     if space is not None:
         space = checked_workspace(space)
-    named = settings.get("region")
+    named = settings.get("region") or None
     chosen = None
     if named is not None:
         chosen = REGIONS.get(str(named))

@@ -176,6 +176,14 @@ def test_uploads_follow_the_region_whichever_way_it_was_given(monkeypatch: pytes
             )
 
 
+def test_an_empty_variable_is_unset_as_the_sdk_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DASHSCOPE_REGION", "DASHSCOPE_WORKSPACE", "DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL"):
+        monkeypatch.setenv(name, "")
+    assert {resolved(build(api_key=KEY)) for build in CLIENTS.values()} == {
+        ("https://dashscope.aliyuncs.com/api/v1", "cn-beijing", None, KEY)
+    }
+
+
 def test_the_region_table_places_each_host() -> None:
     for region in REGIONS.values():
         if region.host is not None:
