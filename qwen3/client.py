@@ -66,6 +66,7 @@ from qwen3.service import (
     DataInspection,
     Headers,
     ServiceSettings,
+    bounded,
     merge_headers,
     needs_oss_resolve,
     no_model,
@@ -334,26 +335,28 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         await sdk.aclose()
 
     async def _send(self, request: QwenRequest) -> dict[str, Any]:
-        """One non-streamed attempt; ``connect_timeout`` seconds to connect. A body with big inline media is sent piece
-        by piece (``clients.core.transport``), never built whole."""
+        """One non-streamed attempt; ``connect_timeout`` seconds to connect; the answer read bounded, at most
+        ``max_event_bytes`` (``qwen3.service.bounded``). A body with big inline media is sent piece by piece
+        (``clients.core.transport``), never built whole."""
         body, endpoint, headers = request.body, request.endpoint, request.headers
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-        transport = self._client().transport
         streamed = streamed_json(body)  # None: no inline media big enough to send in pieces
-        # httpx takes an async iterable as content=; the SDK passes it through
+        # httpx takes an async iterable as content=
         payload: dict[str, Any] = {"json": body} if streamed is None else {"content": streamed}
-        response = await transport.request(
+        answer = await bounded(
+            self._client(),
             "POST",
             ENDPOINT_PATHS[endpoint],
-            headers={**headers, **(streamed.headers if streamed is not None else {})},
+            limit=self.max_event_bytes,
             timeout=timeout,
+            headers={**headers, **(streamed.headers if streamed is not None else {})},
             **payload,
         )
-        if response.status_code != 200:
-            raise Failure(error_from_body(response.status_code, response.content, response.headers), response.headers)
-        data = json_object("DashScope", response.content)
+        if answer.status != 200:
+            raise Failure(error_from_body(answer.status, answer.content, answer.headers), answer.headers)
+        data = json_object("DashScope", answer.content)
         if data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
-            raise Failure(error_from_body(200, response.content, response.headers), response.headers)
+            raise Failure(error_from_body(200, answer.content, answer.headers), answer.headers)
         return data
 
     async def _open_events(self, request: QwenRequest) -> EventStream:
@@ -477,8 +480,9 @@ class QwenChatClient(
             without completing one do not reset it.
         stream_timeout: seconds a whole stream may take, its opening and retries included (default None: no limit;
             the idle timeout still stops a stalled one).
-        max_event_bytes: the largest line or event a stream may send, in bytes (default 16 MiB); past it the stream
-            stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
+        max_event_bytes: the largest line or event a stream may send, and the largest non-streamed answer, in bytes
+            (default 16 MiB); past it reading stops with ``ChatClientInvalidResponseException`` instead of buffering
+            an endless line.
         max_retries: retries after a 429 (but not free-quota-exhausted), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). See docs/errors-and-retries.md.

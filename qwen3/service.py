@@ -412,10 +412,11 @@ def resolve_service(
     key = settings.get("api_key")
     if not key:
         raise SettingNotFoundError(NO_KEY)
-    space = settings.get("workspace") or None  # empty: unset, as the dashscope SDK reads its variables
+    # an empty variable is unset, as the dashscope SDK reads them; an empty keyword is refused
+    space = settings.get("workspace") if given.workspace is not None else settings.get("workspace") or None
     if space is not None:
         space = checked_workspace(space)
-    named = settings.get("region") or None
+    named = settings.get("region") if given.region is not None else settings.get("region") or None
     chosen = None
     if named is not None:
         chosen = REGIONS.get(str(named))

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from agent_framework import Content, Message
-from agent_framework.exceptions import SettingNotFoundError
+from agent_framework.exceptions import ChatClientInvalidResponseException, SettingNotFoundError
 
 from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
 from qwen3.batch import BatchRequest, QwenBatchClient
 from qwen3.embeddings import QwenEmbeddingClient, RawQwenEmbeddingClient
 from qwen3.service import NO_KEY, REGIONS, ServiceSettings, region_of
-from qwen3.testing import DashScopeEmulator
+from qwen3.testing import DashScopeEmulator, Reply
 from tests.conftest import PNG
 
 KEY = "sk-service-test-0123456789"
@@ -298,6 +298,21 @@ def test_the_missing_model_says_the_same_for_chat_and_batch() -> None:
         QwenChatClient(api_key=KEY)
     with pytest.raises(SettingNotFoundError, match=r"No model for the batch given: pass model= \(e.g. 'qwen-plus'\)"):
         QwenBatchClient(api_key=KEY)
+
+
+# ---------------------------------------------------------------------------------------------- bounded reads
+
+
+async def test_a_non_streamed_chat_answer_is_read_bounded() -> None:
+    """The non-streamed answer is read through the service's bounded read (it was read whole by the SDK): past
+    ``max_event_bytes`` it stops, as a stream's event does."""
+    with DashScopeEmulator(api_key=KEY) as emu:
+        emu.script(Reply(text="x" * 5000), Reply(text="short"))
+        client = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url, max_event_bytes=2048)
+        with pytest.raises(ChatClientInvalidResponseException, match="DashScope sent an answer over 2048 bytes"):
+            await client.get_response("hi")
+        assert (await client.get_response("hi")).text == "short"
+        await client.close()
 
 
 # ---------------------------------------------------------------------------------------------- one client per loop
