@@ -1,13 +1,15 @@
 """What the client tests of every provider share: a fast retry policy, a client pointed at an emulator, one
-question asked streamed or not, the body a request path builds, a stream read until it ends or fails, and a tool.
+question asked streamed or not, the body a request path builds, a stream read until it ends or fails, a tool, and the
+memory a parser allocates per chunk (work counted without a clock).
 
 Each provider's ``tests/<provider>/test_client.py`` uses these instead of its own copies, so that the same step has
 the same name everywhere (``client_for``, ``ask``, ``read_stream``, ``get_weather``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import tracemalloc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from agent_framework import ChatResponse, Message, tool
 
@@ -69,3 +71,25 @@ async def read_stream(client: Any, text: str = "hi", **options: Any) -> tuple[li
 def get_weather(city: str) -> str:
     """Get the weather of a city."""
     return f"{city}: sunny, 21°C"
+
+
+_Out = TypeVar("_Out")
+
+
+def fed_in_chunks(feed: Callable[[str], _Out], text: str, size: int = 8) -> tuple[list[_Out], int]:
+    """``text`` fed ``size`` characters at a time: what each call returned, and the bytes allocated while ``feed`` ran,
+    summed over the calls (the peak above what was allocated before each call). Work counted without a clock: a
+    parser that copies what it holds at every chunk allocates the hold's length per chunk, quadratic in all."""
+    returned: list[_Out] = []
+    allocated = 0
+    tracemalloc.start()
+    try:
+        for at in range(0, len(text), size):
+            chunk = text[at : at + size]
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            returned.append(feed(chunk))
+            allocated += tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    return returned, allocated

@@ -66,10 +66,10 @@ from qwen3.selfhosted.tool_text import (
     ToolTextPiece,
     split_tool_calls,
 )
+from qwen3.selfhosted.values import MAX_SAFE_INTEGER, schema_types
 
 __all__ = [
     "MAX_RECOVERED_CALLS",
-    "MAX_SAFE_INTEGER",
     "ReasoningCalls",
     "SelfHostedStreamState",
     "broken_limit",
@@ -210,17 +210,18 @@ MAX_RECOVERED_CALLS = 128
 """The most tool calls recovered from one answer; the blocks after them stay text. The calls go back to the server
 in the assistant message of the next turn, and OpenAI's Chat Completions refuses more than 128 ``tool_calls`` there
 (its 400 "array too long. Expected an array with maximum length 128", reported in pydantic/pydantic-ai#1105)."""
-MAX_SAFE_INTEGER = 2**53 - 1
-"""The largest integer a recovered call may hold: I-JSON (RFC 7493, section 2.2) numbers are IEEE doubles, exact up
-to 2**53 − 1; ``1e300`` read as a 301-digit integer is none a model meant."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)", re.IGNORECASE)
+"""A value written as a number (JSON's, or Python's and JavaScript's words for NaN and infinity)."""
 
 
-def broken_limit(arguments: Mapping[str, Any]) -> str | None:
+def broken_limit(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> str | None:
     """Which limit of the package's own requests a recovered call's ``arguments`` break, or None: nested at most
     ``MAX_NESTING`` levels (``clients.core.parse``: deeper arguments are refused when the conversation goes
-    back), every number finite (JSON has no NaN or infinity: ``1e400`` reads as one) and every integer within
-    ±``MAX_SAFE_INTEGER``, every string and key encodable as UTF-8 (no lone surrogate). Walked without recursion."""
+    back), every number finite (JSON has no NaN or infinity: ``1e400`` reads as one), every string and key
+    encodable as UTF-8 (no lone surrogate); and, by the tool's JSON ``schema``, a ``number`` / ``integer``
+    parameter not written as a number that is not finite (an XML ``1e400``, ``NaN``), an ``integer`` one not
+    as a float beyond ±``MAX_SAFE_INTEGER`` (``1e300``). Walked without recursion."""
     if nesting(arguments) > MAX_NESTING:
         return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep (the most this package sends)"
     stack: list[Any] = [arguments]
@@ -233,14 +234,31 @@ def broken_limit(arguments: Mapping[str, Any]) -> str | None:
             stack.extend(value)
         elif isinstance(value, float) and not math.isfinite(value):
             return f"it holds a number that is not finite ({value}), which JSON cannot carry"
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
-            return "it holds an integer beyond ±MAX_SAFE_INTEGER (2**53 − 1, I-JSON: RFC 7493)"
         elif isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
             return "it holds a lone surrogate, which UTF-8 cannot encode"
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return None
+    for key, value in arguments.items():
+        types = schema_types(properties.get(key), schema)
+        if "string" in types or not {"number", "integer"} & set(types):
+            continue
+        number = float(value.strip()) if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()) else value
+        if isinstance(number, float) and not math.isfinite(number):
+            return f"its {types[0]} parameter {key!r} is {value!r}, which is not a finite number"
+        if (
+            "number" not in types
+            and isinstance(number, float)
+            and number.is_integer()
+            and abs(number) > MAX_SAFE_INTEGER
+        ):
+            return f"its integer parameter {key!r} is {value!r}, a float beyond ±MAX_SAFE_INTEGER (2**53 − 1)"
     return None
 
 
-def _contents(pieces: list[ToolTextPiece], text: Callable[[str], Content], calls: int = 0) -> tuple[list[Content], int]:
+def _contents(
+    pieces: list[ToolTextPiece], text: Callable[[str], Content], tools: ToolSchemas, calls: int = 0
+) -> tuple[list[Content], int]:
     """Pieces of ``tool_text`` → contents (text made by ``text``, each call a function call with a new ``call_…``
     id), and the answer's count of calls so far (``calls`` before these). A call that breaks a limit
     (`broken_limit`, `MAX_RECOVERED_CALLS`) stays text, as written, with a warning naming the limit."""
@@ -249,7 +267,7 @@ def _contents(pieces: list[ToolTextPiece], text: Callable[[str], Content], calls
     for kind, value in pieces:
         if kind == "call":
             assert not isinstance(value, str)
-            why = broken_limit(value.arguments)
+            why = broken_limit(value.arguments, tools.get(value.name))
             if why is None and calls < MAX_RECOVERED_CALLS:
                 calls += 1
                 if texts:
@@ -349,7 +367,7 @@ def parse_response(
             if not (content.type == "text" and _is_plain(content) and content.text):
                 out.append(content)
                 continue
-            found, calls = _contents(split_tool_calls(content.text, tools), partial(_like, content), calls)
+            found, calls = _contents(split_tool_calls(content.text, tools), partial(_like, content), tools, calls)
             out.extend(found)
         contents = out
     message.contents = contents
@@ -432,7 +450,7 @@ def _pieces(state: SelfHostedStreamState, kind: str, text: str, final: bool) -> 
     pieces = splitter.feed(text) if text else []
     if final:
         pieces = [*pieces, *splitter.flush()]
-    out, state.calls = _contents(pieces, lambda text: text_delta(text, kind), state.calls)
+    out, state.calls = _contents(pieces, lambda text: text_delta(text, kind), state.tools, state.calls)
     return out
 
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["coerce", "reject_constant", "schema_types"]
+__all__ = ["MAX_SAFE_INTEGER", "coerce", "reject_constant", "schema_types"]
 
 logger = logging.getLogger("agent_framework.qwen3.selfhosted")
 
@@ -63,6 +63,15 @@ def schema_types(schema: Any, root: Any, depth: int = 0) -> list[str]:
     if schema.get("nullable") is True:
         types.append("null")
     return types
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a float stands for exactly (I-JSON, RFC 7493 section 2.2): ``1e300`` is no integer to read as
+its 301 digits. Integers written as such are kept whole (SGLang's own tests preserve 18446744073709551615)."""
+
+
+def _exact_integer(value: float) -> bool:
+    return value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
 
 
 def reject_constant(name: str) -> Any:
@@ -143,8 +152,8 @@ def coerce(value: str, types: list[str], tool: str, key: str) -> Any:
         if parsed is _NOTHING:
             parsed = _read(stripped)
         candidate = parsed
-        if kind == "integer" and isinstance(candidate, float) and candidate.is_integer() and math.isfinite(candidate):
-            candidate = int(candidate)  # 3.0 is an integer to JSON Schema
+        if kind == "integer" and isinstance(candidate, float) and _exact_integer(candidate):
+            candidate = int(candidate)  # 3.0 is an integer to JSON Schema; 1e300 is not 301 digits anyone wrote
         if candidate is not _NOTHING and _fits(candidate, kind):
             return candidate
     logger.warning(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clients.core.parse import LeadingThinkSplitter, ThinkPiece, ThinkSplitter, split_leading_think, split_think
+from tests.helpers import fed_in_chunks
 
 # (id, text, assume_open, detect_missing_open, expected reasoning, expected answer)
 CASES: list[tuple[str, str, bool, bool, str, str]] = [
@@ -242,18 +242,8 @@ def test_a_long_hold_costs_each_chunk_its_own_length(make: Callable[[], ThinkSpl
     ~n²/16 characters here; a linear splitter allocates a bounded amount per chunk, apart from its list of chunks
     growing geometrically."""
     splitter = make()
-    pieces: list[ThinkPiece] = []
-    allocated = 0
-    tracemalloc.start()
-    try:
-        for at in range(0, len(text), 8):
-            chunk = text[at : at + 8]
-            tracemalloc.reset_peak()
-            before = tracemalloc.get_traced_memory()[0]
-            pieces.extend(splitter.feed(chunk))
-            allocated += tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    fed, allocated = fed_in_chunks(splitter.feed, text)
+    pieces = [piece for out in fed for piece in out]
     pieces.extend(splitter.flush())
     assert allocated < 100 * len(text)  # bytes; copying the hold per chunk allocates ~6,000 a character here
     whole = (

@@ -6,7 +6,6 @@ it is cut."""
 from __future__ import annotations
 
 import itertools
-import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 
 from qwen3.selfhosted.parse import ReasoningCalls, reasoning_calls
 from qwen3.selfhosted.tool_text import MAX_SPACE_AFTER_TOOL_CALL
+from tests.helpers import fed_in_chunks
 
 XML = "<tool_call>\n<function=bash>\n<parameter=command>\ncat /etc/hosts\n</parameter>\n</function>\n</tool_call>"
 
@@ -90,18 +90,7 @@ def test_stream_equals_whole_for_any_chunking(atoms: list[str], cuts: list[int],
 def test_a_long_hold_costs_each_chunk_its_own_length(text: str) -> None:
     """Work counted without a clock, as in tests/core/test_think.py: the memory each 8-character chunk allocates."""
     calls = ReasoningCalls()
-    released: list[str] = []
-    allocated = 0
-    tracemalloc.start()
-    try:
-        for at in range(0, len(text), 8):
-            chunk = text[at : at + 8]
-            tracemalloc.reset_peak()
-            before = tracemalloc.get_traced_memory()[0]
-            released.append(calls.feed(chunk))
-            allocated += tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    released, allocated = fed_in_chunks(calls.feed, text)
     assert allocated < 100 * len(text)
     held, answer = calls.finish()
     assert ("".join(released) + held, answer) == reasoning_calls(text, closed=False)
