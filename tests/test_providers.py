@@ -49,6 +49,8 @@ def test_an_entry_points_at_existing_modules(provider: Provider) -> None:
         assert f'"agent-framework-qwen3[{provider.extra}]"' in provider.install
         pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
         assert f"\n{provider.extra} = [" in pyproject, f"pyproject.toml has no [{provider.extra}] extra"
+        everything = tomllib.loads(pyproject)["project"]["optional-dependencies"]["all"]
+        assert any(provider.extra in re.findall(r"\w+", requirement) for requirement in everything)
     assert all(importlib.util.find_spec(module) is not None for module in provider.sdk)
 
 
