@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from agent_framework import Content, Message, get_namespaced_value
@@ -31,7 +32,15 @@ from clients.core.convert import (
     sendable,
     wire_tool_calls,
 )
-from clients.core.media import FRAMES_KEY, MediaError, media_kind, media_type_of, media_uri, resolve_uri
+from clients.core.media import (
+    FRAMES_KEY,
+    MediaError,
+    MediaTooLarge,
+    media_kind,
+    media_type_of,
+    media_uri,
+    resolve_uri,
+)
 from qwen3.errors import media_advice
 from qwen3.options import convert_options, structured_output_instruction
 from qwen3.routing import Endpoint, known_family, model_family
@@ -68,6 +77,14 @@ def _kind(content: Content) -> str | None:
         raise invalid(str(exc)) from exc
 
 
+def upload_advice(path: Path) -> str:
+    """What the Qwen client offers for a local media file over the inline limit: its upload of the file."""
+    return (
+        "Or let the Qwen client upload it to DashScope's temporary storage (upload_local_files='large', China "
+        f"(Beijing) region only) with the file given as Content.from_uri({path.resolve().as_uri()!r})."
+    )
+
+
 _PART_HINTS = ("min_pixels", "max_pixels", "fps", "total_pixels", "enable_rotate")
 """Siblings DashScope accepts next to a modality key (Model Studio "Image and video understanding"; ``enable_rotate``
 for OCR models, capture
@@ -96,6 +113,8 @@ def _media_part(content: Content, endpoint: Endpoint, where: str) -> dict[str, A
             if frames
             else media_uri(content, max_bytes=MAX_INLINE_BYTES)
         )
+    except MediaTooLarge as exc:
+        raise invalid(f"{where}: {exc} {upload_advice(exc.path)}") from exc
     except MediaError as exc:
         raise invalid(f"{where}: {exc}") from exc
     part: dict[str, Any] = {kind: value}

@@ -33,6 +33,7 @@ __all__ = [
     "FRAMES_KEY",
     "MediaError",
     "MediaKind",
+    "MediaTooLarge",
     "image_content",
     "local_file",
     "media_kind",
@@ -58,6 +59,15 @@ FRAMES_KEY = "frames"
 
 class MediaError(ValueError):
     """A media item that cannot be sent: unreadable file, unknown type, over the inline limit."""
+
+
+class MediaTooLarge(MediaError):
+    """A local media file over the inline limit; ``path`` is the file, so that a provider's client can add what it
+    offers for large files (the Qwen client uploads them, ``upload_local_files``)."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def _local_path(uri: str) -> Path | None:
@@ -136,7 +146,8 @@ def read_media_file(path: Path, max_bytes: int, *, limit_note: str = "") -> byte
     refused too. A ``stat`` size proves nothing (``/proc`` files say 0), so the read itself stops past the limit.
 
     Raises:
-        MediaError: not a regular file, unreadable, or over ``max_bytes`` (``limit_note`` is appended: what to do).
+        MediaError: not a regular file or unreadable; `MediaTooLarge` when over ``max_bytes`` (``limit_note`` is
+            appended: what to do).
     """
     try:
         info = os.stat(path)
@@ -157,7 +168,9 @@ def read_media_file(path: Path, max_bytes: int, *, limit_note: str = "") -> byte
         raise MediaError(f"Cannot read media file {str(path)!r}: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:
         size = f"{info.st_size} bytes" if info.st_size > max_bytes else f"more than {max_bytes} bytes"
-        raise MediaError(f"Media file {str(path)!r} is {size}, over the {max_bytes}-byte inline limit{limit_note}")
+        raise MediaTooLarge(
+            f"Media file {str(path)!r} is {size}, over the {max_bytes}-byte inline limit{limit_note}", path
+        )
     return data
 
 
@@ -173,12 +186,7 @@ def _file_kind(mode: int) -> str:
 
 
 def _read_local(path: Path, media_type: str | None, max_bytes: int) -> str:
-    note = (
-        ": shrink it, host it at an http(s) URL, or let the Qwen client upload it to DashScope's temporary storage "
-        "(upload_local_files='large', China (Beijing) region only) with the file given as "
-        f"Content.from_uri({path.resolve().as_uri()!r})."
-    )
-    data = read_media_file(path, max_bytes, limit_note=note)
+    data = read_media_file(path, max_bytes, limit_note=": shrink it or host it at an http(s) URL.")
     sniffed = _sniff(data)
     media_type = media_type or sniffed or _guess_from_name(path.name)
     # The bytes decide, not the name: a text file called notes.png is not read into a request.
@@ -231,7 +239,7 @@ def resolve_uri(uri: str, media_type: str | None = None, *, max_bytes: int) -> s
         return uri
     path = _local_path(uri)
     if path is None:
-        raise MediaError(f"Unsupported media URI {uri!r}: use http(s)://, data:, oss:// or a local file.")
+        raise MediaError(f"Unsupported media URI {uri!r}: use http(s)://, data: or a local file (oss:// on DashScope).")
     return _read_local(path, media_type, max_bytes)
 
 
@@ -264,7 +272,7 @@ def video_frames(
         MediaError: no frames, or a frame that ``image_content`` refuses.
     """
     if not frames:
-        raise MediaError("video_frames needs at least one frame (DashScope wants 4 or more).")
+        raise MediaError("video_frames needs at least one frame.")
     uris = [image_content(frame, max_bytes=max_bytes).uri or "" for frame in frames]
     properties: dict[str, Any] = {FRAMES_KEY: uris}
     if fps is not None:

@@ -79,3 +79,24 @@ async def test_every_client_refuses_it_before_sending(tmp_path: Path, provider: 
             await client.get_response([Message("user", ["look", picture])])
         assert emu.requests == []
     assert f"is {kind}, not a media file" in str(info.value)
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+async def test_a_file_over_the_limit_is_refused_with_the_callers_own_remedies(tmp_path: Path, provider: str) -> None:
+    """The shared reader speaks for every provider; only the Qwen client offers its upload (``upload_local_files``)."""
+    emulator, client_class, model = CLIENTS[provider]
+    big = tmp_path / "huge.png"
+    with big.open("wb") as file:  # sparse: over every provider's inline limit (Gemini's 75 MB the highest)
+        file.write(b"\x89PNG\r\n\x1a\n")
+        file.truncate(80 * 2**20)
+    with emulator(api_key="k") as emu:
+        client = client_class(model=model, api_key="k", base_url=emu.base_url)
+        with pytest.raises(ChatClientException) as info:
+            await client.get_response(
+                [Message("user", ["look", Content.from_uri(big.as_uri(), media_type="image/png")])]
+            )
+        assert emu.requests == []
+    message = str(info.value)
+    assert "inline limit" in message or "request limit" in message
+    assert ("upload_local_files='large'" in message) == (provider == "qwen")
+    assert ("Qwen" in message) == (provider == "qwen")
