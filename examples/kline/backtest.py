@@ -33,6 +33,7 @@ from kline.patterns import TALIB_MISSING, claimed, talib_available
 from kline.pool import make_pool
 from kline.provenance import counts as provenance_counts
 from kline.provenance import of as provenance_of
+from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
@@ -108,7 +109,7 @@ async def run(
     from kline.batch import run_batch
     from kline.realtime import run_realtime
 
-    started = time.perf_counter()
+    started, wall_started = time.perf_counter(), time.time()
     walk = walk_of(args)
     files = data_files(args)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -141,6 +142,7 @@ async def run(
                 current.task = progress.add_task("charts", total=len(todo), status="")
                 await (run_batch if args.batch else run_realtime)(current, todo)
         current.totals.seconds = time.perf_counter() - started
+        store.add_run(wall_started, time.time())
         record = Record(current.totals, len(pairs), emulated=emulated)
         record.skipped = {kind: sum(1 for _, d in skipped if d.kind == kind) for kind in KINDS}
         record.page = write_results(args, store, plans, pairs, current, record)
@@ -208,7 +210,7 @@ def write_results(
         "data": provenance_counts(list(origins.values())),
         "model": args.model + (" (EMULATED)" if run.emulated else ""),
         "mode": run.mode,
-        "time": f"{run.totals.seconds:.1f} s",
+        **stored_totals(store, rows.values(), run.totals),
     }
     skipped = [(plan.symbol or Path(plan.file).stem, d) for plan in plans for d in plan.dates if d.problem]
     baselines = {name: c for name, c in calls.items() if name != MODEL}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Mapping, Sequence
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,10 +15,10 @@ from kline.chart import file_style
 from kline.patterns import patterns_text, wyckoff_text
 from kline.provenance import GENERATED, Provenance, counts
 from kline.provenance import of as provenance_of
-from kline.store import Ticker
+from kline.store import Store, Ticker
 
 if TYPE_CHECKING:
-    from kline.watchlist import Run
+    from kline.watchlist import Run, Totals
 
 # report.html
 # --------------------------------------------------------------------------------------------------------------
@@ -178,9 +179,24 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
     return path
 
 
-def _with_this_run(shown: str, this_run: str, resumed: int) -> str:
-    """A total of the results the report shows (resumed ones included), and this run's part when it resumed any."""
-    return f"{shown} ({this_run} this run)" if resumed else shown
+def stored_totals(store: Store, rows: Iterable[sqlite3.Row], totals: Totals) -> dict[str, str]:
+    """The tokens, cached tokens and time of the results a page shows, resumed ones included (each row's stored
+    usage; the wall time of the runs that stored them, `Store.run_seconds`), with this run's part beside each when it
+    resumed any: a fully resumed page says what its results cost, not "0"."""
+    stored = list(rows)
+    usages = [json.loads(r["usage"]) if r["usage"] else {} for r in stored]
+    tokens = sum(int(u.get("total_token_count") or 0) for u in usages)
+    cached = sum(int(u.get("cache_read_input_token_count") or 0) for u in usages)
+    asked = max(store.run_seconds(float(r["updated"]) for r in stored if r["updated"] is not None), totals.seconds)
+
+    def with_this_run(shown: str, this_run: str) -> str:
+        return f"{shown} ({this_run} this run)" if totals.resumed else shown
+
+    return {
+        "tokens": with_this_run(f"{tokens:,}", f"{totals.total_tokens:,}"),
+        "cached tokens": with_this_run(f"{cached:,}", f"{totals.cached_tokens:,}"),
+        "time": with_this_run(f"{asked:.1f} s", f"{totals.seconds:.1f} s"),
+    }
 
 
 def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
@@ -242,22 +258,17 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
             )
     tmp.replace(jsonl)
     t = run.totals
-    stored = list(rows.values())
-    tokens = sum(int((json.loads(r["usage"]) if r["usage"] else {}).get("total_token_count") or 0) for r in stored)
-    cached = sum(
-        int((json.loads(r["usage"]) if r["usage"] else {}).get("cache_read_input_token_count") or 0) for r in stored
-    )
-    asked = run.store.run_seconds(float(r["updated"]) for r in stored if r["updated"] is not None)
+    stored = stored_totals(run.store, rows.values(), t)
     totals = {
         "tickers": t.tickers,
         "verdicts": sum(1 for r in report_rows if r.status == "done"),
         "failures": sum(1 for r in report_rows if r.status == "failed"),
         "skipped (bad input)": t.skipped,
         "resumed (not asked again)": t.resumed,
-        "tokens": _with_this_run(f"{tokens:,}", f"{t.total_tokens:,}", t.resumed),
-        "cached tokens": _with_this_run(f"{cached:,}", f"{t.cached_tokens:,}", t.resumed),
+        "tokens": stored["tokens"],
+        "cached tokens": stored["cached tokens"],
         "429s": t.rate_limited,
-        "time": _with_this_run(f"{max(asked, t.seconds):.1f} s", f"{t.seconds:.1f} s", t.resumed),
+        "time": stored["time"],
         "data": counts([r.provenance for r in report_rows]),
         "mode": run.mode + (" (EMULATED)" if run.emulated else ""),
         "model": run.args.model,

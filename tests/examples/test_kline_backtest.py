@@ -619,6 +619,10 @@ def test_failed_calls_are_counted_on_every_run_and_every_source_is_scored_on_the
         assert {s["dates"] for s in scores} == {2}
         assert record.totals.resumed == (0 if number == 0 else 4)
         assert "scored:   2 pairs on 2 distinct as-of dates" in printed
+    first, again = (dict(re.findall(r"<div>([^<]+)<b>([^<]*)</b></div>", page)) for *_, page in seen)
+    assert first["tokens"] != "0"
+    assert again["tokens"] == f"{first['tokens']} (0 this run)"  # a resumed page says what its verdicts cost
+    assert float(again["time"].split(" s (")[0]) >= float(first["time"].removesuffix(" s")) * 0.99
 
     model = {s["horizon"]: s for s in scores if s["source"] == "model"}
     links = re.findall(r'<a href="charts/([0-9a-f]{24})\.png">([^<]+)</a>.*?<td class="date">([\d-]+)<', page)
