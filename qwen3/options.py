@@ -182,9 +182,9 @@ def structured_output_instruction(value: Any, model: str) -> str | None:
 
 
 def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str) -> bool:
-    """Apply DashScope's thinking rules before sending (Model Studio "Deep thinking", a failure users of other
-    frameworks report (docs/design.md, "Failures peers report")); returns
-    whether the request thinks. ``enable_thinking`` is sent whenever the caller set it."""
+    """Apply DashScope's thinking rules before sending (Model Studio "Deep thinking"; docs/design.md, "The failures
+    users of other frameworks report", rows 3 and 15); returns whether the request thinks. ``enable_thinking`` is sent
+    whenever the caller set it."""
     mode = thinking_mode(model)
     enabled = options.get("enable_thinking")
     if mode == "only" and enabled is False:

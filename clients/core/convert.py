@@ -14,16 +14,15 @@ Tool media
 
 Media a tool returned, for providers whose tool messages carry text only.
 
-MAF tools may return images (and other media) beside text: ``Content.from_function_result(call_id,
-result=[text, image])`` keeps them in the result's ``items`` (MAF 1.23's source). DashScope's and OpenAI
-Chat Completions' ``role: "tool"`` messages take text only, and MAF's official OpenAI client drops such items
-with a warning (MAF 1.23's source, a failure users of other frameworks
-report (docs/design.md, "Failures peers report") "Tool results with images"). The fix the peers settled
-on (LiteLLM ``hoist_images_from_tool_messages``, AgentScope ``promote_tool_result_images``, pydantic-ai, see the
-recorded exchange ``openai-wire/pydantic-ai__test_image_url_tool_response.yaml``) is to keep the text in the tool
-message and send the media in a **user** message right after the tool messages of that batch, each item labelled
-with the call it came from, so the model sees them on its next turn. `hoist_tool_media` does that once, on MAF messages,
-so each converter only converts ordinary user messages:
+MAF tools may return images (and other media) beside text: ``Content.from_function_result(call_id, result=[text,
+image])`` keeps them in the result's ``items`` (MAF 1.23's source). DashScope's and OpenAI Chat Completions' ``role:
+"tool"`` messages take text only, and MAF's official OpenAI client drops such items with a warning (MAF 1.23's source;
+docs/design.md, "The failures users of other frameworks report", row 8). The fix the peers settled on (LiteLLM
+``hoist_images_from_tool_messages``, AgentScope ``promote_tool_result_images``, pydantic-ai, see the recorded exchange
+``openai-wire/pydantic-ai__test_image_url_tool_response.yaml``) is to keep the text in the tool message and send the
+media in a **user** message right after the tool messages of that batch, each item labelled with the call it came from,
+so the model sees them on its next turn. `hoist_tool_media` does that once, on MAF messages, so each converter only
+converts ordinary user messages:
 
 - After each run of consecutive ``tool`` messages whose results carry media, one ``user`` message is inserted:
   for every media item, in order, a text ``[Media returned by tool call <call_id>]`` then the item itself.
@@ -36,16 +35,14 @@ Other agents' turns
 
 Multi-agent conversations: show other agents' turns to the model as named user turns.
 
-MAF's ``Agent`` stamps its name on every message of its responses (``author_name``, MAF 1.23's source) and
-stores them in the history it sends back. In a workflow or group chat one conversation therefore holds assistant
-messages written by *several* agents. Sent as they are, the model reads every one of them as its own earlier
-words. Chat APIs have no portable way to say "another assistant said this": OpenAI's ``name`` field needs
-sanitising and is ignored by most other providers (a failure users of other frameworks report (docs/design.md, "Failures
-peers report"), microsoft/agent-framework#7126);
+MAF's ``Agent`` stamps its name on every message of its responses (``author_name``, MAF 1.23's source) and stores them
+in the history it sends back. In a workflow or group chat one conversation therefore holds assistant messages written by
+*several* agents. Sent as they are, the model reads every one of them as its own earlier words. Chat APIs have no
+portable way to say "another assistant said this": OpenAI's ``name`` field needs sanitising and is ignored by most other
+providers (docs/design.md, "The failures users of other frameworks report", row 11; microsoft/agent-framework#7126);
 DashScope, Anthropic and Gemini have no such field at all. The peers that handle it (AgentScope's multi-agent
-formatters, a failure other frameworks' users report, docs/design.md note 2) fold other
-speakers into user text ``"{name}: {text}"``. This module does
-that once for every provider, per message:
+formatters) fold other speakers into user text ``"{name}: {text}"``. `rewrite_other_agents` does that once for every
+provider, per message:
 
 - An ``assistant`` message whose ``author_name`` is set and differs from this client's agent name becomes a
   ``user`` message (``author_name``, ``message_id`` and ``additional_properties`` kept) whose first text
@@ -405,12 +402,12 @@ def json_object_arguments(arguments: str | Mapping[str, Any] | None, name: str |
     """Tool-call arguments as a JSON *object* string, whatever the model produced.
 
     Strict providers reject anything else when a conversation is replayed (DashScope: 'The "function.arguments"
-    parameter of the code model must be in JSON format.', a failure users of other frameworks report (docs/design.md,
-    "Failures peers report")). A valid object string is
-    returned unchanged; a mapping is dumped (non-ASCII kept); a truncated object is closed; anything still not an
-    object (``NaN`` and ``Infinity``, which are not JSON, included) is wrapped as ``{"raw": <original>}`` (MAF's own
-    ``parse_arguments`` convention), and so is a value of another type (a number, a list). The caller's ``Message``
-    keeps the original arguments: only the wire copy is repaired. ``name``: the function's, for the error message.
+    parameter of the code model must be in JSON format.'; docs/design.md, "The failures users of other frameworks
+    report", row 7). A valid object string is returned unchanged; a mapping is dumped (non-ASCII kept); a truncated
+    object is closed; anything still not an object (``NaN`` and ``Infinity``, which are not JSON, included) is wrapped
+    as ``{"raw": <original>}`` (MAF's own ``parse_arguments`` convention), and so is a value of another type (a number,
+    a list). The caller's ``Message`` keeps the original arguments: only the wire copy is repaired. ``name``: the
+    function's, for the error message.
 
     Raises:
         ChatClientInvalidRequestException: arguments nested more than `MAX_NESTING` levels deep, or holding a value

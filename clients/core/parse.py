@@ -29,16 +29,12 @@ Inline ``<think>`` reasoning
 
 Split inline ``<think>…</think>`` reasoning out of model text, whole or streamed.
 
-DashScope itself never puts ``<think>`` in ``content``: its reasoning arrives in ``reasoning_content``
-(Model Studio "Qwen API reference"). Open-source QwQ, Qwen3 and DeepSeek-R1 distills served elsewhere (vLLM, Ollama,
-llama.cpp without a reasoning parser) put the reasoning inline in ``content`` as ``<think>…</think>``; often the
-opening ``<think>`` is missing because the chat template pre-fills it in the prompt; Qwen3 renders an empty
-``<think>\n\n</think>\n\n`` block when thinking is off (Model Studio "Qwen API reference"; a failure users of other
-frameworks report (docs/design.md, "Failures peers report")
-"``<think>`` tag parsing": no surveyed peer parses them on the Qwen path; Model Studio "Image and video understanding"
-item 5 asks for a fallback
-parser for self-hosted Qwen3). ``split_think`` splits a whole text, ``ThinkSplitter`` a stream;
-for every text and every way of cutting it into chunks they agree (a property test holds them to it).
+DashScope itself never puts ``<think>`` in ``content``: its reasoning arrives in ``reasoning_content`` (Model Studio
+"Qwen API reference"). Open-source QwQ, Qwen3 and DeepSeek-R1 distills served elsewhere (vLLM, Ollama, llama.cpp without
+a reasoning parser) put the reasoning inline in ``content`` as ``<think>…</think>``; often the opening ``<think>`` is
+missing because the chat template pre-fills it in the prompt; Qwen3 renders an empty ``<think>\n\n</think>\n\n`` block
+when thinking is off (Model Studio "Qwen API reference"). ``split_think`` splits a whole text, ``ThinkSplitter`` a
+stream; for every text and every way of cutting it into chunks they agree (a property test holds them to it).
 
 Rules (tags are matched exactly, lower case, as the models emit them):
 
