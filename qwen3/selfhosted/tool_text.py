@@ -46,8 +46,8 @@ Rules (tags are matched exactly, lower case, as the templates write them):
    or the end follow; a ``<parameter=`` of a declared name not given yet ends it without ``</parameter>``; inside a
    ``<function=`` … ``</function>`` the value opened itself (a file quoting a tool call) nothing ends it, and a
    ``</tool_call>`` or ``</function>`` that closed the block there was text too: the block goes on to the next one
-   (at most ``MAX_BLOCK_EXTENSIONS`` times). A ``<parameter=`` of an undeclared name stays in the value before it,
-   with a warning.
+   (at most ``MAX_BLOCK_EXTENSIONS`` times; told by counting the tags, `_quoted_call_open`). A ``<parameter=`` of an
+   undeclared name stays in the value before it, with a warning.
 5. XML values are coerced by the tool's JSON schema ``properties[KEY]`` (its ``type``, a list of types, the types
    of its ``anyOf`` / ``oneOf`` / ``allOf``, or of the ``#/$defs/…`` its ``$ref`` names, as pydantic writes nested
    models; OpenAPI's ``nullable``; type names as vLLM reads them, ``float`` or ``double`` for ``number``, ``int…``
@@ -74,8 +74,8 @@ template's ``\\n`` follows) or as text. **The bound:** an open block is held for
 (default ``MAX_BLOCK_CHARS``, 1 MiB: far beyond any real call's arguments); past that, a server that opens a
 block and never closes it gets it released as text with a warning, and the rest up to its closing tag streams as
 text too. Each character is looked at a bounded number of times (``str.find`` from where the last look stopped; a
-block's body is parsed once, and once more for each of at most ``MAX_BLOCK_EXTENSIONS`` literal closing tags), so the
-work is linear in the stream's length whatever the chunking.
+block's body is parsed once; its function tags are counted once more for each of at most ``MAX_BLOCK_EXTENSIONS``
+literal closing tags), so the work is linear in the stream's length whatever the chunking.
 """
 
 from __future__ import annotations
@@ -328,14 +328,13 @@ class ToolCallTextSplitter:
             _add(out, ("text", raw))
             self._state = "text"
             return end
-        call = _parse_block(raw[len(self._lead) :], self.tools, final=self._extensions >= MAX_BLOCK_EXTENSIONS)
-        if call is OPEN_VALUE:  # the closing tag was text inside a value: the block goes on
-            self._extensions += 1
+        if self._extensions < MAX_BLOCK_EXTENSIONS and _quoted_call_open(raw, len(self._lead), close):
+            self._extensions += 1  # the closing tag was text inside a value: the block goes on (rule 4)
             self._body = io.StringIO(raw)
             self._body.seek(len(raw))
             self._tail = raw[-(len(close) - 1) :]
             return end
-        assert not isinstance(call, _Open)
+        call = _parse_block(raw[len(self._lead) :], self.tools)
         self._pending = ("text", raw) if call is None else ("call", TextToolCall(call[0], call[1], raw))
         self._state = "after"
         return end
@@ -390,25 +389,35 @@ def _warn(why: str, block: str) -> None:
 
 
 class _Open:
-    """`_parse_block`'s answer for an XML block cut inside a value by a literal closing tag (the value opened a
-    ``<function=`` of its own, as a file that quotes a tool call does): the block goes on to the next closing tag."""
+    """`_parse_function`'s answer for a value that opened a ``<function=`` it never closed."""
 
 
 OPEN_VALUE = _Open()
 MAX_BLOCK_EXTENSIONS = 16
-"""At most this many literal closing tags inside one block's values (each costs one more parse of the block)."""
+"""At most this many closing tags inside one block's values (a file quoting tool calls) are passed over."""
+_XML_BODY = re.compile(r"\s*<function=")
 
 
-def _parse_block(block: str, tools: ToolSchemas, *, final: bool = True) -> tuple[str, dict[str, Any]] | _Open | None:
-    """``(name, arguments)`` of a complete block (tags included), or ``None`` (warned) when it stays text; not
-    ``final`` (more text may follow), `OPEN_VALUE` when the closing tag was literal text inside a value."""
+def _quoted_call_open(raw: str, start: int, close: str) -> bool:
+    """Whether the block ``raw[start:]``, just ended by ``close``, ended inside a call its value quotes: more
+    ``<function=`` than ``</function>`` tags so far, two more, or one more with the block's last tag before ``close``
+    a ``</function>`` (which then closed the quoted call, the block's own ``<function=`` still open; without it, the
+    block only lacks its own ``</function>``, which rule 4 allows). Counted in C (``str.count``), not parsed: a few
+    milliseconds a MiB, at most ``MAX_BLOCK_EXTENSIONS`` times a block."""
+    if close == TOOL_CALL_CLOSE and not _XML_BODY.match(raw, start + len(TOOL_CALL_OPEN)):
+        return False  # hermes: JSON strings hold tags as they like, and the block ends at its first closing tag
+    more = raw.count(FUNCTION_OPEN, start) - raw.count(FUNCTION_CLOSE, start)
+    if close == FUNCTION_CLOSE or more >= 2:
+        return more > 0
+    return more == 1 and raw[start : len(raw) - len(close)].rstrip().endswith(FUNCTION_CLOSE)
+
+
+def _parse_block(block: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | None:
+    """``(name, arguments)`` of a complete block (tags included), or ``None`` (warned) when it stays text."""
     body = block if block.startswith(FUNCTION_OPEN) else block[len(TOOL_CALL_OPEN) : -len(TOOL_CALL_CLOSE)].strip()
     if body.startswith(FUNCTION_OPEN):
-        parsed = _parse_function(body, tools)
-        if parsed is OPEN_VALUE:
-            if not final:
-                return OPEN_VALUE
-            parsed = "has a value that opens a <function= it never closes"
+        function = _parse_function(body, tools)
+        parsed = "has a value that opens a <function= it never closes" if function is OPEN_VALUE else function
     else:
         parsed = _parse_hermes(body)
     if isinstance(parsed, str):

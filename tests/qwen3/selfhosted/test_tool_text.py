@@ -555,3 +555,27 @@ def test_a_drifted_closing_tag_is_not_part_of_the_value(drift: str) -> None:
 def test_a_function_close_inside_a_value_is_text() -> None:
     block = "<tool_call><function=now><parameter=x>1</function><parameter=y>2</tool_call>"
     assert calls(split_tool_calls(block, TOOLS)) == [("now", {"x": "1</function>", "y": "2"})]
+
+
+def test_a_value_quoting_two_calls_and_a_bare_block_quoting_one() -> None:
+    quoted = "<tool_call>\n<function=w>\n<parameter=c>\nhi\n</parameter>\n</function>\n</tool_call>"
+    head = "<tool_call>\n<function=write_file>\n<parameter=content>\n"
+    two = f"{head}{quoted}\n{quoted}\n</parameter>\n</function>\n</tool_call>"
+    bare = "<function=write_file>\n<parameter=content>\n<function=w>x</function>\n</parameter>\n</function>"
+    assert calls(split_tool_calls(two, WRITE)) == [("write_file", {"content": f"{quoted}\n{quoted}"})]
+    assert calls(split_tool_calls(bare, WRITE)) == [("write_file", {"content": "<function=w>x</function>"})]
+    missing_own_close = "<tool_call>\n<function=write_file>\n<parameter=path>\na\n</parameter>\n</tool_call>"
+    assert calls(split_tool_calls(missing_own_close, WRITE)) == [("write_file", {"path": "a"})]
+
+
+def test_closing_tags_inside_a_value_cost_no_parse_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work counted, not timed: a block holding many literal </tool_call> inside an open quoted call is parsed once
+    (the extensions are told by counting tags), and it is passed over at most MAX_BLOCK_EXTENSIONS times."""
+    parses: list[int] = []
+    real = tool_text._parse_function
+    monkeypatch.setattr(tool_text, "_parse_function", lambda text, tools: parses.append(len(text)) or real(text, tools))
+    block = "<tool_call>\n<function=write_file>\n<parameter=content>\n<function=x>" + "</tool_call>" * 40
+    pieces = split_tool_calls(block, WRITE)
+    assert len(parses) == 1
+    assert calls(pieces) == []  # the value's <function=x> never closes: text, as written
+    assert joined(pieces) == block
