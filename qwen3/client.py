@@ -29,20 +29,20 @@ from agent_framework import (
     Message,
     SecretString,
 )
-from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
+from agent_framework.exceptions import ChatClientException
 from agent_framework.observability import ChatTelemetryLayer
-from dashscope.v2.errors import DashScopeError
 from typing_extensions import TypeVar, Unpack
 
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.parse import WRONG_SHAPE, json_object
+from clients.core.parse import json_object
 from clients.core.transport import (
     EventStream,
     Failure,
     SSEDecoder,
     aiter_events,
     as_text,
+    read_limited,
     streamed_json,
     to_chat_client_exception,
 )
@@ -150,7 +150,6 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
     _PROVIDER: ClassVar[str] = "DashScope"
     _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (300.0, 10.0, 120.0)  # timeout: the SDK's default
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (DashScopeError,)  # without a status: no answer came
     _MODEL_SETTING: ClassVar[str] = "model"
     _EXAMPLE_MODEL: ClassVar[str] = "qwen-plus"
     _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None
@@ -360,48 +359,27 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         return data
 
     async def _open_events(self, request: QwenRequest) -> EventStream:
-        """One attempt to open a stream and read its first event; each event may take ``stream_idle_timeout``
-        seconds."""
+        """One attempt to open a stream and read its first event, on the SDK client's httpx client (its key and
+        workspace); each event may take ``stream_idle_timeout`` seconds; an error answer is read bounded
+        (``max_event_bytes``). A body with big inline media is sent piece by piece."""
         body, endpoint = request.body, request.endpoint
         headers = {**request.headers, "X-DashScope-SSE": "enable", "Accept": "text/event-stream"}
         timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
-        transport = self._client().transport
+        http = self._client().transport.http_client
         streamed = streamed_json(body)  # None: no inline media big enough to send in pieces
-        try:
-            if streamed is None:
-                response = await transport.open_stream(
-                    "POST", ENDPOINT_PATHS[endpoint], json=body, headers=headers, timeout=timeout
-                )
-            else:  # the SDK's open_stream takes json= only: the same request on its httpx client, body in pieces
-                http_request = transport.http_client.build_request(
-                    "POST",
-                    ENDPOINT_PATHS[endpoint],
-                    content=streamed,
-                    headers={**headers, **streamed.headers},
-                    timeout=timeout,
-                )
-                response = await transport.http_client.send(http_request, stream=True)
-                if response.status_code >= 400:
-                    try:
-                        content = await response.aread()
-                    finally:
-                        await response.aclose()
-                    raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
-        except DashScopeError as exc:
-            if exc.status_code is None:  # no answer: classified and described from its httpx cause
-                raise
-            error = parse_error(exc.status_code, exc.code, exc.message, exc.request_id)
-            raise Failure(error, exc.headers) from exc
-        except WRONG_SHAPE as exc:  # the SDK failed on an error answer's body (a code that is an object…)
-            raise ChatClientInvalidResponseException(
-                f"DashScope sent an error answer the dashscope SDK could not read: {type(exc).__name__}: {exc!s:.200}"
-            ) from exc
+        payload: dict[str, Any] = {"json": body} if streamed is None else {"content": streamed}
+        if streamed is not None:
+            headers.update(streamed.headers)
+        sent = http.build_request("POST", ENDPOINT_PATHS[endpoint], headers=headers, timeout=timeout, **payload)
+        response = await http.send(sent, stream=True)
+        if response.status_code >= 400:
+            try:
+                content = await read_limited(response, self.max_event_bytes)
+            finally:
+                await response.aclose()
+            raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
         payloads = _payloads(response, self.max_event_bytes, self.stream_idle_timeout)
         return await EventStream(self, payloads, response.aclose).start()
-
-    def _failure_detail(self, exc: BaseException, cause: BaseException) -> str:
-        """The SDK's own text for the transport failure it wraps (``connection error: …``)."""
-        return exc.message if isinstance(exc, DashScopeError) else super()._failure_detail(exc, cause)
 
     # ------------------------------------------------------------------------------------------- uploads
 

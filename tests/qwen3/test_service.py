@@ -10,13 +10,17 @@ import gc
 import inspect
 import warnings
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_framework import Content, Message
-from agent_framework.exceptions import ChatClientInvalidResponseException, SettingNotFoundError
+from agent_framework.exceptions import (
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+    SettingNotFoundError,
+)
 
 from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
 from qwen3.batch import BatchRequest, QwenBatchClient
@@ -312,6 +316,22 @@ async def test_a_non_streamed_chat_answer_is_read_bounded() -> None:
         with pytest.raises(ChatClientInvalidResponseException, match="DashScope sent an answer over 2048 bytes"):
             await client.get_response("hi")
         assert (await client.get_response("hi")).text == "short"
+        await client.close()
+
+
+async def test_an_error_answer_to_a_stream_is_read_bounded() -> None:
+    """An error answer to a stream request (a gateway's plain HTTP error) is read by the client, bounded (the SDK's
+    ``open_stream`` read it whole), and an ordinary one is still DashScope's error."""
+    with DashScopeEmulator(api_key=KEY) as emu:
+        huge = replace(Reply.error_reply(502, "BadGateway", "x" * 5000), gateway_error=True)
+        small = replace(Reply.error_reply(400, "InvalidParameter", "bad"), gateway_error=True)
+        emu.script(huge, small)
+        client = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url, max_event_bytes=2048)
+        client.retry_policy = replace(client.retry_policy, max_retries=0)
+        with pytest.raises(ChatClientInvalidResponseException, match="DashScope sent an answer over 2048 bytes"):
+            await client.get_response("hi", stream=True).get_final_response()
+        with pytest.raises(ChatClientInvalidRequestException, match=r"InvalidParameter \[HTTP 400\]: bad"):
+            await client.get_response("hi", stream=True).get_final_response()
         await client.close()
 
 
