@@ -7,7 +7,8 @@ bytes (older MAF code wrote ``ImageContent(url=...)``). ``QwenTokenizer`` counts
 compaction strategies; ``compaction_for(model)`` builds MAF's context-window compaction for a model.
 ``QwenEmbeddingClient`` is MAF's embedding client on DashScope's text and multimodal embeddings (``qwen3.embeddings``).
 ``SelfHostedQwenChatClient`` speaks to Qwen served by vLLM, SGLang or Ollama (the ``openai`` extra; imported on first
-use, so ``import qwen3`` loads no other SDK). ``qwen3.testing`` has loopback emulators.
+use, so ``import qwen3`` loads no other SDK); ``QwenResponsesClient`` is Qwen on DashScope's Responses API (built-in
+tools, stored conversations; the ``openai`` extra too, imported on first use). ``qwen3.testing`` has loopback emulators.
 """
 
 import importlib
@@ -22,17 +23,21 @@ from qwen3.routing import endpoint_for_model
 from qwen3.tokens import QwenTokenizer, compaction_for
 
 if TYPE_CHECKING:
+    from qwen3.responses import QwenResponsesClient, QwenResponsesOptions
     from qwen3.selfhosted import SelfHostedQwenChatClient, SelfHostedQwenChatOptions
 
 _SELFHOSTED = ("SelfHostedQwenChatClient", "SelfHostedQwenChatOptions")
+_RESPONSES = ("QwenResponsesClient", "QwenResponsesOptions")
 
 
 def __getattr__(name: str) -> Any:
-    """The self-hosted client names, imported when first asked for (PEP 562).
+    """The self-hosted and Responses client names, imported when first asked for (PEP 562).
 
     Raises:
         ImportError: the ``openai`` SDK is not installed; the message names the extra that installs it.
     """
+    if name in _RESPONSES:
+        return getattr(importlib.import_module("qwen3.responses"), name)
     if name not in _SELFHOSTED:
         raise AttributeError(f"module 'qwen3' has no attribute {name!r}")
     return getattr(importlib.import_module("qwen3.selfhosted"), name)  # its __getattr__ names the missing extra
@@ -50,6 +55,8 @@ __all__ = [
     "QwenChatOptions",
     "QwenEmbeddingClient",
     "QwenEmbeddingOptions",
+    "QwenResponsesClient",
+    "QwenResponsesOptions",
     "QwenTokenizer",
     "QwenVLChatClient",
     "RawQwenChatClient",

@@ -75,11 +75,6 @@ class OpenAISettings(TypedDict, total=False):
     chat_completion_model: str | None
 
 
-def _status_failure(exc: openai.APIStatusError) -> Failure:
-    """The SDK's status error → our failure: its ``body`` is the inner ``error`` object (or the raw text)."""
-    return Failure(parse_error(exc.status_code, exc.body, exc.request_id), exc.response.headers)
-
-
 class _BoundedBody(httpx2.AsyncByteStream):
     """An answer that is not an event stream (a JSON body, an error body, a proxy's page), read no further than
     ``max_bytes`` and no later than ``deadline`` (``time.monotonic()``, checked as each chunk arrives; each read
@@ -156,6 +151,8 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     _STREAM_UNIT: ClassVar[str] = "update"
     _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
     _STREAM_IDLE: ClassVar[str] = "sent nothing"
+    _ANSWER_KEY: ClassVar[str] = "choices"
+    """The key of a successful answer's body: an ``error`` beside none of it is an error sent with HTTP 200."""
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """As ``ProviderChatClient``; a ``base_url`` with credentials in it (``http://user:token@host/v1``, sent as
@@ -305,21 +302,31 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                 raw = await response.read()
                 headers = response.headers
         except openai.APIStatusError as exc:
-            failure: Failure | None = _status_failure(exc)
+            failure: Failure | None = self._failure(exc.status_code, exc.body, exc.response.headers)
         else:
             failure = None
         if failure is not None:  # raised outside the handler: the SDK's error, which quotes the body, stays out of
             raise failure  # the exception chain (a secret the server echoed is redacted in ours only)
         data = json_object(self._label(), raw)
-        if data.get("error") is not None and not data.get("choices"):  # an error in a 200 (some compatible servers)
-            raise Failure(parse_error(None, data, headers.get("x-request-id")), headers)
+        if data.get("error") is not None and not data.get(self._ANSWER_KEY):  # an error in a 200 (some servers)
+            raise self._failure(None, data, headers)
         return data
+
+    def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
+        """An error answer (the SDK's ``body``: the inner ``error`` object or the raw text; an error event or body
+        sent with HTTP 200: the whole object) → our failure (``clients.openai.errors.parse_error``)."""
+        request_id = headers.get("x-request-id") if headers is not None else None
+        return Failure(parse_error(status, body, request_id), headers)
+
+    def _events(self, http: httpx2.Response) -> AsyncGenerator[Any, None]:
+        """The stream's payloads as the parser takes them (here: each ``data:`` JSON object, and ``"[DONE]"``)."""
+        return _payloads(http, self.max_event_bytes, self.stream_idle_timeout, self._label())
 
     async def _open_events(self, request: ProviderRequest) -> EventStream:
         try:
             response = await self._create(request.body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
         except openai.APIStatusError as exc:
-            failure: Failure | None = _status_failure(exc)
+            failure: Failure | None = self._failure(exc.status_code, exc.body, exc.response.headers)
         else:
             failure = None
         if failure is not None:  # outside the handler, as in _send
@@ -327,11 +334,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         http = response.http_response
         if not _is_event_stream(http):
             await self._not_a_stream(http, response.close)
-        return await EventStream(
-            self,
-            _payloads(http, self.max_event_bytes, self.stream_idle_timeout, self._label()),
-            response.close,
-        ).start()
+        return await EventStream(self, self._events(http), response.close).start()
 
     async def _not_a_stream(self, http: httpx2.Response, close: Any) -> None:
         """A stream request answered by a JSON body or an HTML page (a proxy's, a server that ignores ``stream``):
@@ -355,8 +358,8 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                 data = json.loads(text)
             except (ValueError, RecursionError):
                 data = None
-            if isinstance(data, Mapping) and data.get("error") is not None and not data.get("choices"):
-                raise Failure(parse_error(None, data, http.headers.get("x-request-id")), http.headers)
+            if isinstance(data, Mapping) and data.get("error") is not None and not data.get(self._ANSWER_KEY):
+                raise self._failure(None, data, http.headers)
         raise ChatClientInvalidResponseException(
             f"{self._label()} answered the stream request with {kind}, not an event stream (text/event-stream): "
             f"{redact(text)[:200]!r}"

@@ -103,6 +103,13 @@ native rules validate the native request it stands for. Its requests are in ``em
 `CompatibleRecordedRequest` (``isinstance`` tells them apart; ``.parameters`` = the top-level keys besides ``model``
 and ``messages``, ``.thinking``, ``.turns``, ``.native`` = the native request).
 
+Responses API (``_responses.py``): ``POST {emu.compatible_base_url}/responses`` (and the legacy
+``{root}/api/v2/apps/protocols/compatible-mode/v1/responses``) answers the same script as DashScope's Responses API
+does: ``response`` objects and their event streams, the built-in tools' call items from a `HostedReply`
+(``search_results``, ``executed_code``, ``extracted_urls``, ``file_hits``, ``mcp_calls``), stored responses for
+``previous_response_id`` (``emu.responses.stored``). Its requests are `ResponsesRecordedRequest` (``.ignored``: the
+keys DashScope does not read, ``instructions`` among them; ``.context``: the stored turns before it).
+
 Self-hosted Qwen (``_selfhosted.py``): `SelfHostedQwenEmulator` (``server="vllm" | "sglang" | "ollama"``) is Qwen3
 served by vLLM, SGLang or Ollama on their OpenAI-compatible ``/v1``: each server's ``/v1/models``, reasoning field
 (``reasoning`` or ``reasoning_content``, or ``<think>`` in the text without a reasoning parser), tool calls parsed or
@@ -117,6 +124,7 @@ from clients.testing import Reply, ReplyFactory, ScriptItem, SearchResult, ToolC
 from ._batch import BatchLineRequest
 from ._compatible import CompatibleRecordedRequest
 from ._emulator import DashScopeEmulator
+from ._responses import FileHit, HostedReply, McpCall, ResponsesRecordedRequest
 from ._selfhosted import Hostile, SelfHostedQwenEmulator, SelfHostedRecordedRequest, tool_call_text
 from ._types import Endpoint, RecordedRequest
 from ._uploads import RecordedUpload
@@ -128,11 +136,15 @@ __all__ = [
     "CompatibleRecordedRequest",
     "DashScopeEmulator",
     "Endpoint",
+    "FileHit",
+    "HostedReply",
     "Hostile",
+    "McpCall",
     "RecordedRequest",
     "RecordedUpload",
     "Reply",
     "ReplyFactory",
+    "ResponsesRecordedRequest",
     "ScriptItem",
     "SearchResult",
     "SelfHostedQwenEmulator",

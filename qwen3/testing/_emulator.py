@@ -39,6 +39,7 @@ from ._compatible import (
 )
 from ._embeddings import EmbeddingService
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
+from ._responses import RESPONSES_PATHS, ResponsesMode
 from ._types import Endpoint, RecordedRequest
 from ._uploads import OSS_PATH, UPLOADS_PATH, RecordedUpload, UploadStep, UploadStore
 from ._validation import WORKSPACE_NOT_FOUND, ApiError, endpoint_for, validate
@@ -140,6 +141,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         requests; usage then reports ``cached_tokens`` and ``cache_creation_input_tokens``."""
         self._documents = DocumentStore()
         self._compatible = CompatibleMode(self)
+        self.responses = ResponsesMode(self)
+        """The Responses API route (``_responses.py``): ``responses.stored`` holds the stored responses."""
         self.cache_uses: list[CacheUse | None] = []
         """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
@@ -209,6 +212,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self.batches.clear()
         self.embeddings.clear()
         self.exchanges.clear()
+        self.responses.stored.clear()
 
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _handle(
@@ -222,6 +226,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             return self.embeddings.handle(method, path, headers, raw, request_id)
         if path == COMPATIBLE_PATH and method == "POST":
             return self._compatible.chat(path, query, headers, raw, request_id)
+        if path in RESPONSES_PATHS and method == "POST":
+            return self.responses.handle(path, query, headers, raw, request_id)
         if path == FILES_PATH or path.startswith(FILES_PATH + "/"):
             return self._files(method, path, query, headers, raw, request_id)
         if method == "GET":

@@ -1,0 +1,307 @@
+"""``QwenResponsesClient``: Qwen on DashScope's Responses API (``POST …/compatible-mode/v1/responses``) as a MAF chat
+client.
+
+Thin on purpose: the request goes through ``qwen3.responses.convert`` (MAF → the body) and the answer through
+``qwen3.responses.parse``; settings, region and workspace are the one DashScope service's (``qwen3.service``); the
+transport is the openai SDK client of ``clients.openai.client`` (bounded bodies, redirects refused, one client per
+event loop, its own retries off) on the shared request path (``clients.core.client``), pointed at the
+compatible-mode base of the user's region with the ``X-DashScope-WorkSpace`` header. Decisions and sources:
+docs/responses.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypedDict
+
+from agent_framework import (
+    ChatMiddlewareLayer,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    FunctionInvocationLayer,
+    Message,
+    SecretString,
+)
+from agent_framework.exceptions import ChatClientInvalidResponseException
+from agent_framework.observability import ChatTelemetryLayer
+from typing_extensions import TypeVar
+
+from clients.core.client import ProviderRequest
+from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.transport import PERMANENT_CODES, Failure, SSEDecoder, aiter_events, as_text, redact
+from clients.openai.client import RawOpenAIChatCompletionClient
+from clients.providers import PROVIDERS
+from qwen3.errors import AUTH_CODES, FILTER_CODES, parse_error
+from qwen3.responses.convert import (
+    code_interpreter_tool,
+    file_search_tool,
+    input_items,
+    mcp_tool,
+    request_body,
+    web_extractor_tool,
+    web_search_tool,
+)
+from qwen3.responses.parse import StreamState, decode_event, parse_response, parse_stream_event
+from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
+
+with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):
+    import httpx2
+    import openai
+
+__all__ = ["QwenResponsesClient", "QwenResponsesOptions", "QwenResponsesSettings", "RawQwenResponsesClient"]
+
+
+class QwenResponsesOptions(ChatOptions[Any], total=False):
+    """MAF's ``ChatOptions`` plus what DashScope's Responses API reads of its own (docs/responses.md):
+
+    - ``enable_thinking``: the model reasons first; its reasoning arrives as ``text_reasoning`` (MAF's
+      ``reasoning={"effort": …}`` maps here: ``"none"`` off, any other on).
+    - ``store``: DashScope keeps the response: the answer's ``conversation_id`` is its id, and a MAF session's next
+      turn sends only the new messages with ``previous_response_id``. Default: not stored, the whole history sent.
+    """
+
+    enable_thinking: bool
+    store: bool
+    reasoning: Mapping[str, Any]
+
+
+ResponsesOptionsT = TypeVar("ResponsesOptionsT", bound=TypedDict, default="QwenResponsesOptions", covariant=True)  # type: ignore[valid-type]
+
+
+@dataclass(frozen=True)
+class QwenResponsesSettings(ClientSettings, ServiceSettings):
+    """``QwenResponsesClient``'s keywords: every client's (`ClientSettings`) and every DashScope client's
+    (``qwen3.service.ServiceSettings``: ``region``, ``workspace``…)."""
+
+
+def _failure(status: int | None, body: Any, headers: Any) -> Failure:
+    """A DashScope compatible-mode error body ``{"error": {"code", "message", "type"}, "request_id"}`` (Model Studio
+    "Error codes"; ASSUMPTION: the Responses API answers errors as compatible mode does), or a stream's ``error``
+    event (``code`` / ``message`` at the top) → `Failure`."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    inner = error if isinstance(error, Mapping) else body if isinstance(body, Mapping) else {}
+    code = inner.get("code") or inner.get("type")
+    message = as_text(inner.get("message") or "") or (redact(as_text(body))[:300] if body else "(no error body)")
+    request_id = body.get("request_id") if isinstance(body, Mapping) else None
+    return Failure(parse_error(status, as_text(code) if code else None, message, request_id), headers)
+
+
+async def _events(http: httpx2.Response, max_bytes: int, idle: float) -> AsyncGenerator[Mapping[str, Any], None]:
+    """The events of a Responses stream, each ``data:`` parsed; an ``error`` or ``response.failed`` event raises
+    `Failure`."""
+    async for event in aiter_events(http.aiter_bytes(), SSEDecoder(), max_bytes, idle):
+        try:
+            data = decode_event(event.data)
+        except ValueError as exc:
+            raise ChatClientInvalidResponseException(
+                f"DashScope sent a malformed event: {redact(event.data)[:200]!r}"
+            ) from exc
+        kind = data.get("type")
+        if kind == "error":
+            raise _failure(None, data, http.headers)
+        if kind == "response.failed":
+            response = data.get("response")
+            raise _failure(None, response if isinstance(response, Mapping) else data, http.headers)
+        yield data
+
+
+class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], Generic[ResponsesOptionsT]):
+    """DashScope's Responses API without MAF's function, middleware and telemetry layers (use
+    ``QwenResponsesClient``)."""
+
+    OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
+    _PROVIDER: ClassVar[str] = "DashScope"
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (300.0, 10.0, 120.0)  # as QwenChatClient
+    _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES | AUTH_CODES | FILTER_CODES
+    _STREAM_UNIT: ClassVar[str] = "event"
+    _STREAM_END: ClassVar[str] = "response.completed"
+    _STREAM_IDLE: ClassVar[str] = "sent no stream event"
+    _ANSWER_KEY: ClassVar[str] = "output"
+
+    def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
+        """``settings``: a `QwenResponsesSettings` (built from ``kwargs`` when not given). Key, region, workspace and
+        base URL: ``qwen3.service.resolve_service``; the base is the compatible-mode one of that host."""
+        if settings is None:
+            settings = QwenResponsesSettings.taken_from(kwargs)
+        own = settings if isinstance(settings, QwenResponsesSettings) else QwenResponsesSettings.of(vars(settings))
+        self.service: DashScopeService = resolve_service(own, compatible=True)
+        if self.service.model is None:
+            raise no_model("model", "qwen3.5-plus")
+        super().__init__(settings=settings, **kwargs)
+
+    def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
+        """The model, key and the compatible-mode base URL of `service`."""
+        return str(self.service.model), self.service.api_key, self.service.compatible_base_url
+
+    def _label(self) -> str:
+        return "DashScope"
+
+    # ------------------------------------------------------------------------------------------ hosted tools
+
+    @staticmethod
+    def get_web_search_tool(**options: Any) -> dict[str, Any]:
+        """DashScope's web search (MAF's ``SupportsWebSearchTool``): ``{"type": "web_search"}`` for ``tools=``. The
+        sources come back as citation annotations on the answer (docs/responses.md).
+
+        Raises:
+            ChatClientInvalidRequestException: any option (MAF's ``user_location``…): DashScope's takes none.
+        """
+        from clients.core.convert import invalid
+
+        if any(value is not None for value in options.values()):
+            raise invalid(f"DashScope's web search takes no options; it would ignore {sorted(options)}.")
+        return web_search_tool()
+
+    @staticmethod
+    def get_web_extractor_tool() -> dict[str, Any]:
+        """DashScope's web extractor: ``{"type": "web_extractor"}`` (best beside ``get_web_search_tool()``)."""
+        return web_extractor_tool()
+
+    @staticmethod
+    def get_code_interpreter_tool(**options: Any) -> dict[str, Any]:
+        """DashScope's code interpreter (MAF's ``SupportsCodeInterpreterTool``): ``{"type": "code_interpreter"}``;
+        the code and its output come back as ``code_interpreter_tool_call`` / ``…_result`` contents.
+
+        Raises:
+            ChatClientInvalidRequestException: files or a container (DashScope's takes neither).
+        """
+        from clients.core.convert import invalid
+
+        if any(value not in (None, "auto") for value in options.values()):
+            raise invalid("DashScope's code interpreter takes no files or container.")
+        return code_interpreter_tool()
+
+    @staticmethod
+    def get_file_search_tool(*, vector_store_ids: Sequence[str], max_num_results: int | None = None) -> dict[str, Any]:
+        """Knowledge-base search (MAF's ``SupportsFileSearchTool``) over one Model Studio knowledge base:
+        ``vector_store_ids=["<knowledge base id>"]`` (China (Beijing) only). The passages come back as citations."""
+        return file_search_tool(vector_store_ids=vector_store_ids, max_num_results=max_num_results)
+
+    @staticmethod
+    def get_mcp_tool(
+        *,
+        name: str,
+        url: str,
+        description: str | None = None,
+        approval_mode: Any = None,
+        allowed_tools: Sequence[str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """An MCP server DashScope calls (MAF's ``SupportsMCPTool``): ``server_protocol: "sse"`` added (required by
+        DashScope, Model Studio "MCP"), ``headers`` and ``allowed_tools`` as given. Approvals: none on DashScope."""
+        return mcp_tool(
+            name=name,
+            url=url,
+            description=description,
+            approval_mode=approval_mode,
+            allowed_tools=allowed_tools,
+            headers=headers,
+        )
+
+    # ------------------------------------------------------------------------------------------ conversion
+
+    def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """MAF messages → Responses ``input`` items (``qwen3.responses.convert.input_items``)."""
+        return input_items(messages, instructions=options.get("instructions"))
+
+    def _request_body(
+        self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return request_body(converted, options, model=model, stream=stream)
+
+    def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
+        return parse_response(
+            body,
+            model=request.model,
+            stored=request.body.get("store") is True,
+            response_format=request.options.get("response_format"),
+        )
+
+    def _stream_state(self, request: ProviderRequest) -> StreamState:  # type: ignore[override]
+        return StreamState(stored=request.body.get("store") is True)
+
+    def _stream_finished(self, state: StreamState) -> bool:  # type: ignore[override]
+        """``response.completed`` (or ``response.incomplete``) arrived."""
+        return state.done
+
+    def _parse_stream_event(  # type: ignore[override]
+        self, event: Mapping[str, Any], state: StreamState, request: ProviderRequest
+    ) -> ChatResponseUpdate | None:
+        return parse_stream_event(event, state, model=request.model)
+
+    # ------------------------------------------------------------------------------------------- transport
+
+    def _client(self) -> openai.AsyncOpenAI:
+        """The running loop's openai SDK client at the compatible-mode base, with the workspace header."""
+        timeout = httpx2.Timeout(self.timeout, connect=self.connect_timeout)
+        return self._per_loop(
+            lambda: openai.AsyncOpenAI(
+                api_key=self._api_key.get_secret_value(),
+                base_url=self._url,
+                timeout=timeout,
+                max_retries=0,
+                default_headers={"Accept-Encoding": "identity", **self.service.headers},
+                http_client=openai.DefaultAsyncHttpxClient(
+                    timeout=timeout, event_hooks={"response": [self._on_response]}
+                ),
+            )
+        )
+
+    def _create(self, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
+        """``responses.create`` through ``with_streaming_response`` (the body comes back unparsed); every key but
+        ``model`` / ``input`` / ``stream`` goes in ``extra_body`` (the body is complete already)."""
+        rest = {key: value for key, value in body.items() if key not in ("model", "input", "stream")}
+        timeout = httpx2.Timeout(read_timeout, connect=self.connect_timeout)
+        return self._client().responses.with_streaming_response.create(
+            model=body["model"], input=body["input"], stream=stream, extra_body=rest, timeout=timeout
+        )
+
+    def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
+        """DashScope's error body or event → `Failure` (`_failure`, with DashScope's codes and hints)."""
+        return _failure(status, body, headers)
+
+    def _events(self, http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any], None]:
+        """The Responses events of the stream (`_events`): an ``error`` / ``response.failed`` event raises."""
+        return _events(http, self.max_event_bytes, self.stream_idle_timeout)
+
+
+class QwenResponsesClient(
+    PublicKeywords,
+    FunctionInvocationLayer[ResponsesOptionsT],
+    ChatMiddlewareLayer[ResponsesOptionsT],
+    ChatTelemetryLayer[ResponsesOptionsT],
+    RawQwenResponsesClient[ResponsesOptionsT],
+    Generic[ResponsesOptionsT],
+):
+    """Qwen on DashScope's Responses API as a MAF chat client with tools, middleware and telemetry: DashScope's
+    built-in tools (web search with citations, web extractor, code interpreter, knowledge-base search, MCP servers)
+    and, with ``store=True``, conversations DashScope keeps (``previous_response_id``). docs/responses.md.
+
+    Example::
+
+        from agent_framework import Agent
+        from qwen3 import QwenResponsesClient
+
+        client = QwenResponsesClient(model="qwen3.5-plus", region="ap-southeast-1")
+        agent = Agent(client=client, tools=[client.get_web_search_tool()], default_options={"store": True})
+        print(await agent.run("What happened in Hangzhou today?"))
+
+    Keyword Args:
+        model: a model the Responses API serves (``qwen3.responses.convert.RESPONSES_MODELS``), e.g.
+            ``"qwen3.5-plus"``; default from ``DASHSCOPE_MODEL``.
+        api_key, base_url, region, workspace, env_file_path, env_file_encoding: as every DashScope client
+            (``qwen3.service``); the request goes to ``{host}/compatible-mode/v1/responses`` of that region
+            (a ``…/compatible-mode/v1`` or legacy ``…/api/v2/apps/protocols/compatible-mode/v1`` base_url is kept).
+        timeout, connect_timeout, stream_idle_timeout, stream_timeout, max_event_bytes, max_retries, retry_policy,
+        rewrite_other_agents: as ``QwenChatClient``.
+        middleware, function_invocation_configuration, additional_properties, compaction_strategy, tokenizer: MAF's.
+
+    Raises:
+        SettingNotFoundError: no API key or no model, naming the variable to set.
+        ModuleNotFoundError: the ``openai`` extra is not installed (the message gives the pip line).
+        ValueError: a bad ``region``, ``workspace``, base URL or timeout.
+    """
+
+    KEYWORDS = QwenResponsesSettings

@@ -1,0 +1,425 @@
+"""MAF's request → DashScope's Responses API body (``POST …/compatible-mode/v1/responses``). Pure: no network, no SDK.
+
+The rules and their pages: docs/responses.md. In short: system text goes as ``system`` items at the head of ``input``
+(never ``instructions``, which the Feb 2026 reference calls unsupported); user text and images as ``input_text`` /
+``input_image``; assistant text, ``function_call`` and ``function_call_output`` items in order; MAF's options mapped to
+what DashScope reads, and an option it would ignore in silence refused before anything is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent_framework import Content, FunctionTool, Message
+from pydantic import BaseModel
+
+from clients.core.convert import (
+    as_list,
+    invalid,
+    json_object_arguments,
+    refuse_unsupported,
+    response_schema,
+    result_text,
+    sendable,
+)
+from clients.core.media import MediaError, media_kind, media_uri
+
+__all__ = [
+    "HOSTED_TOOL_TYPES",
+    "MAX_MCP_SERVERS",
+    "RESPONSES_MODELS",
+    "code_interpreter_tool",
+    "file_search_tool",
+    "input_items",
+    "mcp_tool",
+    "request_body",
+    "web_extractor_tool",
+    "web_search_tool",
+]
+
+RESPONSES_MODELS = frozenset(
+    {
+        # Model Studio "OpenAI Responses接口兼容" (help.aliyun.com, newest copy: lists qwen3.6-plus-2026-04-02)
+        "qwen3-max",
+        "qwen3-max-2026-01-23",
+        "qwen3.6-plus",
+        "qwen3.6-plus-2026-04-02",
+        "qwen3.5-plus",
+        "qwen3.5-plus-2026-02-15",
+        "qwen3.5-flash",
+        "qwen3.5-flash-2026-02-23",
+        "qwen3.5-397b-a17b",
+        "qwen3.5-122b-a10b",
+        "qwen3.5-27b",
+        "qwen3.5-35b-a3b",
+        "qwen-plus",
+        "qwen-flash",
+        "qwen3-coder-plus",
+        "qwen3-coder-flash",
+        "qwen3-coder-next",
+    }
+)
+"""The models the Responses API serves, per the newest page (docs/responses.md)."""
+
+MAX_INLINE_BYTES = 10 * 1024 * 1024
+"""A data-URI image at most this large (DashScope's inline limit elsewhere: 10 MB; ASSUMPTION here)."""
+MAX_MCP_SERVERS = 10
+"""At most 10 MCP servers per request (Model Studio "MCP")."""
+HOSTED_TOOL_TYPES = frozenset({"web_search", "web_extractor", "code_interpreter", "file_search", "mcp"})
+"""The built-in tools this client sends (docs/responses.md "Built-in tools as MAF hosted tools")."""
+
+IGNORED = {
+    "background": "DashScope's Responses API answers synchronously only (Model Studio 'OpenAI Responses API "
+    "reference': background is not supported).",
+    "stop": "the Responses API has no stop sequences; DashScope would ignore it.",
+    "seed": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "frequency_penalty": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "presence_penalty": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "logit_bias": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "logprobs": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "top_logprobs": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "metadata": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "user": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "truncation": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "include": "not a parameter of DashScope's Responses API; web-search sources come without it.",
+    "service_tier": "not a parameter of DashScope's Responses API; it would be ignored.",
+}
+"""Options DashScope would ignore in silence ("Unlisted OpenAI parameters are ignored"): refused before sending."""
+
+
+# ---------------------------------------------------------------------------------------------- tools
+
+
+def web_search_tool() -> dict[str, Any]:
+    """DashScope's web search (``{"type": "web_search"}``): the sources come back as citation annotations."""
+    return {"type": "web_search"}
+
+
+def web_extractor_tool() -> dict[str, Any]:
+    """DashScope's web extractor (``{"type": "web_extractor"}``): reads the pages the search found or the user named
+    (best with ``web_search``, Model Studio "OpenAI Responses API reference")."""
+    return {"type": "web_extractor"}
+
+
+def code_interpreter_tool() -> dict[str, Any]:
+    """DashScope's code interpreter (``{"type": "code_interpreter"}``)."""
+    return {"type": "code_interpreter"}
+
+
+def file_search_tool(*, vector_store_ids: Sequence[str], max_num_results: int | None = None) -> dict[str, Any]:
+    """Knowledge-base search over a Model Studio knowledge base: ``{"type": "file_search", "vector_store_ids": [id]}``
+    (https://help.aliyun.com/zh/model-studio/file-search: exactly one id, China (Beijing) only).
+
+    Raises:
+        ChatClientInvalidRequestException: not exactly one id, or ``max_num_results`` (not on the page: ignored).
+    """
+    ids = list(vector_store_ids) if not isinstance(vector_store_ids, str) else [vector_store_ids]
+    if len(ids) != 1 or not all(isinstance(i, str) and i for i in ids):
+        raise invalid(
+            f"file_search takes exactly one Model Studio knowledge base id (Model Studio 'Knowledge retrieval'), "
+            f"not {ids!r}."
+        )
+    if max_num_results is not None:
+        raise invalid("file_search: max_num_results is not a parameter of DashScope's knowledge-base search.")
+    return {"type": "file_search", "vector_store_ids": ids}
+
+
+def mcp_tool(
+    *,
+    name: str,
+    url: str,
+    description: str | None = None,
+    approval_mode: Any = None,
+    allowed_tools: Sequence[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """An MCP server DashScope calls: ``{"type": "mcp", "server_protocol": "sse", "server_label", "server_url",
+    "server_description", "headers", "allowed_tools"}`` (Model Studio "MCP": SSE servers only, ``server_protocol``
+    required). The arguments are MAF's ``SupportsMCPTool.get_mcp_tool``'s.
+
+    Raises:
+        ChatClientInvalidRequestException: no name or an http(s) URL missing, or an ``approval_mode`` asking for
+            approvals (DashScope's page has none; ``"never_require"`` is what it does and is accepted).
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise invalid("get_mcp_tool: name (the server's label) is required.")
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        raise invalid(f"get_mcp_tool: url must be the MCP server's SSE endpoint (http or https), not {url!r}.")
+    if approval_mode not in (None, "never_require"):
+        raise invalid(
+            "get_mcp_tool: DashScope calls MCP tools without asking for approval (Model Studio 'MCP' has no "
+            f"require_approval); approval_mode={approval_mode!r} cannot be honoured."
+        )
+    tool: dict[str, Any] = {
+        "type": "mcp",
+        "server_protocol": "sse",
+        "server_label": name.replace(" ", "_"),
+        "server_url": url,
+    }
+    if description:
+        tool["server_description"] = description
+    if headers:
+        tool["headers"] = dict(headers)
+    if allowed_tools is not None:
+        tool["allowed_tools"] = list(allowed_tools)
+    return tool
+
+
+def _hosted(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A hosted tool dict (ours, or one MAF's ``OpenAIChatClient.get_*_tool`` made) as DashScope reads it: MAF's MCP
+    dict gains ``server_protocol: "sse"``, a ``require_approval: "never"`` goes (what DashScope does), an automatic
+    code-interpreter container goes; what DashScope would ignore is refused."""
+    kind = tool.get("type")
+    if kind == "mcp":
+        approval = tool.get("require_approval")
+        rest = {k: v for k, v in tool.items() if k not in ("type", "require_approval", "server_protocol")}
+        if approval not in (None, "never"):
+            raise invalid(f"MCP tool {tool.get('server_label')!r}: DashScope has no MCP approvals ({approval!r}).")
+        if tool.get("server_protocol") not in (None, "sse"):
+            raise invalid(f"MCP tool {tool.get('server_label')!r}: DashScope takes SSE MCP servers only.")
+        out = mcp_tool(
+            name=str(rest.pop("server_label", "")),
+            url=str(rest.pop("server_url", "")),
+            description=rest.pop("server_description", None),
+            headers=rest.pop("headers", None),
+            allowed_tools=rest.pop("allowed_tools", None),
+        )
+        if rest:
+            raise invalid(f"MCP tool {out['server_label']!r}: DashScope would ignore {sorted(rest)}.")
+        return out
+    if kind == "code_interpreter":
+        container = tool.get("container")
+        auto = container in (None, "auto") or (isinstance(container, Mapping) and dict(container) == {"type": "auto"})
+        if not auto or set(tool) - {"type", "container"}:
+            raise invalid("code_interpreter: DashScope's code interpreter takes no container or files.")
+        return code_interpreter_tool()
+    if kind == "file_search":
+        extra = set(tool) - {"type", "vector_store_ids", "max_num_results"}
+        if extra:
+            raise invalid(f"file_search: DashScope would ignore {sorted(extra)}.")
+        return file_search_tool(
+            vector_store_ids=tool.get("vector_store_ids") or [], max_num_results=tool.get("max_num_results")
+        )
+    if kind in ("web_search", "web_extractor"):
+        if set(tool) - {"type"}:
+            raise invalid(
+                f"{kind}: DashScope's {kind} takes no options; it would ignore {sorted(set(tool) - {'type'})}."
+            )
+        return {"type": kind}
+    raise invalid(
+        f"Tool type {kind!r} is not one DashScope's Responses API runs ({', '.join(sorted(HOSTED_TOOL_TYPES))})."
+    )
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    """MAF tools → Responses tools: functions as ``{"type": "function", "name", "description", "parameters"}``, the
+    hosted ones by `_hosted`.
+
+    Raises:
+        ChatClientInvalidRequestException: another kind of tool, more than `MAX_MCP_SERVERS` MCP servers.
+    """
+    out: list[dict[str, Any]] = []
+    for tool in as_list(tools):
+        if isinstance(tool, FunctionTool):
+            spec = tool.to_json_schema_spec()["function"]
+            out.append({"type": "function", **spec})
+        elif isinstance(tool, Mapping) and tool.get("type") == "function":
+            inner = tool.get("function")
+            out.append({"type": "function", **inner} if isinstance(inner, Mapping) else dict(tool))
+        elif isinstance(tool, Mapping):
+            out.append(_hosted(tool))
+        else:
+            raise invalid(f"Tool {tool!r} is neither a function tool nor a hosted tool dict.")
+    if sum(1 for t in out if t["type"] == "mcp") > MAX_MCP_SERVERS:
+        raise invalid(f"At most {MAX_MCP_SERVERS} MCP servers per request (Model Studio 'MCP').")
+    return out
+
+
+def _tool_choice(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        mode = value.get("mode")
+        name = value.get("required_function_name")
+        if mode == "required" and name:
+            return {"type": "function", "name": name}
+        return mode
+    raise invalid(f"tool_choice must be 'auto', 'none', 'required' or a mapping, not {value!r}.")
+
+
+# ---------------------------------------------------------------------------------------------- messages
+
+
+def _system_text(message: Message, where: str) -> str:
+    for content in message.contents:
+        if content.type != "text":
+            raise invalid(f"{where}: only text is allowed in a system message, got {content.type!r}.")
+    return "\n".join(c.text for c in message.contents if c.text)
+
+
+def _user_parts(message: Message, where: str) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for content in message.contents:
+        if content.type == "text":
+            parts.append({"type": "input_text", "text": content.text or ""})
+        elif content.type in ("data", "uri"):
+            try:
+                if media_kind(content) != "image":
+                    raise MediaError(f"DashScope's Responses API takes images, not {content.media_type!r}")
+                url = media_uri(content, max_bytes=MAX_INLINE_BYTES)
+            except MediaError as exc:
+                raise invalid(f"{where}: {exc}") from exc
+            parts.append({"type": "input_image", "image_url": url})
+        elif content.type == "function_result":
+            continue
+        else:
+            raise invalid(
+                f"{where}: DashScope's Responses API takes text and images from a user, not {content.type!r}."
+            )
+    return parts
+
+
+def _function_call(content: Content) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "call_id": content.call_id,
+        "name": content.name,
+        "arguments": json_object_arguments(content.arguments, content.name),
+    }
+
+
+def input_items(messages: Sequence[Message], *, instructions: str | None = None) -> list[dict[str, Any]]:
+    """MAF messages → the Responses ``input`` items, in order.
+
+    - ``instructions`` and every ``system`` / ``developer`` message: a ``{"role": "system", "content": text}`` item
+      (``instructions`` first unless the history opens with that text).
+    - ``user``: ``{"role": "user", "content": [input_text / input_image parts]}``.
+    - ``assistant``: its text as ``{"role": "assistant", "content": text}``, its calls as ``function_call`` items;
+      reasoning and hosted-tool contents are not sent (DashScope ran them; a stored conversation has them).
+    - ``tool``: one ``function_call_output`` per result (``output``: the result's text).
+
+    Raises:
+        ChatClientInvalidRequestException: content the API cannot take (named with its position), an unknown role.
+    """
+    out: list[dict[str, Any]] = []
+    if instructions:
+        first = messages[0] if messages else None
+        if first is None or first.role not in ("system", "developer") or first.text != instructions:
+            out.append({"role": "system", "content": instructions})
+    for position, message in enumerate(messages):
+        role = message.role
+        where = f"messages[{position}] ({role})"
+        if role in ("system", "developer"):
+            text = _system_text(message, where)
+            if text:
+                out.append({"role": "system", "content": text})
+        elif role == "user":
+            parts = _user_parts(message, where)
+            if parts:
+                out.append({"role": "user", "content": parts})
+            out.extend(
+                {"type": "function_call_output", "call_id": c.call_id, "output": result_text(c)}
+                for c in message.contents
+                if c.type == "function_result"
+            )
+        elif role == "assistant":
+            text = "".join(c.text or "" for c in message.contents if c.type == "text")
+            if text:
+                out.append({"role": "assistant", "content": text})
+            out.extend(_function_call(c) for c in message.contents if c.type == "function_call")
+        elif role == "tool":
+            out.extend(
+                {"type": "function_call_output", "call_id": c.call_id, "output": result_text(c)}
+                for c in message.contents
+                if c.type == "function_result"
+            )
+        else:
+            raise invalid(f"{where}: role {role!r} is not one of system, developer, user, assistant, tool.")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the body
+
+
+def _thinking(options: Mapping[str, Any]) -> bool | None:
+    """``enable_thinking`` from our option, else from MAF's ``reasoning={"effort": …}`` (``"none"`` → off, any
+    other effort → on). DashScope reads ``enable_thinking`` only (docs/responses.md)."""
+    reasoning = options.get("reasoning")
+    thinking = options.get("enable_thinking")
+    if reasoning is not None:
+        if not isinstance(reasoning, Mapping) or set(reasoning) - {"effort"}:
+            raise invalid(
+                "reasoning: DashScope's Responses API reads enable_thinking only; reasoning={'effort': …} is mapped "
+                f"to it, other fields would be ignored ({reasoning!r})."
+            )
+        effort_on = reasoning.get("effort") not in (None, "none")
+        if thinking is not None and thinking != effort_on:
+            raise invalid("enable_thinking and reasoning.effort disagree: give one.")
+        thinking = effort_on if reasoning.get("effort") is not None else thinking
+    if thinking is not None and not isinstance(thinking, bool):
+        raise invalid(f"enable_thinking must be True or False, not {thinking!r}.")
+    return thinking
+
+
+def _text_format(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    schema = response_schema(value)
+    if schema is None:
+        if isinstance(value, Mapping) and value.get("type") == "json_object":
+            return {"format": {"type": "json_object"}}
+        return None
+    name = value.__name__ if isinstance(value, type) and issubclass(value, BaseModel) else "response"
+    return {"format": {"type": "json_schema", "name": name, "schema": schema, "strict": True}}
+
+
+def request_body(
+    items: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
+) -> dict[str, Any]:
+    """The whole body of ``POST …/responses``: ``model``, ``input`` (`input_items`), ``stream`` and the options
+    DashScope reads: ``temperature``, ``top_p``, ``max_tokens`` → ``max_output_tokens``, ``tools``,
+    ``tool_choice``, ``allow_multiple_tool_calls`` → ``parallel_tool_calls``, ``response_format`` → ``text.format``,
+    ``enable_thinking`` (or MAF's ``reasoning``), ``store``, ``conversation_id`` → ``previous_response_id``.
+
+    Raises:
+        ChatClientInvalidRequestException: no input, an option DashScope would ignore (`IGNORED`), a bad tool,
+            a body that cannot be sent as JSON.
+    """
+    refuse_unsupported(options, IGNORED)
+    if not items:
+        raise invalid("No messages to send: DashScope's Responses API needs an input.")
+    body: dict[str, Any] = {"model": model, "input": items}
+    if stream:
+        body["stream"] = True
+    for key, wire in (("temperature", "temperature"), ("top_p", "top_p"), ("max_tokens", "max_output_tokens")):
+        if options.get(key) is not None:
+            body[wire] = options[key]
+    tools = _tools(options.get("tools"))
+    if tools:
+        body["tools"] = tools
+        choice = _tool_choice(options.get("tool_choice"))
+        if choice is not None:
+            body["tool_choice"] = choice
+        if options.get("allow_multiple_tool_calls") is not None:
+            body["parallel_tool_calls"] = bool(options["allow_multiple_tool_calls"])
+    text = _text_format(options.get("response_format"))
+    if text is not None:
+        body["text"] = text
+    thinking = _thinking(options)
+    if thinking is not None:
+        body["enable_thinking"] = thinking
+    store = options.get("store")
+    if store is not None:
+        if not isinstance(store, bool):
+            raise invalid(f"store must be True or False, not {store!r}.")
+        body["store"] = store
+    previous = options.get("conversation_id")
+    if previous:
+        if store is not True:
+            raise invalid(
+                "conversation_id (a stored response's id) needs store=True: DashScope continues a conversation by "
+                "previous_response_id only from a stored response."
+            )
+        body["previous_response_id"] = str(previous)
+    return sendable(body, "DashScope")

@@ -1,0 +1,323 @@
+"""DashScope's Responses API answers → MAF: a ``response`` object → ``ChatResponse``, each stream event →
+``ChatResponseUpdate``. Pure: no network, no SDK.
+
+Output items (docs/responses.md has the pages): ``message`` (``output_text`` parts → text), ``reasoning`` (its
+``reasoning_text`` content or ``summary_text`` summary → ``text_reasoning``), ``function_call`` → ``function_call``,
+and the built-in tools' calls: ``web_search_call`` (``action.sources`` → citation annotations on the answer, and
+``search_tool_call`` / ``search_tool_result`` contents), ``web_extractor_call`` (search-tool contents named
+``web_extractor``), ``code_interpreter_call`` (``code_interpreter_tool_call`` with the code, ``…_result`` with its
+logs), ``file_search_call`` (search-tool contents named ``file_search``, each passage a citation), ``mcp_call``
+(``mcp_server_tool_call`` / ``mcp_server_tool_result``). An unknown item type is kept as its raw representation on
+nothing: it is skipped (a newer tool), never an error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from agent_framework import Annotation, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
+from agent_framework.exceptions import ChatClientInvalidResponseException
+
+from clients.core.transport import as_text
+
+__all__ = ["StreamState", "finish_reason", "item_contents", "parse_response", "parse_stream_event", "parse_usage"]
+
+
+def parse_usage(usage: Any) -> UsageDetails | None:
+    """Responses ``usage`` → MAF ``UsageDetails``: ``input_tokens`` / ``output_tokens`` / ``total_tokens``,
+    ``input_tokens_details.cached_tokens`` → ``cache_read_input_token_count``,
+    ``output_tokens_details.reasoning_tokens`` → ``reasoning_output_token_count``."""
+    if not isinstance(usage, Mapping):
+        return None
+    details: dict[str, int] = {}
+    for wire, maf in (
+        ("input_tokens", "input_token_count"),
+        ("output_tokens", "output_token_count"),
+        ("total_tokens", "total_token_count"),
+    ):
+        value = usage.get(wire)
+        if isinstance(value, int) and not isinstance(value, bool):
+            details[maf] = value
+    if "total_token_count" not in details and details:
+        details["total_token_count"] = details.get("input_token_count", 0) + details.get("output_token_count", 0)
+    for group, key, maf in (
+        ("input_tokens_details", "cached_tokens", "cache_read_input_token_count"),
+        ("output_tokens_details", "reasoning_tokens", "reasoning_output_token_count"),
+    ):
+        inner = usage.get(group)
+        value = inner.get(key) if isinstance(inner, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            details[maf] = value
+    return details or None  # type: ignore[return-value]
+
+
+def finish_reason(body: Mapping[str, Any], has_calls: bool) -> str | None:
+    """``status`` → MAF's finish reason: ``completed`` → ``tool_calls`` (a function call came) or ``stop``,
+    ``incomplete`` for ``max_output_tokens`` → ``length``, for ``content_filter`` → ``content_filter``."""
+    status = body.get("status")
+    if status == "completed":
+        return "tool_calls" if has_calls else "stop"
+    if status == "incomplete":
+        details = body.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        return "content_filter" if reason == "content_filter" else "length"
+    return None
+
+
+def _citation(
+    *, url: str | None = None, title: Any = None, tool: str, file_id: Any = None, snippet: Any = None
+) -> Annotation:
+    annotation: Annotation = {"type": "citation", "tool_name": tool}
+    if url:
+        annotation["url"] = url
+    if title:
+        annotation["title"] = as_text(title)
+    if file_id:
+        annotation["file_id"] = as_text(file_id)
+    if snippet:
+        annotation["snippet"] = as_text(snippet)
+    return annotation
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _maps(value: Any) -> list[Mapping[str, Any]]:
+    return [v for v in _list(value) if isinstance(v, Mapping)]
+
+
+def citations_of(item: Mapping[str, Any]) -> list[Annotation]:
+    """The citations a built-in tool's call item carries: a web search's ``action.sources`` (url, title), a
+    knowledge-base search's ``results`` (file id, file name, passage)."""
+    kind = item.get("type")
+    if kind == "web_search_call":
+        action = item.get("action")
+        sources = _maps(action.get("sources")) if isinstance(action, Mapping) else []
+        return [
+            _citation(url=as_text(s.get("url")), title=s.get("title"), tool="web_search")
+            for s in sources
+            if s.get("url")
+        ]
+    if kind == "file_search_call":
+        return [
+            _citation(file_id=r.get("file_id"), title=r.get("filename"), snippet=r.get("text"), tool="file_search")
+            for r in _maps(item.get("results"))
+        ]
+    return []
+
+
+def item_contents(item: Mapping[str, Any]) -> list[Content]:
+    """One output item → MAF contents (an unknown type → none). Text and reasoning of ``message`` / ``reasoning``
+    items; the calls of ``function_call`` and the built-in tools."""
+    kind = item.get("type")
+    call_id = as_text(item.get("call_id") or item.get("id") or "")
+    if kind == "message":
+        out = []
+        for part in _maps(item.get("content")):
+            if part.get("type") == "output_text":
+                out.append(Content.from_text(as_text(part.get("text") or ""), raw_representation=part))
+            elif part.get("type") == "refusal":
+                out.append(Content.from_text(as_text(part.get("refusal") or ""), raw_representation=part))
+        return out
+    if kind == "reasoning":
+        texts = [as_text(p.get("text") or "") for p in _maps(item.get("content")) if p.get("type") == "reasoning_text"]
+        texts = texts or [as_text(p.get("text") or "") for p in _maps(item.get("summary"))]
+        return [Content.from_text_reasoning(text="".join(texts), id=as_text(item.get("id") or "") or None)]
+    if kind == "function_call":
+        return [
+            Content.from_function_call(
+                call_id=call_id,
+                name=as_text(item.get("name") or ""),
+                arguments=as_text(item.get("arguments") or "{}"),
+                raw_representation=item,
+            )
+        ]
+    if kind in ("web_search_call", "web_extractor_call", "file_search_call"):
+        tool = kind.removesuffix("_call")
+        action = item.get("action")
+        if kind == "web_search_call":
+            query = action.get("query") if isinstance(action, Mapping) else None
+            arguments: Any = {"query": as_text(query)} if query else None
+            result: Any = [{"url": c.get("url"), "title": c.get("title")} for c in citations_of(item)]
+        elif kind == "web_extractor_call":
+            arguments = {"urls": [as_text(u) for u in _list(item.get("urls"))]}
+            result = as_text(item.get("output") or "")
+        else:
+            arguments = {"queries": [as_text(q) for q in _list(item.get("queries"))]}
+            result = [dict(r) for r in _maps(item.get("results"))]
+        status = as_text(item.get("status") or "") or None
+        return [
+            Content.from_search_tool_call(
+                call_id, tool_name=tool, arguments=arguments, status=status, raw_representation=item
+            ),
+            Content.from_search_tool_result(call_id, tool_name=tool, result=result, status=status),
+        ]
+    if kind == "code_interpreter_call":
+        code = as_text(item.get("code") or "")
+        logs = [as_text(o.get("logs") or "") for o in _maps(item.get("outputs")) if o.get("type") == "logs"]
+        return [
+            Content.from_code_interpreter_tool_call(
+                call_id=call_id, inputs=[Content.from_text(code)], raw_representation=item
+            ),
+            Content.from_code_interpreter_tool_result(call_id=call_id, outputs=[Content.from_text(t) for t in logs]),
+        ]
+    if kind == "mcp_call":
+        name = as_text(item.get("name") or "")
+        server = as_text(item.get("server_label") or "") or None
+        output = item.get("error") or item.get("output")
+        return [
+            Content.from_mcp_server_tool_call(
+                call_id,
+                name,
+                server_name=server,
+                arguments=as_text(item.get("arguments") or "{}"),
+                raw_representation=item,
+            ),
+            Content.from_mcp_server_tool_result(call_id, output=as_text(output) if output is not None else None),
+        ]
+    return []
+
+
+def _cite(contents: list[Content], citations: list[Annotation]) -> None:
+    """The citations on the last answer text (an empty text carries them when there is none)."""
+    if not citations:
+        return
+    texts = [c for c in contents if c.type == "text"]
+    if texts:
+        texts[-1].annotations = [*(texts[-1].annotations or ()), *citations]
+    else:
+        contents.append(Content.from_text("", annotations=citations))
+
+
+def _created(value: Any) -> str | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=timezone.utc).isoformat()
+    return None
+
+
+def _checked(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping) or not isinstance(body.get("output", []), list):
+        raise ChatClientInvalidResponseException(
+            f"DashScope's Responses API sent an answer that is not a response object: {str(body)[:200]!r}"
+        )
+    return body
+
+
+def parse_response(body: Any, *, model: str, stored: bool, response_format: Any = None) -> ChatResponse[Any]:
+    """A ``response`` object → ``ChatResponse``: one assistant message with the contents of every output item
+    (`item_contents`), the sources as citations on its text, ``usage``, the finish reason, ``response_id`` = the
+    response's ``id`` and, when ``stored`` (``store=True`` was sent), ``conversation_id`` = that id too (MAF's
+    session sends it back as ``previous_response_id``).
+
+    Raises:
+        ChatClientInvalidResponseException: not a response object.
+    """
+    body = _checked(body)
+    contents: list[Content] = []
+    citations: list[Annotation] = []
+    for item in _maps(body.get("output")):
+        contents.extend(item_contents(item))
+        citations.extend(citations_of(item))
+    _cite(contents, citations)
+    usage = parse_usage(body.get("usage"))
+    if usage:
+        contents.append(Content.from_usage(usage))
+    has_calls = any(c.type == "function_call" for c in contents)
+    response_id = as_text(body.get("id") or "") or None
+    return ChatResponse(
+        messages=[Message("assistant", contents, raw_representation=body)],
+        response_id=response_id,
+        conversation_id=response_id if stored else None,
+        model=as_text(body.get("model") or model),
+        created_at=_created(body.get("created_at")),
+        finish_reason=finish_reason(body, has_calls),  # type: ignore[arg-type]
+        usage_details=usage,
+        response_format=response_format,
+        raw_representation=body,
+    )
+
+
+@dataclass
+class StreamState:
+    """What one stream's events share: whether it was stored, and whether ``response.completed`` arrived."""
+
+    stored: bool = False
+    done: bool = False
+    response_id: str | None = None
+    calls: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: str) -> ChatResponseUpdate | None:
+    """One stream event → an update, or None for events that carry nothing new (``response.in_progress``,
+    ``…added``, ``…done`` of text already streamed):
+
+    - ``response.created``: the response id;
+    - ``response.output_text.delta`` → text; ``response.reasoning_text.delta`` (and
+      ``response.reasoning_summary_text.delta``) → ``text_reasoning``;
+    - ``response.output_item.done`` of a ``function_call`` or a built-in tool's call → its contents (a function
+      call whole, as the item has it; a search's sources as citations on an empty text);
+    - ``response.completed`` / ``response.incomplete`` → usage, finish reason, ``conversation_id`` when stored.
+
+    Error events are the client's (``error``, ``response.failed``: raised before this is called).
+    """
+    kind = event.get("type")
+    contents: list[Content] = []
+    finish: str | None = None
+    if kind == "response.created":
+        response = event.get("response")
+        state.response_id = as_text(response.get("id") or "") or None if isinstance(response, Mapping) else None
+        return None
+    if kind == "response.output_text.delta":
+        contents.append(Content.from_text(as_text(event.get("delta") or "")))
+    elif kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
+        contents.append(Content.from_text_reasoning(text=as_text(event.get("delta") or "")))
+    elif kind == "response.output_item.done":
+        item = event.get("item")
+        if not isinstance(item, Mapping) or item.get("type") in ("message", "reasoning"):
+            return None
+        contents.extend(item_contents(item))
+        citations = citations_of(item)
+        if citations:
+            contents.append(Content.from_text("", annotations=citations))
+    elif kind in ("response.completed", "response.incomplete"):
+        state.done = True
+        response = _checked(event.get("response"))
+        usage = parse_usage(response.get("usage"))
+        if usage:
+            contents.append(Content.from_usage(usage))
+        has_calls = any(
+            isinstance(i, Mapping) and i.get("type") == "function_call" for i in _list(response.get("output"))
+        )
+        finish = finish_reason(response, has_calls)
+        state.response_id = as_text(response.get("id") or "") or state.response_id
+    else:
+        return None
+    return ChatResponseUpdate(
+        role="assistant",
+        contents=contents,
+        response_id=state.response_id,
+        conversation_id=state.response_id if state.stored and finish is not None else None,
+        model=model,
+        finish_reason=finish,  # type: ignore[arg-type]
+        raw_representation=event,
+    )
+
+
+def decode_event(payload: str) -> Mapping[str, Any]:
+    """One ``data:`` payload → its JSON object.
+
+    Raises:
+        ValueError: not a JSON object.
+    """
+    try:
+        data = json.loads(payload)
+    except RecursionError as exc:
+        raise ValueError("event nested too deeply") from exc
+    if not isinstance(data, dict):
+        raise ValueError("event data is not a JSON object")
+    return data

@@ -1,0 +1,544 @@
+"""DashScope's Responses API on the emulator: ``POST {root}/compatible-mode/v1/responses`` (and the legacy
+``{root}/api/v2/apps/protocols/compatible-mode/v1/responses``), answered from the same script as the other routes.
+
+Shapes, each from its page (docs/responses.md lists them with their dates):
+
+* The request: ``model``, ``input`` (a string, or items: ``{"role", "content"}`` messages whose content is a string or
+  ``input_text`` / ``input_image`` / ``output_text`` parts, ``function_call`` and ``function_call_output`` items),
+  ``stream``, ``tools``, ``tool_choice``, ``temperature``, ``top_p``, ``max_output_tokens``, ``text.format``,
+  ``previous_response_id``, ``store``, and DashScope's ``enable_thinking`` (Model Studio "OpenAI Responses API
+  reference", https://www.alibabacloud.com/help/en/model-studio/qwen-api-via-openai-responses). Every other key is
+  ignored, as DashScope ignores it ("Unlisted OpenAI parameters are ignored", same page), and listed in
+  `ResponsesRecordedRequest.ignored` — ``instructions`` among them (the Feb 2026 page: not supported).
+* The answer: a ``response`` object (``id`` ``resp_…``, ``status``, ``output`` items, ``usage`` with ``input_tokens``,
+  ``output_tokens``, ``total_tokens``, ``output_tokens_details.reasoning_tokens``): ``reasoning`` (its text in a
+  ``reasoning_text`` part), hosted-tool calls (``web_search_call`` whose ``action.sources`` hold the sources, Model
+  Studio "Web search"; ``web_extractor_call``; ``code_interpreter_call`` with ``code`` and ``outputs``;
+  ``file_search_call`` with ``results``, https://help.aliyun.com/zh/model-studio/file-search; ``mcp_call``,
+  https://www.alibabacloud.com/help/en/model-studio/mcp), the ``message`` and ``function_call`` items.
+* The stream: ``response.created``, ``response.in_progress``, ``response.output_item.added`` / ``.done``,
+  ``response.reasoning_text.delta`` / ``.done``, ``response.content_part.added`` / ``.done``,
+  ``response.output_text.delta`` / ``.done``, ``response.function_call_arguments.delta`` / ``.done``,
+  ``response.completed`` (ASSUMPTION where the pages show no sample: OpenAI's event names and fields).
+* Refused as DashScope refuses (compatible mode's error body, ``_compatible.error_body``): a wrong key (401), no
+  model (400), a model the Responses API does not serve (404), ``background`` (400: "only synchronous calls"), a
+  ``file_search`` tool with other than one knowledge base id (400, "知识检索"), an ``mcp`` tool without
+  ``server_protocol: "sse"`` or more than 10 of them (400, Model Studio "MCP"), an unknown ``previous_response_id``
+  (400, ASSUMPTION), a ``function_call_output`` for a call the conversation never made (400, ASSUMPTION).
+
+Stored responses: each answered request with ``store`` not false keeps its input and output under its id, and a later
+``previous_response_id`` puts them before its own input (`ResponsesRecordedRequest.context`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clients.testing import (
+    Answer,
+    Media,
+    RecordedRequest,
+    Reply,
+    ScriptError,
+    ToolCall,
+    ToolResult,
+    Turn,
+    json_answer,
+    nonstream_faults,
+    parse_json,
+    pieces,
+    sse_answer,
+    token_weight,
+)
+
+from ._compatible import error_answer, model_not_found
+
+__all__ = [
+    "RESPONSES_PATHS",
+    "FileHit",
+    "HostedReply",
+    "McpCall",
+    "ResponsesMode",
+    "ResponsesRecordedRequest",
+]
+
+RESPONSES_PATHS = ("/compatible-mode/v1/responses", "/api/v2/apps/protocols/compatible-mode/v1/responses")
+"""The path of the newest page, and the legacy one being retired (Model Studio "OpenAI Responses接口兼容")."""
+READ_KEYS = frozenset(
+    {
+        "model",
+        "input",
+        "stream",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "top_p",
+        "max_output_tokens",
+        "text",
+        "previous_response_id",
+        "store",
+        "enable_thinking",
+        "parallel_tool_calls",
+        "background",
+    }
+)
+"""The request keys the reference documents; the rest are ignored (recorded in ``ignored``)."""
+MAX_MCP_SERVERS = 10
+SSE_CONTENT_TYPE = "text/event-stream;charset=UTF-8"
+
+
+@dataclass(frozen=True)
+class McpCall:
+    """A call DashScope made to an MCP server (``HostedReply.mcp_calls``): the server's label, the tool, its
+    arguments and what it answered."""
+
+    server_label: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class FileHit:
+    """A passage the knowledge-base search found (``HostedReply.file_hits``)."""
+
+    file_id: str
+    filename: str
+    text: str
+    score: float = 1.0
+
+
+@dataclass
+class HostedReply(Reply):
+    """A `Reply` with what the Responses API's built-in tools did, besides ``search_results`` (a ``web_search_call``
+    with those sources) and ``executed_code`` (one ``code_interpreter_call`` each, its ``code_output`` as logs):
+    ``extracted_urls`` (a ``web_extractor_call``), ``file_hits`` (a ``file_search_call``), ``mcp_calls``."""
+
+    code_output: str = ""
+    extracted_urls: Sequence[str] = ()
+    extracted_text: str = ""
+    file_hits: Sequence[FileHit] = ()
+    search_query: str = ""
+    mcp_calls: Sequence[McpCall] = ()
+
+
+def _content_turn(role: str, content: Any) -> Turn:
+    if isinstance(content, str):
+        return Turn(role=role, text=content)  # type: ignore[arg-type]
+    texts, media = [], []
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") in ("input_text", "output_text", "text"):
+            texts.append(str(part.get("text", "")))
+        elif part.get("type") == "input_image":
+            media.append(Media("image", url=str(part.get("image_url"))))
+    return Turn(role=role, text="\n".join(texts), media=media)  # type: ignore[arg-type]
+
+
+def items_turns(items: Any) -> list[Turn]:
+    """Responses input (or output) items → neutral turns (calls and results grouped as the Chat wire groups them)."""
+    if isinstance(items, str):
+        return [Turn(role="user", text=items)]
+    out: list[Turn] = []
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "message" and item.get("role") in ("system", "developer", "user", "assistant"):
+            role = "system" if item["role"] == "developer" else item["role"]
+            out.append(_content_turn(role, item.get("content")))
+        elif kind == "function_call":
+            call = ToolCall(str(item.get("name")), str(item.get("arguments", "{}")), id=str(item.get("call_id")))
+            if out and out[-1].role == "assistant" and not out[-1].text:
+                last = out.pop()
+                out.append(Turn(role="assistant", tool_calls=[*last.tool_calls, call]))
+            else:
+                out.append(Turn(role="assistant", tool_calls=[call]))
+        elif kind == "function_call_output":
+            result = ToolResult(str(item.get("call_id")), None, str(item.get("output", "")))
+            out.append(Turn(role="tool", tool_results=[result]))
+    return out
+
+
+@dataclass(frozen=True)
+class ResponsesRecordedRequest(RecordedRequest):
+    """One request to the Responses route. ``turns``: this request's own input (with the stored context of its
+    ``previous_response_id`` before it in ``context``); ``ignored``: the keys DashScope does not read."""
+
+    provider = "DashScope Responses"
+    context: tuple[Turn, ...] = ()
+
+    @property
+    def turns(self) -> list[Turn]:
+        return items_turns(self.body.get("input"))
+
+    @property
+    def ignored(self) -> list[str]:
+        """The request keys DashScope ignores (not in its reference), e.g. ``instructions``."""
+        return sorted(key for key in self.body if key not in READ_KEYS)
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [str(t.get("name")) for t in self.tools if t.get("type") == "function"]
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        tools = self.body.get("tools")
+        return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+
+    @property
+    def response_schema(self) -> dict[str, Any] | None:
+        text = self.body.get("text")
+        fmt = text.get("format") if isinstance(text, dict) else None
+        schema = fmt.get("schema") if isinstance(fmt, dict) and fmt.get("type") == "json_schema" else None
+        return schema if isinstance(schema, dict) else None
+
+    @property
+    def thinking(self) -> bool:
+        return self.body.get("enable_thinking") is True
+
+    @property
+    def last_user_text(self) -> str:
+        for turn in reversed([*self.context, *self.turns]):
+            if turn.role == "user" and turn.text:
+                return turn.text
+        return ""
+
+
+def _bad(message: str) -> tuple[int, str, str]:
+    return 400, "invalid_parameter_error", message
+
+
+def _refusal(body: dict[str, Any], known_calls: set[str], stored: Mapping[str, Any]) -> tuple[int, str, str] | None:
+    """What DashScope refuses in a Responses request (see the module docstring), or None."""
+    if body.get("background") is True:
+        return _bad("background is not supported: the Responses API only answers synchronously.")
+    if "input" not in body:
+        return _bad("input is required.")
+    previous = body.get("previous_response_id")
+    if previous is not None and previous not in stored:
+        return _bad(f"previous_response_id {previous!r} was not found.")
+    tools = body.get("tools") or []
+    mcps = [t for t in tools if isinstance(t, dict) and t.get("type") == "mcp"]
+    if len(mcps) > MAX_MCP_SERVERS:
+        return _bad(f"At most {MAX_MCP_SERVERS} MCP servers per request.")
+    for tool in mcps:
+        if tool.get("server_protocol") != "sse":
+            return _bad("mcp tool: server_protocol is required and must be 'sse'.")
+        if not tool.get("server_url") or not tool.get("server_label"):
+            return _bad("mcp tool: server_label and server_url are required.")
+    for tool in tools:
+        if isinstance(tool, dict) and tool.get("type") == "file_search":
+            ids = tool.get("vector_store_ids")
+            if not isinstance(ids, list) or len(ids) != 1:
+                return _bad("file_search: vector_store_ids takes exactly one knowledge base id.")
+    given = body.get("input")
+    items: list[Any] = given if isinstance(given, list) else []
+    for item in items:
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            known_calls.add(str(item.get("call_id")))
+    for item in items:
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "function_call_output"
+            and str(item.get("call_id")) not in known_calls
+        ):
+            return _bad(f"function_call_output: no function_call with call_id {item.get('call_id')!r}.")
+    return None
+
+
+class ResponsesMode:
+    """The Responses route of one `DashScopeEmulator` (``clients.testing.Wire``): its key, script, model table,
+    validation switch and recorded requests; the stored responses are its own (``stored``)."""
+
+    def __init__(self, emulator: Any) -> None:
+        self.emulator = emulator
+        self.stored: dict[str, dict[str, Any]] = {}
+        """Response id → ``{"items": input and output items so far, "calls": call ids}`` of each stored response."""
+
+    def handle(self, path: str, query: dict[str, list[str]], headers: dict[str, str], raw: bytes, rid: str) -> Answer:
+        """Answer one ``POST …/responses``."""
+        body = parse_json(raw)
+        payload = body if isinstance(body, dict) else {}
+        previous = self.stored.get(str(payload.get("previous_response_id")))
+        context = tuple(items_turns(previous["items"])) if previous else ()
+        request = ResponsesRecordedRequest(
+            path=path, headers=headers, body=payload, stream=payload.get("stream") is True, query=query, context=context
+        )
+        answer: Answer = self.emulator._chat(request, raw, body, rid, wire=self)
+        return answer
+
+    # -- the steps of the chat flow (clients.testing.Wire) -----------------------------------------------
+    def _key_refused(self, request: ResponsesRecordedRequest, key: str | None, request_id: str) -> Answer:
+        return error_answer(401, "invalid_api_key", "Incorrect API key provided. ", request_id)
+
+    def _refuse(self, request: ResponsesRecordedRequest, raw: bytes, body: Any, request_id: str) -> Answer | None:
+        if not isinstance(body, dict):
+            return error_answer(400, "invalid_parameter_error", "Request body is not a JSON object.", request_id)
+        if not self.emulator.validate:
+            return None
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            return error_answer(400, "invalid_request_error", "you must provide a model parameter.", request_id)
+        from qwen3.responses.convert import RESPONSES_MODELS  # the model list of the newest page
+
+        if model not in RESPONSES_MODELS and model not in self.emulator.models:
+            return error_answer(404, "model_not_found", model_not_found(model), request_id)
+        previous = self.stored.get(str(body.get("previous_response_id")))
+        known = set(previous["calls"]) if previous else set()
+        refused = _refusal(body, known, self.stored)
+        return None if refused is None else error_answer(*refused, request_id)
+
+    def _script_failed(self, request: ResponsesRecordedRequest, error: ScriptError, request_id: str) -> Answer:
+        return error_answer(500, "InternalError", str(error), request_id, {"x-should-retry": "false"})
+
+    def _render(self, reply: Reply, request: ResponsesRecordedRequest, request_id: str) -> Answer:
+        headers = {"x-request-id": request_id, **reply.headers}
+        if reply.error is not None and (not request.stream or not reply.error_after_events):
+            return nonstream_faults(error_answer(*reply.error, request_id, headers), reply)
+        rendering = _Rendering(reply, request)
+        if request.body.get("store") is not False:
+            items = self.stored.get(str(request.body.get("previous_response_id")), {}).get("items", [])
+            given = request.body.get("input")
+            given = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+            output = rendering.output()
+            calls = [str(i.get("call_id")) for i in [*items, *given, *output] if i.get("type") == "function_call"]
+            self.stored[rendering.id] = {"items": [*items, *given, *output], "calls": calls}
+        if request.stream:
+            return sse_answer(rendering.events(), reply, _malformed, headers, content_type=SSE_CONTENT_TYPE)
+        return nonstream_faults(json_answer(200, rendering.body(), headers), reply)
+
+
+def _malformed(_: int) -> bytes:
+    return b'event: response.output_text.delta\ndata: {"type": "response.output_text.del\n\n'
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    return f"event: {data['type']}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+class _Rendering:
+    """One reply as a Responses ``response`` object or its event stream."""
+
+    def __init__(self, reply: Reply, request: ResponsesRecordedRequest) -> None:
+        self.reply, self.request = reply, request
+        self.id = f"resp_{uuid.uuid4().hex[:24]}"
+        self.created = int(time.time())
+        self._output: list[dict[str, Any]] | None = None
+
+    def _hosted(self) -> list[dict[str, Any]]:
+        reply = self.reply
+        hosted = reply if isinstance(reply, HostedReply) else None
+        tools = {t.get("type") for t in self.request.tools}
+        out: list[dict[str, Any]] = []
+        if reply.search_results and "web_search" in tools:
+            sources = [{"type": "url", "url": s.url, "title": s.title} for s in reply.search_results]
+            query = hosted.search_query if hosted else ""
+            action = {"type": "search", "query": query or self.request.last_user_text, "sources": sources}
+            out.append({"type": "web_search_call", "id": _id("ws"), "status": "completed", "action": action})
+        if hosted and hosted.extracted_urls and "web_extractor" in tools:
+            out.append(
+                {
+                    "type": "web_extractor_call",
+                    "id": _id("we"),
+                    "status": "completed",
+                    "urls": list(hosted.extracted_urls),
+                    "output": hosted.extracted_text,
+                }
+            )
+        if reply.executed_code and "code_interpreter" in tools:
+            logs = hosted.code_output if hosted else ""
+            for code in reply.executed_code:
+                out.append(
+                    {
+                        "type": "code_interpreter_call",
+                        "id": _id("ci"),
+                        "status": "completed",
+                        "code": code,
+                        "outputs": [{"type": "logs", "logs": logs}],
+                    }
+                )
+        if hosted and hosted.file_hits and "file_search" in tools:
+            results = [
+                {"file_id": h.file_id, "filename": h.filename, "score": h.score, "text": h.text}
+                for h in hosted.file_hits
+            ]
+            query = hosted.search_query or self.request.last_user_text
+            out.append(
+                {
+                    "type": "file_search_call",
+                    "id": _id("fs"),
+                    "status": "completed",
+                    "queries": [query],
+                    "results": results,
+                }
+            )
+        labels = {t.get("server_label") for t in self.request.tools if t.get("type") == "mcp"}
+        for call in hosted.mcp_calls if hosted else ():
+            if call.server_label in labels:
+                out.append(
+                    {
+                        "type": "mcp_call",
+                        "id": _id("mcp"),
+                        "server_label": call.server_label,
+                        "name": call.name,
+                        "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+                        "output": call.output,
+                        "error": None,
+                    }
+                )
+        return out
+
+    def output(self) -> list[dict[str, Any]]:
+        if self._output is not None:
+            return self._output
+        reply = self.reply
+        out: list[dict[str, Any]] = []
+        if reply.reasoning:
+            text = [{"type": "reasoning_text", "text": reply.reasoning}]
+            out.append({"type": "reasoning", "id": _id("rs"), "summary": [], "content": text})
+        out.extend(self._hosted())
+        if reply.text or not reply.tool_calls:
+            part = {"type": "output_text", "text": reply.text, "annotations": []}
+            out.append(
+                {"type": "message", "id": _id("msg"), "status": "completed", "role": "assistant", "content": [part]}
+            )
+        for call in reply.tool_calls:
+            out.append(
+                {
+                    "type": "function_call",
+                    "id": _id("fc"),
+                    "call_id": call.call_id,
+                    "name": call.name,
+                    "arguments": call.arguments_json,
+                    "status": "completed",
+                }
+            )
+        self._output = out
+        return out
+
+    def usage(self) -> dict[str, Any]:
+        if self.reply.usage is not None:
+            return self.reply.usage
+        weight = sum(token_weight(t.text) for t in [*self.request.context, *self.request.turns])
+        given = self.reply.input_tokens if self.reply.input_tokens is not None else max(1, math.ceil(weight))
+        reasoning = math.ceil(token_weight(self.reply.reasoning))
+        calls = sum(token_weight(c.name + c.arguments_json) for c in self.reply.tool_calls)
+        answer = math.ceil(token_weight(self.reply.text) + calls) + reasoning
+        return {
+            "input_tokens": given,
+            "output_tokens": answer,
+            "total_tokens": given + answer,
+            "input_tokens_details": {"cached_tokens": self.reply.cached_tokens},
+            "output_tokens_details": {"reasoning_tokens": reasoning},
+        }
+
+    def _status(self) -> tuple[str, dict[str, Any] | None]:
+        if self.reply.resolved_finish_reason == "length":
+            return "incomplete", {"reason": "max_output_tokens"}
+        return "completed", None
+
+    def body(self, *, final: bool = True) -> dict[str, Any]:
+        status, incomplete = self._status() if final else ("in_progress", None)
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created,
+            "status": status,
+            "model": self.request.model,
+            "output": self.output() if final else [],
+            "usage": self.usage() if final else None,
+            "error": None,
+            "incomplete_details": incomplete,
+            "previous_response_id": self.request.body.get("previous_response_id"),
+            "store": self.request.body.get("store") is not False,
+        }
+
+    def events(self) -> Iterator[bytes]:
+        sequence = iter(range(1_000_000))
+        reply = self.reply
+
+        def event(kind: str, **fields: Any) -> bytes:
+            return _event({"type": kind, "sequence_number": next(sequence), **fields})
+
+        yield event("response.created", response=self.body(final=False))
+        yield event("response.in_progress", response=self.body(final=False))
+        for index, item in enumerate(self.output()):
+            kind = item["type"]
+            opened = {**item, "status": "in_progress"} if kind != "reasoning" else {**item, "content": []}
+            if kind == "message":
+                opened["content"] = []
+            if kind == "function_call":
+                opened["arguments"] = ""
+            yield event("response.output_item.added", output_index=index, item=opened)
+            if kind == "reasoning":
+                for piece in pieces(reply.reasoning, reply.chunks):
+                    yield event(
+                        "response.reasoning_text.delta",
+                        item_id=item["id"],
+                        output_index=index,
+                        content_index=0,
+                        delta=piece,
+                    )
+                yield event(
+                    "response.reasoning_text.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    text=reply.reasoning,
+                )
+            elif kind == "message":
+                part = {"type": "output_text", "text": "", "annotations": []}
+                yield event(
+                    "response.content_part.added", item_id=item["id"], output_index=index, content_index=0, part=part
+                )
+                for piece in pieces(reply.text, reply.chunks):
+                    yield event(
+                        "response.output_text.delta",
+                        item_id=item["id"],
+                        output_index=index,
+                        content_index=0,
+                        delta=piece,
+                    )
+                yield event(
+                    "response.output_text.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    text=reply.text,
+                )
+                yield event(
+                    "response.content_part.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    part=item["content"][0],
+                )
+            elif kind == "function_call":
+                for piece in pieces(item["arguments"], reply.tool_call_fragments):
+                    yield event(
+                        "response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=piece
+                    )
+                yield event(
+                    "response.function_call_arguments.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    arguments=item["arguments"],
+                )
+            yield event("response.output_item.done", output_index=index, item=item)
+        if reply.error is not None:  # a mid-stream failure (error_after_events)
+            _, code, message = reply.error
+            yield event("error", code=code, message=message, param=None)
+            return
+        yield event("response.completed", response=self.body())
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:24]}"

@@ -1,0 +1,302 @@
+"""``qwen3.QwenResponsesClient`` on DashScope's Responses API, against the emulator's Responses route
+(``qwen3.testing._responses``) over real HTTP on 127.0.0.1, through the real openai SDK: the body DashScope reads
+(system text in ``input``, never ``instructions``), streamed and whole answers, reasoning, function round trips,
+structured output, stored conversations with a MAF ``Agent`` session, the built-in tools as MAF hosted tools, and
+DashScope's refusals as MAF exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import openai
+import pytest
+from agent_framework import Agent, Message, tool
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidRequestException,
+)
+from pydantic import BaseModel
+
+from qwen3 import QwenResponsesClient
+from qwen3.testing import (
+    DashScopeEmulator,
+    FileHit,
+    HostedReply,
+    McpCall,
+    Reply,
+    ResponsesRecordedRequest,
+    SearchResult,
+    ToolCall,
+)
+
+KEY = "sk-test-responses-0123456789"
+MODEL = "qwen3.5-plus"
+
+
+@pytest.fixture
+def emu() -> Iterator[DashScopeEmulator]:
+    with DashScopeEmulator(api_key=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def client(emu: DashScopeEmulator) -> QwenResponsesClient:
+    return QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url, max_retries=0)
+
+
+def _last(emu: DashScopeEmulator) -> ResponsesRecordedRequest:
+    request = emu.requests[-1]
+    assert isinstance(request, ResponsesRecordedRequest)
+    return request
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}"
+
+
+# ---------------------------------------------------------------------------------------------- the body
+
+
+async def test_system_text_goes_in_input_and_thinking_is_read(emu: DashScopeEmulator, client: QwenResponsesClient):
+    emu.script(Reply(text="Hi.", reasoning="The user greets."))
+    agent = Agent(client=client, instructions="Answer in one word.")
+    response = await agent.run("Hello", options={"enable_thinking": True})
+    body = _last(emu).body
+    assert emu.requests[-1].path == "/compatible-mode/v1/responses"
+    assert body["input"][0] == {"role": "system", "content": "Answer in one word."}
+    assert "instructions" not in body
+    assert _last(emu).ignored == []
+    assert body["enable_thinking"] is True
+    kinds = [c.type for c in response.messages[-1].contents]
+    assert kinds[:2] == ["text_reasoning", "text"]
+    assert response.text == "Hi."
+    assert response.usage_details
+    assert response.usage_details["reasoning_output_token_count"] > 0
+
+
+async def test_stream_gives_reasoning_then_text_and_usage(emu: DashScopeEmulator, client: QwenResponsesClient):
+    emu.script(Reply(text="Fifty-six.", reasoning="7 times 8", chunks=3))
+    updates = [u async for u in client.get_response("7*8?", stream=True, options={"reasoning": {"effort": "low"}})]
+    reasoning = "".join(c.text or "" for u in updates for c in u.contents if c.type == "text_reasoning")
+    assert reasoning == "7 times 8"
+    assert "".join(u.text for u in updates) == "Fifty-six."
+    assert updates[-1].finish_reason == "stop"
+    assert any(c.type == "usage" for c in updates[-1].contents)
+    assert _last(emu).body["enable_thinking"] is True
+    assert "reasoning" not in _last(emu).body
+
+
+async def test_images_go_as_input_image(emu: DashScopeEmulator, client: QwenResponsesClient):
+    from agent_framework import Content
+
+    image = Content.from_uri("https://example.com/cat.png", media_type="image/png")
+    await client.get_response([Message("user", ["What is this?", image])])
+    parts = _last(emu).body["input"][0]["content"]
+    assert parts[1] == {"type": "input_image", "image_url": "https://example.com/cat.png"}
+
+
+async def test_structured_output_goes_in_text_format(emu: DashScopeEmulator, client: QwenResponsesClient):
+    class City(BaseModel):
+        name: str
+
+    emu.script('{"name": "Hangzhou"}')
+    response = await client.get_response("A city?", options={"response_format": City})
+    fmt = _last(emu).body["text"]["format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["name"] == "City"
+    assert fmt["schema"]["required"] == ["name"]
+    assert response.value == City(name="Hangzhou")
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"background": True}, "background"),
+        ({"stop": ["x"]}, "stop"),
+        ({"seed": 1}, "seed"),
+        ({"reasoning": {"effort": "low", "summary": "auto"}}, "enable_thinking"),
+        ({"conversation_id": "resp_1"}, "store=True"),
+    ],
+)
+async def test_options_dashscope_ignores_are_refused_before_sending(
+    emu: DashScopeEmulator, client: QwenResponsesClient, options: dict[str, object], named: str
+):
+    with pytest.raises(ChatClientInvalidRequestException, match=named):
+        await client.get_response("hi", options=options)
+    assert emu.requests == []
+
+
+# ---------------------------------------------------------------------------------------------- tools
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_function_round_trip_sends_the_whole_history_without_store(
+    emu: DashScopeEmulator, client: QwenResponsesClient, stream: bool
+):
+    call = ToolCall("get_weather", {"city": "Hangzhou"})
+    emu.script(Reply.calling(call), "It is sunny in Hangzhou.")
+    agent = Agent(client=client, tools=[get_weather])
+    if stream:
+        text = "".join([u.text async for u in agent.run("Weather?", stream=True)])
+    else:
+        text = (await agent.run("Weather?")).text
+    assert text == "It is sunny in Hangzhou."
+    first, second = emu.requests
+    assert first.body["tools"][0]["type"] == "function"
+    assert first.body["tools"][0]["name"] == "get_weather"
+    kinds = [item.get("type", item.get("role")) for item in second.body["input"]]
+    assert kinds == ["user", "function_call", "function_call_output"]
+    assert second.body["input"][2] == {
+        "type": "function_call_output",
+        "call_id": call.id,
+        "output": "Sunny in Hangzhou",
+    }
+    assert "previous_response_id" not in second.body
+
+
+async def test_stored_session_continues_by_previous_response_id(emu: DashScopeEmulator, client: QwenResponsesClient):
+    emu.script("Nice to meet you, Li.", Reply(text="Your name is Li."))
+    agent = Agent(client=client, default_options={"store": True})
+    session = agent.create_session()
+    first = await agent.run("My name is Li.", session=session)
+    second = await agent.run("What is my name?", session=session)
+    assert second.text == "Your name is Li."
+    sent = _last(emu)
+    assert sent.body["previous_response_id"] == first.response_id
+    assert sent.body["store"] is True
+    assert sent.body["input"] == [{"role": "user", "content": [{"type": "input_text", "text": "What is my name?"}]}]
+    assert [t.text for t in sent.context] == ["My name is Li.", "Nice to meet you, Li."]
+
+
+async def test_stored_function_loop_sends_only_the_results(emu: DashScopeEmulator, client: QwenResponsesClient):
+    emu.script(Reply.calling(ToolCall("get_weather", {"city": "Paris"})), "Sunny.")
+    agent = Agent(client=client, tools=[get_weather], default_options={"store": True})
+    assert (await agent.run("Weather in Paris?")).text == "Sunny."
+    second = _last(emu)
+    assert [i["type"] for i in second.body["input"]] == ["function_call_output"]
+    assert second.body["previous_response_id"].startswith("resp_")
+
+
+# ---------------------------------------------------------------------------------------------- hosted tools
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_web_search_sources_become_citations(emu: DashScopeEmulator, client: QwenResponsesClient, stream: bool):
+    sources = [
+        SearchResult("Hangzhou weather", "https://weather.example/hz"),
+        SearchResult("News", "https://n.example"),
+    ]
+    emu.script(Reply(text="Cloudy tomorrow.", search_results=sources))
+    tools = [client.get_web_search_tool(), client.get_web_extractor_tool()]
+    if stream:
+        updates = [u async for u in client.get_response("Weather?", stream=True, options={"tools": tools})]
+        contents = [c for u in updates for c in u.contents]
+    else:
+        contents = (await client.get_response("Weather?", options={"tools": tools})).messages[-1].contents
+    assert _last(emu).body["tools"] == [{"type": "web_search"}, {"type": "web_extractor"}]
+    citations = [a for c in contents for a in (c.annotations or [])]
+    assert [(a["url"], a["title"]) for a in citations] == [
+        ("https://weather.example/hz", "Hangzhou weather"),
+        ("https://n.example", "News"),
+    ]
+    calls = [c for c in contents if c.type == "search_tool_call"]
+    assert calls
+    assert calls[0].tool_name == "web_search"
+
+
+async def test_code_interpreter_code_and_output_are_contents(emu: DashScopeEmulator, client: QwenResponsesClient):
+    emu.script(HostedReply(text="It is 56.", executed_code=["print(7*8)"], code_output="56\n"))
+    response = await client.get_response("7*8?", options={"tools": [client.get_code_interpreter_tool()]})
+    contents = response.messages[-1].contents
+    call = next(c for c in contents if c.type == "code_interpreter_tool_call")
+    result = next(c for c in contents if c.type == "code_interpreter_tool_result")
+    assert call.inputs[0].text == "print(7*8)"
+    assert result.outputs[0].text == "56\n"
+
+
+async def test_knowledge_base_passages_become_citations(emu: DashScopeEmulator, client: QwenResponsesClient):
+    hit = FileHit("file_1", "x1-phone.pdf", "The X1 has a 6.7-inch screen.")
+    emu.script(HostedReply(text="A 6.7-inch screen.", file_hits=[hit]))
+    tool_ = client.get_file_search_tool(vector_store_ids=["kb_123"])
+    response = await client.get_response("X1 screen?", options={"tools": [tool_]})
+    assert _last(emu).body["tools"] == [{"type": "file_search", "vector_store_ids": ["kb_123"]}]
+    text = next(c for c in response.messages[-1].contents if c.type == "text" and c.annotations)
+    assert text.annotations[0]["file_id"] == "file_1"
+    assert "6.7-inch" in text.annotations[0]["snippet"]
+    with pytest.raises(ChatClientInvalidRequestException, match="exactly one"):
+        client.get_file_search_tool(vector_store_ids=["kb_1", "kb_2"])
+
+
+async def test_mcp_through_mafs_hosted_tool_gets_server_protocol(emu: DashScopeEmulator, client: QwenResponsesClient):
+    from agent_framework_openai import OpenAIChatClient
+
+    emu.script(HostedReply(text="Fetched.", mcp_calls=[McpCall("fetch", "fetch", {"url": "https://a.example"}, "ok")]))
+    ours = client.get_mcp_tool(
+        name="fetch", url="https://mcp.example/sse", headers={"Authorization": "Bearer t"}, allowed_tools=["fetch"]
+    )
+    mafs = OpenAIChatClient.get_mcp_tool(name="other", url="https://mcp2.example/sse", approval_mode="never_require")
+    response = await client.get_response("Fetch it", options={"tools": [ours, mafs]})
+    tools = _last(emu).body["tools"]
+    assert [t["server_protocol"] for t in tools] == ["sse", "sse"]
+    assert "require_approval" not in tools[1]
+    assert tools[0]["headers"] == {"Authorization": "Bearer t"}
+    assert tools[0]["allowed_tools"] == ["fetch"]
+    call = next(c for c in response.messages[-1].contents if c.type == "mcp_server_tool_call")
+    assert (call.server_name, call.tool_name) == ("fetch", "fetch")
+    with pytest.raises(ChatClientInvalidRequestException, match="approval"):
+        client.get_mcp_tool(name="x", url="https://m.example/sse", approval_mode="always_require")
+
+
+# ---------------------------------------------------------------------------------------------- the emulator
+
+
+async def test_emulator_refuses_what_dashscope_refuses_and_records_what_it_ignores(emu: DashScopeEmulator):
+    sdk = openai.AsyncOpenAI(api_key=KEY, base_url=emu.compatible_base_url, max_retries=0)
+    mcp = {"type": "mcp", "server_label": "m", "server_url": "https://m.example/sse"}
+    with pytest.raises(openai.BadRequestError, match="server_protocol"):
+        await sdk.responses.create(model=MODEL, input="hi", tools=[mcp])  # type: ignore[list-item]
+    with pytest.raises(openai.NotFoundError):
+        await sdk.responses.create(model="gpt-4o", input="hi")
+    with pytest.raises(openai.BadRequestError, match="previous_response_id"):
+        await sdk.responses.create(model=MODEL, input="hi", previous_response_id="resp_unknown")
+    answer = await sdk.responses.create(model=MODEL, input="hi", instructions="Be brief.")
+    assert answer.output_text.endswith("You said: hi")
+    assert _last(emu).ignored == ["instructions"]
+    await sdk.close()
+
+
+# ---------------------------------------------------------------------------------------------- service
+
+
+async def test_errors_become_maf_exceptions(emu: DashScopeEmulator):
+    wrong = QwenResponsesClient(model=MODEL, api_key="sk-wrong", base_url=emu.base_url, max_retries=0)
+    with pytest.raises(ChatClientException, match="invalid_api_key"):
+        await wrong.get_response("hi")
+    emu.script(Reply.error_reply(400, "invalid_parameter_error", "bad input"))
+    right = QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url, max_retries=0)
+    with pytest.raises(ChatClientInvalidRequestException, match="bad input"):
+        await right.get_response("hi")
+    emu.script(Reply(text="partial", error=(500, "InternalError", "boom"), error_after_events=2))
+    with pytest.raises(ChatClientException, match="boom"):
+        async for _ in right.get_response("hi", stream=True):
+            pass
+
+
+def test_region_and_workspace_come_from_the_one_service(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("DASHSCOPE_BASE_URL", raising=False)
+    monkeypatch.delenv("DASHSCOPE_HTTP_BASE_URL", raising=False)
+    client = QwenResponsesClient(model=MODEL, api_key=KEY, region="ap-southeast-1", workspace="ws_abc")
+    assert client.base_url == "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    assert client.service.headers == {"X-DashScope-WorkSpace": "ws_abc"}
+    legacy = "https://dashscope.aliyuncs.com/api/v2/apps/protocols/compatible-mode/v1"
+    assert QwenResponsesClient(model=MODEL, api_key=KEY, base_url=legacy).base_url == legacy
+    with pytest.raises(ValueError, match="region"):
+        QwenResponsesClient(model=MODEL, api_key=KEY, region="ap-southeast-1", base_url=legacy)
+
+
+async def test_workspace_header_is_sent(emu: DashScopeEmulator):
+    client = QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url, workspace="ws_abc")
+    await client.get_response("hi")
+    assert _last(emu).headers["x-dashscope-workspace"] == "ws_abc"
