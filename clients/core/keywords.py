@@ -142,6 +142,18 @@ class PublicKeywords:
         signature = keyword_signature(cls.KEYWORDS)
         cls.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature(cls) reads first
 
+        def __init__(self: PublicKeywords, *positional: Any, **keywords: Any) -> None:
+            PublicKeywords.__init__(self, *positional, **keywords)
+
+        # help() lists __init__ with its own signature (pydoc before Python 3.13 shows no class signature)
+        self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+        __init__.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[self_parameter, *signature.parameters.values()], return_annotation=None
+        )
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        __init__.__doc__ = f"Build a {cls.__name__}: the keywords are explained in the class docstring."
+        cls.__init__ = __init__  # type: ignore[method-assign]
+
     def __init__(self, *positional: Any, **keywords: Any) -> None:
         if positional:
             raise TypeError(

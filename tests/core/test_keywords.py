@@ -59,6 +59,7 @@ def test_the_signature_is_the_family_settings_then_mafs_keywords(cls: type[Publi
     assert [p.name for p in parameters] == expected
     defaults = {field.name: field.default for field in fields(cls.KEYWORDS)}
     assert {p.name: p.default for p in parameters if p.name in defaults} == defaults
+    assert list(inspect.signature(cls.__init__).parameters.values())[1:] == parameters  # help() lists __init__
 
 
 def test_a_settings_field_added_reaches_the_signature_and_the_client() -> None:
