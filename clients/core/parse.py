@@ -116,6 +116,7 @@ __all__ = [
     "json_object",
     "nesting",
     "parsed",
+    "reject_constant",
     "split_leading_think",
     "split_think",
     "strict_json",
@@ -676,8 +677,10 @@ class NestedTooDeep(ValueError):
     """JSON nested more than `MAX_NESTING` levels deep."""
 
 
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")  # json.loads reads NaN and Infinity, which JSON does not have
+def reject_constant(constant: str) -> Any:
+    """``json.loads``' ``parse_constant``: ``NaN`` and ``Infinity``, which ``json.loads`` reads, are not JSON
+    (ValueError)."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def strict_json(text: str) -> Any:
@@ -689,7 +692,7 @@ def strict_json(text: str) -> Any:
         ValueError: not JSON.
     """
     try:
-        value = json.loads(text, parse_constant=_not_json)
+        value = json.loads(text, parse_constant=reject_constant)
     except RecursionError:
         raise NestedTooDeep(f"JSON nested more than {MAX_NESTING} levels deep") from None
     if nesting(value) > MAX_NESTING:

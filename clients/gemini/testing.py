@@ -43,14 +43,13 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
+from clients.gemini.convert import field_of, is_gemini3
 from clients.gemini.testing_wire import (
     CANONICAL_STATUS,
     PATH,
     GeminiRecordedRequest,
     ResponseRenderer,
     error_body,
-    field_of,
-    is_gemini3,
     malformed_event,
     signature,
     sse_event,

@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
+from clients.gemini.convert import field_of, is_gemini3
 from clients.testing import (
     Media,
     MediaKind,
@@ -44,8 +45,6 @@ __all__ = [
     "GeminiRecordedRequest",
     "ResponseRenderer",
     "error_body",
-    "field_of",
-    "is_gemini3",
     "malformed_event",
     "signature",
     "sse_event",
@@ -114,24 +113,9 @@ def signature(seed: str) -> str:
     return base64.b64encode(b"\xfb\xff\xbf\x12" + digest).decode()
 
 
-def field_of(obj: Any, camel: str) -> Any:
-    """A key in either spelling: camelCase (REST) or snake_case (google-genai writes some inner keys that way)."""
-    if not isinstance(obj, Mapping):
-        return None
-    if camel in obj:
-        return obj[camel]
-    return obj.get(re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower())
-
-
 def _model_of(path: str) -> str:
     match = PATH.match(path)
     return match.group("model") if match else ""
-
-
-def is_gemini3(model: str) -> bool:
-    """Gemini 3 or later: requires thought signatures on replayed calls, takes ``functionResponse.parts``."""
-    found = re.search(r"gemini-(\d+)", model)
-    return found is not None and int(found.group(1)) >= 3
 
 
 def _media_kind(media_type: str | None) -> MediaKind:

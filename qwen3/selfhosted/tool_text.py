@@ -88,7 +88,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from qwen3.selfhosted.values import coerce, reject_constant, schema_types
+from clients.core.parse import reject_constant
+from qwen3.selfhosted.values import coerce, schema_types
 
 __all__ = [
     "MAX_BLOCK_CHARS",

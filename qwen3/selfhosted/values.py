@@ -15,7 +15,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_SAFE_INTEGER", "coerce", "reject_constant", "schema_types"]
+from clients.core.parse import reject_constant
+
+__all__ = ["MAX_SAFE_INTEGER", "coerce", "schema_types"]
 
 logger = logging.getLogger("agent_framework.qwen3.selfhosted")
 
@@ -72,11 +74,6 @@ its 301 digits. Integers written as such are kept whole (SGLang's own tests pres
 
 def _exact_integer(value: float) -> bool:
     return value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
-
-
-def reject_constant(name: str) -> Any:
-    """``json.loads``' ``parse_constant``: NaN and Infinity are no JSON numbers (ValueError)."""
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _fits(value: Any, kind: str) -> bool:
