@@ -1,20 +1,29 @@
 """The reference servers' own parser test cases, as data: model output in, what the server's parser returns out.
 
 Ported (inputs and expected outputs only, no code) from the test files below, read at the commit given.
-``tests/qwen3/selfhosted/test_reference_cases.py`` runs each through ``SelfHostedQwenChatClient`` against the
+``tests/qwen3/selfhosted/test_reference_cases.py`` runs each through ``RawSelfHostedQwenChatClient`` against the
 self-hosted emulator serving the text as a server without a tool or reasoning parser would, whole and streamed.
 
 A case whose reference expectation we deliberately do not meet says why in ``differs`` (the full reasons are in
 docs/self-hosted.md, "Differences from the reference servers") and what this client returns instead in ``ours``;
 the test checks ``ours`` and that it still differs from the reference.
 
-Skipped from these files (a client reading an HTTP answer has no use for them): tests of parser objects and their
-internal state (``prev_tool_call_arr``, ``_in_reasoning``, buffers, ``is_reasoning_end``, content token ids,
-tool indices), structural tags and ``adjust_request`` (grammar-constrained decoding on the server), the tokenizer
-round trips of streamed deltas (vLLM's ``detokenize_incrementally``: our streams are cut by characters instead),
-SGLang's ``stream_reasoning=False``, ``force_reasoning`` and the detectors of other model families (Kimi, GLM,
-Hunyuan, Nemotron, Gemma), and the non-streamed-only "no crash" checks whose only assertion is that a list exists
-(kept below with what we return, as ``lossless`` cases).
+Skipped from these files, as a client reading an HTTP answer has no use for them:
+
+- tests of parser objects and their state: ``prev_tool_call_arr``, ``_in_reasoning``, ``stripped_think_start``,
+  buffers, ``is_reasoning_end``, ``extract_content_ids``, tool indices, the number and order of deltas
+  (``test_extract_tool_calls_streaming_incremental`` is kept for its calls and text only), SGLang's
+  ``has_tool_call``, ``StreamingParseResult``, ``stream_reasoning=False``, ``force_reasoning`` and ``ReasoningParser``
+  construction;
+- structural tags and ``adjust_request`` (vLLM's ``test_get_vllm_registry_structural_tag_returns_structural_tag``,
+  ``test_adjust_request_*``): grammar-constrained decoding on the server;
+- the tokenizer round trips of streamed deltas (``detokenize_incrementally``, ``stream_interval``): our streams are
+  cut by characters instead, 1, 3 and 7 at a time, besides the reference's own deltas where a test lists them;
+- other parsers the files also run (vLLM's Granite 4 and Qwen3 engine parsers, SGLang's step3p5 and nanbeige, the
+  Kimi, GLM, Hunyuan, Nemotron and Gemma detectors);
+- a streaming or non-streaming twin of a case already here with the same input (kept once, its id naming both).
+
+vLLM's "must not crash" cases (``test_malformed_xml_no_gt_delimiter``) assert what this client returns: the text.
 """
 
 from __future__ import annotations
@@ -579,10 +588,18 @@ SHARED: list[Case] = [
     ),
     Case(
         "vllm-xml-shared",
-        "test_content_with_xml_structural_tags_nonstreaming",
+        "test_content_with_xml_structural_tags_(non)streaming",
         _write_file("test.py", XML_TAGS_IN_CONTENT) + "\n",
         Expect(calls=(("write_file", {"path": "test.py", "content": XML_TAGS_IN_CONTENT.rstrip("\n")}),)),
         tools=WRITE_FILE,
+        deltas=(
+            "<tool_call>\n",
+            "<function=write_file>\n",
+            "<parameter=path>\ntest.py\n</parameter>\n",
+            f"<parameter=content>\n{XML_TAGS_IN_CONTENT}</parameter>\n",
+            "</function>\n",
+            "</tool_call>\n",
+        ),
     ),
     Case(
         "vllm-xml-shared",
@@ -673,14 +690,34 @@ SHARED: list[Case] = [
     ),
     Case(
         "vllm-xml-shared",
-        "test_content_with_full_nested_tool_call_streaming",
+        "test_content_with_full_nested_tool_call_(non)streaming",
         _write_file("fixture.py", FULL_NESTED),
         Expect(calls=(("write_file", {"path": "fixture.py", "content": FULL_NESTED.rstrip("\n")}),)),
         tools=WRITE_FILE,
+        deltas=(
+            "<tool_call>\n",
+            "<function=write_file>\n",
+            "<parameter=path>\nfixture.py\n</parameter>\n",
+            '<parameter=content>\ndoc = """\n',
+            "<tool_call>\n",
+            "<function=write_file>\n",
+            "<parameter=path>\n",
+            "literal/value.txt\n",
+            "</parameter>\n",
+            "<parameter=content>\n",
+            "hello\n",
+            "</parameter>\n",
+            "</function>\n",
+            "</tool_call>\n",
+            '"""\n',
+            "</parameter>\n",
+            "</function>\n",
+            "</tool_call>",
+        ),
     ),
     Case(
         "vllm-xml-shared",
-        "test_two_tools_second_with_out_of_schema_nested_literal_streaming",
+        "test_two_tools_second_with_out_of_schema_nested_literal_(non)streaming",
         "<tool_call>\n<function=foo>\n<parameter=bar>baz</parameter>\n</function>\n</tool_call>\n\n"
         + _write_file("fixture.py", OUT_OF_SCHEMA_NESTED),
         Expect(
@@ -691,6 +728,22 @@ SHARED: list[Case] = [
             content=None,
         ),
         tools=WRITE_FILE,
+        deltas=(
+            "<tool_call>\n<function=foo>\n",
+            "<parameter=bar>baz</parameter>\n",
+            "</function>\n</tool_call>",
+            "\n\n",
+            "<tool_call>\n<function=write_file>\n",
+            "<parameter=path>\nfixture.py\n</parameter>\n",
+            '<parameter=content>\ntemplate = """\n',
+            "<tool_call>\n<function=foo>\n",
+            "<parameter=bar>baz</parameter>\n",
+            "</function>\n</tool_call>\n",
+            '"""\n',
+            "</parameter>\n",
+            "</function>\n",
+            "</tool_call>",
+        ),
     ),
     Case(
         "vllm-xml-shared",
@@ -966,6 +1019,8 @@ QUOTED_CALL_STAYS = (
     "docs/self-hosted.md, 'Tool calls in the reasoning'); otherwise it is the reasoning's own text"
 )
 BASH = _one("bash", command={"type": "string"})
+READ_THE_FILE = "I need to read the file.\n\n"
+BASH_OPEN = "<tool_call>\n<function=bash>"
 TOOL_CALL_BODY = (
     "<tool_call>\n<function=bash>\n<parameter=command>\ncat /etc/hosts\n</parameter>\n</function>\n</tool_call>"
 )
@@ -1013,6 +1068,12 @@ REASONING: list[Case] = [
                deltas=("reasoning section", "</think>This is the rest")),
     _reasoning("vllm-qwen3-reasoning", "MULTI_TOKEN_DELTA[start_and_end_in_one_delta_no_content]",
                "<think>reasoning</think>", "reasoning", "", deltas=("<think>reasoning</think>",)),
+    _reasoning("vllm-qwen3-reasoning", "MULTI_TOKEN_DELTA[no_start_end_grouped_with_content]",
+               "reasoning section</think>content", "reasoning section", "content",
+               deltas=("reasoning section", "</think>content")),
+    _reasoning("vllm-qwen3-reasoning", "MULTI_TOKEN_DELTA[tool_call_implicit_reasoning_end]",
+               READ_THE_FILE + BASH_OPEN, READ_THE_FILE, BASH_OPEN, deltas=(READ_THE_FILE, BASH_OPEN),
+               differs=NO_TAG_IS_ANSWER, ours=Expect(content=READ_THE_FILE + BASH_OPEN)),
     *(
         _reasoning("vllm-qwen3-reasoning", f"THINKING_DISABLED[{text[:24]}]", text, "", text, thinking=False)
         for text in ("This is plain content", "Some output without think tokens",
@@ -1023,6 +1084,16 @@ REASONING: list[Case] = [
     _reasoning("vllm-r1-reasoning", "MULTIPLE_LINES", "This\nThat</think>This is the rest\nThat", "This\nThat",
                "This is the rest\nThat"),
     _reasoning("vllm-r1-reasoning", "SHORTEST_REASONING", "</think>This is the rest", "", "This is the rest"),
+    _reasoning("vllm-r1-reasoning", "COMPLETE_REASONING", "This is a reasoning section</think>",
+               "This is a reasoning section", ""),
+    _reasoning("vllm-r1-reasoning", "NO_CONTENT", "This is content", "This is content", "",
+               differs=NO_TAG_IS_ANSWER, ours=Expect(content="This is content")),
+    _reasoning("vllm-r1-reasoning", "REASONING_WITH_THINK",
+               "<think>This is a reasoning section</think>This is the rest", "This is a reasoning section",
+               "This is the rest"),
+    _reasoning("vllm-r1-reasoning", "MULTIPLE_LINES_WITH_THINK", "<think>This\nThat</think>This is the rest\nThat",
+               "This\nThat", "This is the rest\nThat"),
+    _reasoning("vllm-r1-reasoning", "EMPTY", "", "", ""),
     _reasoning("vllm-r1-reasoning", "NEW_LINE", "\n<think>This is a reasoning section</think>\nThis is the rest",
                "This is a reasoning section", "\nThis is the rest", differs=KEEP_STRIPPING,
                ours=Expect(content="This is the rest", reasoning="This is a reasoning section")),
@@ -1044,6 +1115,33 @@ REASONING: list[Case] = [
                ours=Expect(content="The answer is 42.\n", reasoning="Let me think")),
     _reasoning("sglang-reasoning", "TestReasoningParser.test_parse_non_stream_strips_repeated_leading_start_tokens",
                "<think><think>Let me think</think>The answer is 42.", "Let me think", "The answer is 42."),
+    _reasoning("sglang-reasoning", "TestDeepSeekR1Detector.test_detect_and_parse_r1_format",
+               "I need to think about this. The answer is 42.", "I need to think about this. The answer is 42.", "",
+               differs=NO_TAG_IS_ANSWER, ours=Expect(content="I need to think about this. The answer is 42.")),
+    _reasoning("sglang-reasoning", "TestDeepSeekR1Detector.test_detect_and_parse_with_end_token",
+               "I think this is the answer</think>The final answer is 42.", "I think this is the answer",
+               "The final answer is 42."),
+    _reasoning("sglang-reasoning", "TestBaseReasoningFormatDetector.test_detect_and_parse_complete_reasoning",
+               "<think>This is reasoning</think>This is normal", "This is reasoning", "This is normal"),
+    _reasoning("sglang-reasoning", "TestBaseReasoningFormatDetector.test_parse_streaming_increment_mixed_content",
+               "<think>reasoning</think>normal", "reasoning", "normal", deltas=("<think>reasoning</think>normal",)),
+    _reasoning("sglang-reasoning", "TestQwen3ForcedReasoningDetector.test_streaming_qwen3_forced_reasoning_format",
+               "I need to think about this.</think>The answer is 42.", "I need to think about this.",
+               "The answer is 42.", deltas=("I need to", " think about this.", "</think>The answer is 42.")),
+    _reasoning("sglang-reasoning", "TestReasoningParser.test_parse_stream_chunk",
+               "<think>thinking...</think>answer", "thinking...", "answer",
+               deltas=("<think>", "thinking...", "</think>answer")),
+    _reasoning("sglang-reasoning", "TestReasoningParser.test_parse_stream_chunk_preserves_payload_whitespace",
+               "<think>\nLet me think\n</think>\n\nThe answer is 42.\n", "\nLet me think\n",
+               "\n\nThe answer is 42.\n", differs=KEEP_STRIPPING,
+               ours=Expect(content="The answer is 42.\n", reasoning="Let me think"),
+               deltas=("<think>", "\nLet me think\n</think>\n\nThe answer is 42.\n")),
+    Case("sglang-reasoning", "TestIntegrationScenarios.test_deepseek_r1_complete_response",
+         "I need to solve this step by step. First, I'll analyze the problem. The given equation is x + 2 = 5. "
+         "To solve for x, I subtract 2 from both sides: x = 5 - 2 = 3.</think>The answer is x = 3.",
+         Expect(content="The answer is x = 3.",
+                reasoning="I need to solve this step by step. First, I'll analyze the problem. The given equation is "
+                "x + 2 = 5. To solve for x, I subtract 2 from both sides: x = 5 - 2 = 3.")),
     _reasoning("sglang-reasoning", "TestIntegrationScenarios.test_qwen3_streaming_scenario",
                "<think>Let me analyze this problem. I need to consider multiple factors.</think>Based on my analysis, "
                "the solution is to use a different approach.",
