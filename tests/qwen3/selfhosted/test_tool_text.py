@@ -579,3 +579,34 @@ def test_closing_tags_inside_a_value_cost_no_parse_each(monkeypatch: pytest.Monk
     assert len(parses) == 1
     assert calls(pieces) == []  # the value's <function=x> never closes: text, as written
     assert joined(pieces) == block
+
+
+def test_undeclared_parameter_tags_in_a_value_are_warned_once(caplog: pytest.LogCaptureFixture) -> None:
+    """A value holding many <parameter= tags of undeclared names (vLLM keeps them as text) logs one warning, not one
+    per tag: 40,000 of them in one 1 MB block logged 40,000 records and held the event loop for about a second."""
+    tools = {"f": {"type": "object", "properties": {"a": {"type": "string"}}}}
+    inner = "</parameter><parameter=z>" * 1000
+    block = f"<tool_call>\n<function=f>\n<parameter=a>v{inner}</parameter>\n</function>\n</tool_call>"
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert calls(split_tool_calls(block, tools)) == [("f", {"a": "v" + inner})]
+    assert len(caplog.records) == 1
+    assert "1000 <parameter=…> tag(s)" in caplog.records[0].getMessage()
+
+
+def test_an_answer_of_many_blocks_is_read_up_to_max_blocks_and_logged_in_bounds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """100,000 broken blocks in one answer took 273 s (texts joined two at a time) and logged 100,000 records; now the
+    first MAX_BLOCKS blocks are read, MAX_WARNINGS of them logged, and the rest is text unread."""
+    broken = '<tool_call>\n{"name": "now", "arguments": }\n</tool_call>'
+    valid = hermes("now", {})
+    text = "\n".join([broken] * (tool_text.MAX_BLOCKS - 1) + [valid, valid])
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        pieces = split_tool_calls(text, TOOLS)
+    assert [kind for kind, _ in pieces] == ["text", "call", "text"]  # the 1,025th block is past the bound
+    assert joined(pieces) == text
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == tool_text.MAX_WARNINGS + 2
+    assert "not logged one by one" in messages[tool_text.MAX_WARNINGS]
+    assert f"has {tool_text.MAX_BLOCKS} tool-call blocks" in messages[-1]
+    assert tool_text.MAX_BLOCKS >= 8 * 128  # far more than the calls an answer may hold
