@@ -18,14 +18,15 @@ Also here, for building messages: ``image_content`` (image content from a path, 
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from clients.core.media import MediaError, image_content, video_frames
 from clients.providers import PROVIDERS
 
 if TYPE_CHECKING:
     from clients.anthropic import AnthropicChatClient
+    from clients.core.media import MediaError, image_content, video_frames
     from clients.gemini import GeminiChatClient
     from clients.openai import OpenAIChatCompletionClient
 
@@ -33,7 +34,8 @@ _PEERS = {provider.client: provider for provider in PROVIDERS.values() if provid
 
 
 def __getattr__(name: str) -> Any:
-    """The peer clients, imported when first asked for (PEP 562).
+    """The peer clients and the media helpers, imported when first asked for (PEP 562): ``import clients.providers``
+    (what ``--help`` of the examples reads) loads neither MAF nor an SDK.
 
     Raises:
         ModuleNotFoundError: the provider's SDK is not installed; the message names the extra and its pip line.
@@ -41,6 +43,8 @@ def __getattr__(name: str) -> Any:
     if name == "OpenAIChatClient":  # the name before 0.2: clients.openai.DEPRECATED says why it changed
         warnings.warn("OpenAIChatClient is now OpenAIChatCompletionClient", DeprecationWarning, stacklevel=2)
         name = "OpenAIChatCompletionClient"
+    if name in ("MediaError", "image_content", "video_frames"):
+        return getattr(importlib.import_module("clients.core.media"), name)
     if name not in _PEERS:
         raise AttributeError(f"module 'clients' has no attribute {name!r}")
     return _PEERS[name].load_client()

@@ -231,16 +231,17 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 @pytest.mark.parametrize(
-    ("example", "missing", "extra"),
+    ("example", "missing", "extra", "more"),
     [
-        ("devui_kline.py", "agent_framework_devui", "agent-framework-qwen3[examples,integrations]"),
-        ("workflow_swap.py", "openai,httpx2", "agent-framework-qwen3[openai]"),  # the default analyst is OpenAI's
+        ("devui_kline.py", "agent_framework_devui", "agent-framework-qwen3[examples,integrations]", []),
+        # the shipped analyst is Qwen's (runs after [examples] alone); an OpenAI analyst needs [openai]
+        ("workflow_swap.py", "openai,httpx2", "agent-framework-qwen3[openai]", ["--analyst", "openai"]),
     ],
 )
 def test_an_example_whose_extra_is_missing_says_which_in_one_line(
-    tmp_path: Path, example: str, missing: str, extra: str
+    tmp_path: Path, example: str, missing: str, extra: str, more: list[str]
 ) -> None:
-    argv = [str(ROOT / "examples" / example), "--out", str(tmp_path / "chart.png"), "--days", "30"]
+    argv = [str(ROOT / "examples" / example), "--out", str(tmp_path / "chart.png"), "--days", "30", *more]
     done = subprocess.run(
         [sys.executable, "-c", BLOCKER, missing, *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
