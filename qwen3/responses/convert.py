@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from clients.core.convert import (
     as_list,
+    hoist_tool_media,
     invalid,
     json_object_arguments,
     refuse_unsupported,
@@ -297,7 +298,8 @@ def input_items(messages: Sequence[Message], *, instructions: str | None = None)
     - ``user``: ``{"role": "user", "content": [input_text / input_image parts]}``.
     - ``assistant``: its text as ``{"role": "assistant", "content": text}``, its calls as ``function_call`` items;
       reasoning and hosted-tool contents are not sent (DashScope ran them; a stored conversation has them).
-    - ``tool``: one ``function_call_output`` per result (``output``: the result's text).
+    - ``tool``: one ``function_call_output`` per result (``output``: the result's text); images a tool returned
+      follow as a user message (``clients.core.convert.hoist_tool_media``: the output takes text only).
 
     Raises:
         ChatClientInvalidRequestException: content the API cannot take (named with its position), an unknown role.
@@ -307,7 +309,7 @@ def input_items(messages: Sequence[Message], *, instructions: str | None = None)
         first = messages[0] if messages else None
         if first is None or first.role not in ("system", "developer") or first.text != instructions:
             out.append({"role": "system", "content": instructions})
-    for position, message in enumerate(messages):
+    for position, message in enumerate(hoist_tool_media(list(messages))):
         role = message.role
         where = f"messages[{position}] ({role})"
         if role in ("system", "developer"):

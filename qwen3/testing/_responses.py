@@ -32,6 +32,7 @@ Stored responses: each answered request with ``store`` not false keeps its input
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import time
@@ -128,6 +129,17 @@ class HostedReply(Reply):
     mcp_calls: Sequence[McpCall] = ()
 
 
+def _image(url: str) -> Media:
+    """An ``input_image``'s ``image_url``: a URL, or a data URI decoded to its bytes."""
+    if url.startswith("data:") and ";base64," in url:
+        head, _, data = url.partition(";base64,")
+        try:
+            return Media("image", data=base64.b64decode(data, validate=True), media_type=head[5:] or None)
+        except ValueError:
+            return Media("image", url=url)
+    return Media("image", url=url)
+
+
 def _content_turn(role: str, content: Any) -> Turn:
     if isinstance(content, str):
         return Turn(role=role, text=content)  # type: ignore[arg-type]
@@ -138,7 +150,7 @@ def _content_turn(role: str, content: Any) -> Turn:
         if part.get("type") in ("input_text", "output_text", "text"):
             texts.append(str(part.get("text", "")))
         elif part.get("type") == "input_image":
-            media.append(Media("image", url=str(part.get("image_url"))))
+            media.append(_image(str(part.get("image_url"))))
     return Turn(role=role, text="\n".join(texts), media=media)  # type: ignore[arg-type]
 
 
@@ -169,15 +181,21 @@ def items_turns(items: Any) -> list[Turn]:
 
 @dataclass(frozen=True)
 class ResponsesRecordedRequest(RecordedRequest):
-    """One request to the Responses route. ``turns``: this request's own input (with the stored context of its
-    ``previous_response_id`` before it in ``context``); ``ignored``: the keys DashScope does not read."""
+    """One request to the Responses route. ``turns``: the conversation the model sees, the stored ``context`` of its
+    ``previous_response_id`` first, then ``input_turns`` (this request's own input); ``ignored``: the keys DashScope
+    does not read."""
 
     provider = "DashScope Responses"
     context: tuple[Turn, ...] = ()
 
     @property
-    def turns(self) -> list[Turn]:
+    def input_turns(self) -> list[Turn]:
+        """This request's own ``input``, without the stored context."""
         return items_turns(self.body.get("input"))
+
+    @property
+    def turns(self) -> list[Turn]:
+        return [*self.context, *self.input_turns]
 
     @property
     def ignored(self) -> list[str]:
@@ -206,7 +224,7 @@ class ResponsesRecordedRequest(RecordedRequest):
 
     @property
     def last_user_text(self) -> str:
-        for turn in reversed([*self.context, *self.turns]):
+        for turn in reversed(self.turns):
             if turn.role == "user" and turn.text:
                 return turn.text
         return ""
@@ -427,7 +445,7 @@ class _Rendering:
     def usage(self) -> dict[str, Any]:
         if self.reply.usage is not None:
             return self.reply.usage
-        weight = sum(token_weight(t.text) for t in [*self.request.context, *self.request.turns])
+        weight = sum(token_weight(t.text) for t in self.request.turns)
         given = self.reply.input_tokens if self.reply.input_tokens is not None else max(1, math.ceil(weight))
         reasoning = math.ceil(token_weight(self.reply.reasoning))
         calls = sum(token_weight(c.name + c.arguments_json) for c in self.reply.tool_calls)
@@ -441,8 +459,9 @@ class _Rendering:
         }
 
     def _status(self) -> tuple[str, dict[str, Any] | None]:
-        if self.reply.resolved_finish_reason == "length":
-            return "incomplete", {"reason": "max_output_tokens"}
+        reason = self.reply.resolved_finish_reason
+        if reason in ("length", "content_filter"):  # ASSUMPTION: OpenAI's incomplete_details reasons
+            return "incomplete", {"reason": "max_output_tokens" if reason == "length" else "content_filter"}
         return "completed", None
 
     def body(self, *, final: bool = True) -> dict[str, Any]:

@@ -174,9 +174,10 @@ def render(card: Scorecard, targets: Sequence[Target] = TARGETS, scenarios: Sequ
         "Blocked content | Features |",
         "|---|---|---|---|---|---|---|",
     ]
-    for target in {t.emulator: t for t in targets}.values():  # one row per provider (capabilities are its own)
+    for target in {(t.emulator, t.route): t for t in targets}.values():  # one row per provider and route
+        route = f" ({target.route})" if target.route else ""
         lines.append(
-            f"| `{target.emulator.__name__}` | "
+            f"| `{target.emulator.__name__}`{route} | "
             f"{'kept in place' if target.system_in_place else 'all up front'} | "
             f"{'in the tool result' if target.tool_result_media == 'native' else 'user turn after the results'} | "
             f"{_REPLAY[target.reasoning_replay]} | "

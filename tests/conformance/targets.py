@@ -42,16 +42,29 @@ ClientRole = Literal["text", "vision", "thinking"]
 """What a scenario needs the client for: plain text, images, or reasoning (picks the model, and for Qwen the
 class: ``QwenVLChatClient`` for images)."""
 
-Feature = Literal["video", "web_search", "code_interpreter", "reasoning_continuity", "context_cache"]
+Feature = Literal[
+    "video",
+    "web_search",
+    "code_interpreter",
+    "reasoning_continuity",
+    "context_cache",
+    "stored_conversation",
+    "file_search",
+    "mcp",
+]
 """A provider feature beyond the common ground, checked by a scenario of its own where the provider has it (and its
 emulator emulates it): video input, hosted web search with its sources, the hosted code interpreter's code, reasoning
-continuity (DashScope's ``preserve_thinking``), an explicit context cache (a marked prefix)."""
+continuity (DashScope's ``preserve_thinking``), an explicit context cache (a marked prefix), and the Responses API's
+server-side conversations (``previous_response_id``), knowledge-base search and MCP servers."""
 FEATURES: dict[Feature, str] = {
     "video": "video input",
     "web_search": "web search sources",
     "code_interpreter": "code-interpreter code",
     "reasoning_continuity": "reasoning continuity",
     "context_cache": "explicit context cache",
+    "stored_conversation": "server-side conversation",
+    "file_search": "knowledge-base search",
+    "mcp": "MCP servers",
 }
 """Each feature's name in docs/conformance.md."""
 
@@ -98,6 +111,8 @@ class Target:
             hosted tools, ``extra_body`` for MAF's OpenAI client on DashScope's compatible mode; ``model`` where the
             feature needs a particular model). A feature not listed needs none.
         server_options: keywords of the emulator besides ``api_key`` (the self-hosted emulator's server and model).
+        route: the emulator's second API the target speaks, where its capabilities differ from the emulator's main
+            one (``"Responses API"`` on the DashScope emulator); empty for the main one.
     """
 
     name: str
@@ -119,6 +134,7 @@ class Target:
     features: frozenset[Feature] = frozenset()
     server_options: Mapping[str, Any] = field(default_factory=dict)
     feature_options: Mapping[Feature, Mapping[str, Any]] = field(default_factory=dict)
+    route: str = ""
 
     def options_for(self, feature: Feature) -> dict[str, Any]:
         """The chat options turning ``feature`` on with this client (a fresh copy)."""
@@ -231,6 +247,31 @@ def _maf_openai_compatible(
     return client, close
 
 
+def _qwen_responses(
+    target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole
+) -> tuple[Any, Closer]:
+    from qwen3 import QwenResponsesClient
+
+    client = QwenResponsesClient(model=model, api_key=api_key, base_url=server.base_url)
+    return client, _closing(client)
+
+
+def _maf_openai_responses(
+    target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole
+) -> tuple[Any, Closer]:
+    """MAF's ``OpenAIChatClient`` (the Responses API) on DashScope's Responses endpoint: what a Qwen user without this
+    package points at it (Model Studio's samples: the openai SDK at ``…/compatible-mode/v1``)."""
+    from agent_framework_openai import OpenAIChatClient
+
+    assert isinstance(server, DashScopeEmulator)
+    client = OpenAIChatClient(model=model, api_key=api_key, base_url=server.compatible_base_url)
+
+    async def close() -> None:
+        await client.client.close()
+
+    return client, close
+
+
 def _maf_anthropic(
     target: Target, server: LoopbackServer, model: str, api_key: str, role: ClientRole
 ) -> tuple[Any, Closer]:
@@ -297,6 +338,26 @@ _QWEN: _Provider = {
 _COMPATIBLE: _Provider = {**_QWEN, "thinking_options": {"extra_body": {"enable_thinking": True}}}
 """DashScope through its OpenAI-compatible mode: the same provider (emulator, models, capabilities); its own parameters
 go in ``extra_body``, as Model Studio's OpenAI-SDK samples send them."""
+_RESPONSES: _Provider = {
+    **_QWEN,
+    "model": "qwen3.5-plus",
+    "vision_model": "qwen3.5-plus",
+    "thinking_model": "qwen3.5-plus",
+    "system_in_place": True,
+    "reasoning_replay": "none",
+    "features": frozenset({"web_search", "code_interpreter", "stored_conversation", "file_search", "mcp"}),
+}
+_KNOWLEDGE_BASE = {"type": "file_search", "vector_store_ids": ["kb_conformance"]}
+_MCP_SERVER = {"type": "mcp", "server_label": "fetch", "server_url": "https://mcp.example/sse"}
+"""The MCP tool dict MAF's ``OpenAIChatClient.get_mcp_tool(name="fetch", url=…)`` makes, given to both clients."""
+_RESPONSES_FEATURES: dict[Feature, Mapping[str, Any]] = {
+    "web_search": {"tools": [{"type": "web_search"}]},
+    "stored_conversation": {"store": True},
+    "file_search": {"tools": [_KNOWLEDGE_BASE]},
+    "mcp": {"tools": [_MCP_SERVER]},
+}
+"""DashScope's Responses API (the emulator's Responses route): models of its list, system items kept where they are,
+reasoning not sent back (a stored conversation keeps it server-side), the built-in web search and code interpreter."""
 _CONTINUITY_MODEL = "qwen3.6-plus"  # thinks by default and takes preserve_thinking (Model Studio "Deep thinking")
 _SELFHOSTED_MODEL = "Qwen/Qwen3.6-27B"  # hybrid thinking and vision in one model, as vLLM serves one model
 _SELFHOSTED: _Provider = {
@@ -407,6 +468,20 @@ OURS: list[Target] = [
         server_options=_SELFHOSTED_SERVER,
         **{**_SELFHOSTED, "thinking_options": {"enable_thinking": True}},
     ),
+    Target(
+        name="Qwen Responses (ours)",
+        ours=True,
+        classes="qwen3.QwenResponsesClient",
+        package="agent-framework-qwen3",
+        module="qwen3.responses.client",
+        make=_qwen_responses,
+        route="Responses API",
+        feature_options={
+            **_RESPONSES_FEATURES,
+            "code_interpreter": {"tools": [{"type": "code_interpreter"}], "enable_thinking": True},
+        },
+        **_RESPONSES,
+    ),
 ]
 """Our clients: every scenario must pass (tests/conformance/test_conformance.py)."""
 
@@ -449,6 +524,20 @@ OFFICIAL: list[Target] = [
             },
         },
         **_COMPATIBLE,
+    ),
+    Target(
+        name="Qwen via MAF OpenAIChatClient (Responses API)",
+        ours=False,
+        classes="agent_framework_openai.OpenAIChatClient",
+        package="agent-framework-openai",
+        module="agent_framework_openai",
+        make=_maf_openai_responses,
+        route="Responses API",
+        feature_options={
+            **_RESPONSES_FEATURES,
+            "code_interpreter": {"tools": [{"type": "code_interpreter"}], "extra_body": {"enable_thinking": True}},
+        },
+        **{**_RESPONSES, "thinking_options": {"extra_body": {"enable_thinking": True}}},
     ),
     Target(
         name="Anthropic (MAF)",
