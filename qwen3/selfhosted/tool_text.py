@@ -89,7 +89,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clients.core.parse import reject_constant
-from qwen3.selfhosted.values import coerce, schema_types
+from qwen3.selfhosted.values import LiteralBudget, coerce, schema_types
 
 __all__ = [
     "MAX_BLOCK_CHARS",
@@ -525,6 +525,7 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     declared = set(properties) if isinstance(properties, Mapping) and properties else None
     blank_from = len(body.rstrip())  # only white space from here on
+    budget = LiteralBudget()  # Python literals: MAX_LITERAL_CHARS for the whole call
     arguments: dict[str, Any] = {}
     at = 0
     while True:
@@ -551,7 +552,7 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
         value = value[1:] if value.startswith("\n") else value
         value = value[:-1] if value.endswith("\n") else value
         field = properties.get(key) if isinstance(properties, Mapping) else None
-        arguments[key] = coerce(value, schema_types(field, schema), name, key)
+        arguments[key] = coerce(value, schema_types(field, schema), name, key, budget)
 
 
 def _value_end(

@@ -17,7 +17,7 @@ from typing import Any
 
 from clients.core.parse import reject_constant
 
-__all__ = ["MAX_SAFE_INTEGER", "coerce", "schema_types"]
+__all__ = ["MAX_LITERAL_CHARS", "MAX_SAFE_INTEGER", "LiteralBudget", "coerce", "schema_types"]
 
 logger = logging.getLogger("agent_framework.qwen3.selfhosted")
 
@@ -94,23 +94,37 @@ def _fits(value: Any, kind: str) -> bool:
 
 
 _NOTHING = object()
+MAX_LITERAL_CHARS = 8 * 1024
+"""The most text of one call read as Python literals (``ast.literal_eval`` takes ~4 µs a character, 25 times JSON's:
+800 kB took 3.2 s; 8 KiB adds ~40 ms to the worst 1 MiB block); JSON has no such bound. Past it, a value that is no
+JSON stays a string, with the warning."""
 
 
-def _read(text: str) -> Any:
+class LiteralBudget:
+    """What is left of ``MAX_LITERAL_CHARS`` for one call's values (`coerce` spends it)."""
+
+    def __init__(self, chars: int = MAX_LITERAL_CHARS) -> None:
+        self.left = chars
+
+
+def _read(text: str, budget: LiteralBudget) -> Any:
     """``text`` as JSON, else as a Python literal (``{'key': 'value'}``, ``True``, ``None``: what models trained on
     templates that render values with Python's ``str`` write; vLLM's parsers read them too); `_NOTHING` if neither.
     A JSON string that holds an object or an array (a value encoded twice) is read once more."""
-    value = _read_once(text)
+    value = _read_once(text, budget)
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
-        again = _read_once(value.strip())
+        again = _read_once(value.strip(), budget)
         return value if again is _NOTHING else again
     return value
 
 
-def _read_once(text: str) -> Any:
+def _read_once(text: str, budget: LiteralBudget) -> Any:
     try:
         return json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError):
+        if len(text) > budget.left:
+            return _NOTHING
+        budget.left -= len(text)
         try:
             return _plain(ast.literal_eval(text))
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
@@ -130,9 +144,10 @@ def _plain(value: Any, depth: int = 0) -> Any:
     raise ValueError(f"{type(value).__name__} is not a JSON value")
 
 
-def coerce(value: str, types: list[str], tool: str, key: str) -> Any:
+def coerce(value: str, types: list[str], tool: str, key: str, budget: LiteralBudget | None = None) -> Any:
     """Rule 5: the parameter's value as its schema ``types`` it, the first declared type it fits winning; a value
-    that fits none stays a string."""
+    that fits none stays a string. ``budget``: the Python-literal reading left to the call (one per call)."""
+    budget = budget if budget is not None else LiteralBudget()
     stripped = value.strip()
     if not types:
         return value
@@ -147,7 +162,7 @@ def coerce(value: str, types: list[str], tool: str, key: str) -> Any:
         if kind == "boolean" and stripped.lower() in ("true", "false"):
             return stripped.lower() == "true"
         if parsed is _NOTHING:
-            parsed = _read(stripped)
+            parsed = _read(stripped, budget)
         candidate = parsed
         if kind == "integer" and isinstance(candidate, float) and _exact_integer(candidate):
             candidate = int(candidate)  # 3.0 is an integer to JSON Schema; 1e300 is not 301 digits anyone wrote

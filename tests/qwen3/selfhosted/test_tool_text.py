@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from qwen3.selfhosted import tool_text
+from qwen3.selfhosted import tool_text, values
 from qwen3.selfhosted.tool_text import (
     MAX_BLOCK_CHARS,
     TextToolCall,
@@ -610,3 +610,18 @@ def test_an_answer_of_many_blocks_is_read_up_to_max_blocks_and_logged_in_bounds(
     assert "not logged one by one" in messages[tool_text.MAX_WARNINGS]
     assert f"has {tool_text.MAX_BLOCKS} tool-call blocks" in messages[-1]
     assert tool_text.MAX_BLOCKS >= 8 * 128  # far more than the calls an answer may hold
+
+
+def test_python_literals_are_read_within_a_budget_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work counted, not timed: ``ast.literal_eval`` is ~25 times slower than JSON, so one call's values are read as
+    Python literals for at most MAX_LITERAL_CHARS characters in all; past that a value that is no JSON stays text."""
+    read: list[int] = []
+    real = values.ast.literal_eval
+    monkeypatch.setattr(values.ast, "literal_eval", lambda text: read.append(len(text)) or real(text))
+    item = "{'a': '" + "y" * 1000 + "'}"
+    parameters = "".join(f"<parameter=p{i}>{item}</parameter>" for i in range(40))
+    tools = {"f": {"type": "object", "properties": {f"p{i}": {"type": "object"} for i in range(40)}}}
+    ((_, arguments),) = calls(split_tool_calls(f"<function=f>{parameters}</function>", tools))
+    assert sum(read) <= values.MAX_LITERAL_CHARS < 40 * len(item)
+    assert arguments["p0"] == {"a": "y" * 1000}  # the first ones within the budget are read
+    assert arguments["p39"] == item  # the last one past it stays a string
