@@ -89,7 +89,7 @@ class PerLoop(Generic[_T]):
 
     ``get(make)`` gives the running loop's client, made by ``make()`` the first time. A client is closed (``close``,
     awaited in its own loop) when its loop shuts down: ``asyncio.run``, pytest-asyncio and ``loop.shutdown_asyncgens()``
-    close the async generators a loop started, and one such generator holds each client (`_closer`). A client whose
+    close the async generators a loop started, and one such generator holds each client (`_closes`). A client whose
     loop still runs elsewhere (another thread) when a new loop replaces it is closed there. Without this a replaced
     client's sockets were left to the garbage collector, which warned ("unclosed transport", "Event loop is closed").
     ``aclose()`` closes the current one now.
@@ -130,7 +130,7 @@ class PerLoop(Generic[_T]):
         shut down closed it already."""
         closer, loop = self._closer, self._loop
         self._client = self._loop = self._closer = None
-        if closer is not None and loop is not None and loop.is_running() and not loop.is_closed():
+        if closer is not None and loop is not None and loop.is_running():
             asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
 
     async def aclose(self) -> None:

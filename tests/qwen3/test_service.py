@@ -5,6 +5,7 @@ and closes the SDK client of each event loop with the loop."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import gc
 import inspect
@@ -22,6 +23,7 @@ from agent_framework.exceptions import (
     SettingNotFoundError,
 )
 
+import qwen3
 from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
 from qwen3.batch import BatchRequest, QwenBatchClient
 from qwen3.embeddings import QwenEmbeddingClient, RawQwenEmbeddingClient
@@ -244,6 +246,27 @@ def test_a_misspelt_keyword_names_the_class_and_the_keyword_meant(name: str) -> 
         TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'regoin'; did you mean 'region'\?"
     ):
         PUBLIC[name](api_key=KEY, model="qwen-plus", regoin="cn-beijing")
+
+
+def test_no_module_but_the_service_names_a_dashscope_host() -> None:
+    """The host → region table is declared once: no other module of ``qwen3`` (its emulator aside) has a string naming
+    an Alibaba host outside its docstrings, so every host and region rule derives from ``qwen3.service.REGIONS``."""
+    package = Path(qwen3.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "service.py" or "testing" in path.relative_to(package).parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+        found += [
+            f"{path.relative_to(package)}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "aliyuncs.com" in node.value
+            and id(node) not in docstrings
+        ]
+    assert found == []
 
 
 # ---------------------------------------------------------------------------------------------- one refusal each
