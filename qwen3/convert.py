@@ -42,7 +42,7 @@ from clients.core.media import (
     resolve_uri,
 )
 from qwen3.errors import media_advice
-from qwen3.options import convert_options, structured_output_instruction
+from qwen3.options import convert_options, resolve_hosted_tools, structured_output_instruction
 from qwen3.routing import Endpoint, known_family, model_family
 
 logger = logging.getLogger("agent_framework.qwen3")
@@ -134,11 +134,6 @@ def _wire_content(parts: list[dict[str, Any]], endpoint: Endpoint) -> str | list
     if any(CACHE_KEY in part for part in parts):
         return [{"type": "text", **part} for part in parts]
     return "\n".join(part["text"] for part in parts)
-
-
-def _text_content(texts: list[str], endpoint: Endpoint) -> str | list[dict[str, Any]]:
-    """Text on the text endpoint is one string; on the multimodal endpoint one ``{"text"}`` part each."""
-    return _wire_content([{"text": text} for text in texts], endpoint)
 
 
 def _user_message(message: Message, endpoint: Endpoint, position: int) -> dict[str, Any]:
@@ -399,13 +394,14 @@ def build_request(
     endpoint: Endpoint,
     stream: bool,
 ) -> dict[str, Any]:
-    """The whole request body from MAF messages: `request_messages`, then `request_body` (what a batch line is
-    made from; the client runs the two as steps of its request path, ``RawQwenChatClient._convert_messages`` and
-    ``_build_request``).
+    """The whole request body from MAF messages: hosted tools resolved (`resolve_hosted_tools`), then
+    `request_messages`, then `request_body` (what a batch line is made from; the client runs the three as steps of its
+    request path, ``RawQwenChatClient._build_request`` and ``_convert_messages``).
 
     Raises:
-        ChatClientInvalidRequestException: what either refuses.
+        ChatClientInvalidRequestException: what any of them refuses.
     """
+    options = resolve_hosted_tools(options, model)
     wire = request_messages(messages, options, model=model, endpoint=endpoint)
     return request_body(wire, options, model=model, stream=stream)
 

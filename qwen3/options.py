@@ -216,8 +216,8 @@ def convert_options(options: Mapping[str, Any], *, stream: bool, model: str = ""
     tool loop; ``tool_choice`` and ``parallel_tool_calls`` only with tools (MAF's Agent always says
     ``tool_choice="auto"``, meaningless without them).
 
-    Hosted tools in ``tools`` (web search, code interpreter) first become their parameters
-    (`resolve_hosted_tools`).
+    ``options`` come with their hosted tools (web search, code interpreter) already turned into parameters by
+    `resolve_hosted_tools`, which the client's request path and ``qwen3.convert.build_request`` run first, once.
 
     Thinking (``model`` given): ``enable_thinking`` is sent whenever set; ``False`` for a thinking-only model and
     structured output while thinking raise; a model that thinks by default gets ``enable_thinking: false`` with
@@ -228,7 +228,6 @@ def convert_options(options: Mapping[str, Any], *, stream: bool, model: str = ""
         ChatClientInvalidRequestException: an option DashScope does not have, ``n`` > 1, a bad tool choice, a
             thinking rule broken (above), a hosted tool DashScope cannot run or a web-search option it lacks.
     """
-    options = resolve_hosted_tools(options, model)
     parameters: dict[str, Any] = {"result_format": "message"}
     if stream:
         parameters["incremental_output"] = True

@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -16,7 +15,7 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, 
 from agent_framework.exceptions import ChatClientContentFilterException
 
 from clients.core.parse import text_delta
-from clients.core.transport import SSEDecoder, to_chat_client_exception
+from clients.core.transport import to_chat_client_exception
 from clients.gemini.convert import GEMINI_NAMESPACE, base64_bytes, field_of, signature_props
 from clients.gemini.errors import parse_error
 
@@ -272,23 +271,3 @@ def parse_stream_event(
         additional_properties=_extra(candidate),
         raw_representation=event,
     )
-
-
-def decode_sse(text: str) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a ``streamGenerateContent?alt=sse`` body: ``data: {…}`` lines, events separated by a
-    blank line (``\\r\\n\\r\\n`` on the wire), no ``event:`` lines and no ``[DONE]`` (README of the captures).
-
-    Raises:
-        ValueError: an event whose data is not a JSON object.
-    """
-    decoder = SSEDecoder()
-    for line in [*text.splitlines(), ""]:
-        event = decoder.feed(line)
-        if event is not None:
-            try:
-                data = json.loads(event.data)
-            except RecursionError as exc:  # nested deeper than Python's parser goes: as malformed as any other
-                raise ValueError(f"event data nested too deeply: {event.data[:200]!r}") from exc
-            if not isinstance(data, dict):
-                raise ValueError(f"event data is not a JSON object: {event.data[:200]!r}")
-            yield data

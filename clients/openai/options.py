@@ -137,12 +137,6 @@ def _response_format(value: Any) -> dict[str, Any]:
     raise invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
 
 
-def reasoning_effort_thinks(options: Mapping[str, Any]) -> bool:
-    """Whether a request asks for reasoning: ``reasoning_effort`` set to anything but ``"none"``."""
-    effort = options.get("reasoning_effort")
-    return effort is not None and effort != "none"
-
-
 def convert_options(options: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     """MAF options → the body keys besides ``model`` and ``messages``.
 

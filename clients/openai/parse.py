@@ -226,7 +226,6 @@ class StreamState:
     """A chunk carried a ``finish_reason``."""
     done: bool = False
     """``data: [DONE]`` arrived: the stream is complete."""
-    usage_seen: bool = False
     reasoning_warned: bool = False
     """A chunk carried different reasoning under both field names (warned once per stream)."""
 
@@ -282,7 +281,6 @@ def parse_stream_event(
         )
     usage = parse_usage(event.get("usage"))
     if usage:
-        state.usage_seen = True
         contents.append(Content.from_usage(usage, merge_mode="replace"))
     if not contents and reason is None:
         return None

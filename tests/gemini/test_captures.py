@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,11 +20,11 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message
 from agent_framework.exceptions import ChatClientInvalidAuthException, ChatClientInvalidRequestException
 from google.genai import types
 
-from clients.core.transport import is_transient, to_chat_client_exception
+from clients.core.transport import SSEDecoder, is_transient, to_chat_client_exception
 from clients.gemini.client import RawGeminiChatClient
 from clients.gemini.convert import GEMINI_NAMESPACE, SIGNATURE_KEY, base64_bytes, field_of
 from clients.gemini.errors import parse_error
-from clients.gemini.parse import StreamState, decode_sse, parse_response, parse_stream_event
+from clients.gemini.parse import StreamState, parse_response, parse_stream_event
 from tests.conftest import Interaction, cassette, cassettes
 from tests.helpers import request_body
 
@@ -36,6 +37,26 @@ THINK_STREAM = f"{MIRA}call_with_thinking__google_gemini_2_5_flash__stream.yaml"
 INSTRUCTIONS_ONLY = f"{PYD}instructions_only_with_tool_calls.yaml"
 THINKING_PART = f"{PYD}model_thinking_part.yaml"
 STREAM_SIGNATURE = f"{PYD}streaming_tool_call_thought_signature.yaml"
+
+
+def decode_sse(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a ``streamGenerateContent?alt=sse`` body: ``data: {…}`` lines, events separated by a
+    blank line (``\\r\\n\\r\\n`` on the wire), no ``event:`` lines and no ``[DONE]`` (README of the captures).
+
+    Raises:
+        ValueError: an event whose data is not a JSON object.
+    """
+    decoder = SSEDecoder()
+    for line in [*text.splitlines(), ""]:
+        event = decoder.feed(line)
+        if event is not None:
+            try:
+                data = json.loads(event.data)
+            except RecursionError as exc:  # nested deeper than Python's parser goes: as malformed as any other
+                raise ValueError(f"event data nested too deeply: {event.data[:200]!r}") from exc
+            if not isinstance(data, dict):
+                raise ValueError(f"event data is not a JSON object: {event.data[:200]!r}")
+            yield data
 
 
 def interactions(name: str) -> list[Interaction]:
