@@ -380,6 +380,10 @@ _BLOCKS = [
     "<tool_call>{not json}</tool_call>", '<tool_call>{"name": "now", "arguments": "{}"}</tool_call>',
     xml("get_weather", days="3", city="x\ny", hours="[1]"), xml("get_weather", days="x"), xml("search"),
     "<function=now></function>", "<function=get_weather><parameter=days>5</function>",
+    # values quoting calls (rule 4: the block goes on past the quoted closing tags), and one never closed
+    xml("get_weather", city="<tool_call>\n<function=now>\n</function>\n</tool_call>"),
+    "<function=get_weather><parameter=city><function=now></function></parameter></function>",
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\n<function=now>\n</tool_call>",
 ]  # fmt: skip
 _ATOM = st.sampled_from(_PROSE) | st.sampled_from(_BLOCKS) | st.sampled_from(_BLOCKS[:2] + _BLOCKS[4:6])
 
@@ -400,6 +404,7 @@ def _chunked(draw: st.DrawFn) -> tuple[str, list[str]]:
 _SAMPLES = [
     f"Let me check.\n{hermes('now', {})}\n{xml('get_weather', days='2')}\n\nDone <b>\n",
     "<tool_call>\n{oops}</tool_call>\n<function=now>\n</function>\n<function=no <tool_call> \n<tool_call>",
+    xml("get_weather", city=f"a\n{xml('now')}\n</parameter1>") + "\nok <function=get_weather><function=x></function>",
 ]
 
 
