@@ -27,6 +27,7 @@ import qwen3
 from qwen3 import QwenChatClient, QwenVLChatClient, SelfHostedQwenChatClient
 from qwen3.batch import BatchRequest, QwenBatchClient
 from qwen3.embeddings import QwenEmbeddingClient, RawQwenEmbeddingClient
+from qwen3.responses import QwenResponsesClient
 from qwen3.service import NO_KEY, REGIONS, ServiceSettings, region_of
 from qwen3.testing import DashScopeEmulator, Reply
 from tests.conftest import PNG
@@ -50,8 +51,10 @@ CLIENTS: dict[str, Builder] = {
     "vl": lambda **kw: QwenVLChatClient(model="qwen3-vl-plus", **kw),
     "embeddings": lambda **kw: QwenEmbeddingClient(**kw),
     "batch": lambda **kw: QwenBatchClient(model="qwen-plus", **kw),
+    "responses": lambda **kw: QwenResponsesClient(model="qwen3.5-plus", **kw),
 }
-"""Every DashScope client class, built with the same keywords (the uploads and documents are the chat client's)."""
+"""Every DashScope client class, built with the same keywords (the uploads and documents are the chat client's;
+the Responses API client, written on the service, included)."""
 
 
 @pytest.fixture(autouse=True)
@@ -97,8 +100,9 @@ def _every_request(emu: DashScopeEmulator, tmp_path: Path, given: dict[str, Any]
     uploader = QwenVLChatClient(model="qwen3-vl-plus", upload_local_files="always" if uploads else "never", **given)
 
     async def send() -> None:
-        chat, vl, embeddings, batch = clients
-        async with chat, vl, embeddings, batch, uploader:
+        chat, vl, embeddings, batch, responses = clients
+        async with chat, vl, embeddings, batch, responses, uploader:
+            assert (await responses.get_response("hi")).text
             assert (await chat.get_response("hi")).text
             assert (await vl.get_response("hi")).text
             assert len(await embeddings.get_embeddings(["K-line"])) == 1
@@ -223,6 +227,7 @@ PUBLIC: dict[str, Any] = {
     "QwenEmbeddingClient": QwenEmbeddingClient,
     "RawQwenEmbeddingClient": RawQwenEmbeddingClient,
     "QwenBatchClient": QwenBatchClient,
+    "QwenResponsesClient": QwenResponsesClient,
 }
 
 
@@ -305,11 +310,11 @@ def test_every_client_refuses_the_same_bad_value_with_the_same_words(case: str) 
     assert len(messages) == 1, messages
 
 
-def test_the_native_clients_refuse_a_compatible_mode_base_and_batch_reads_it() -> None:
+def test_the_native_clients_refuse_a_compatible_mode_base_and_the_compatible_ones_read_it() -> None:
     compatible = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
     messages = set()
     for name, build in CLIENTS.items():
-        if name == "batch":
+        if name in ("batch", "responses"):  # clients of compatible-mode routes
             assert build(api_key=KEY, base_url=compatible).service.base_url == INTL
             continue
         with pytest.raises(ValueError, match="OpenAI-compatible API; this client speaks the native API") as caught:
