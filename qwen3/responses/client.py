@@ -53,6 +53,10 @@ with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):
 __all__ = ["QwenResponsesClient", "QwenResponsesOptions", "QwenResponsesSettings", "RawQwenResponsesClient"]
 
 
+_REMEMBERED = 1024
+"""How many stored responses' instructions a client remembers (older ones are sent again: harmless, a repeat)."""
+
+
 class QwenResponsesOptions(ChatOptions[Any], total=False):
     """MAF's ``ChatOptions`` plus what DashScope's Responses API reads of its own (docs/responses.md):
 
@@ -129,6 +133,8 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
         self.service: DashScopeService = resolve_service(own, compatible=True)
         if self.service.model is None:
             raise no_model("model", "qwen3.5-plus")
+        self._instructions: dict[str, str] = {}
+        """Stored response id → the instructions it was given (`_remember`), the latest `_REMEMBERED`."""
         super().__init__(settings=settings, **kwargs)
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
@@ -203,8 +209,24 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     # ------------------------------------------------------------------------------------------ conversion
 
     def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """MAF messages → Responses ``input`` items (``qwen3.responses.convert.input_items``)."""
-        return input_items(messages, instructions=options.get("instructions"))
+        """MAF messages → Responses ``input`` items (``qwen3.responses.convert.input_items``). A turn that continues a
+        stored response (``conversation_id``) leaves out the instructions that response was given (DashScope has
+        them in the stored input); changed ones, or unknown ones, go again as a system item."""
+        instructions = options.get("instructions")
+        previous = options.get("conversation_id")
+        if previous is not None and instructions is not None and self._instructions.get(previous) == instructions:
+            instructions = None
+        return input_items(messages, instructions=instructions)
+
+    def _remember(self, response_id: str | None, request: ProviderRequest) -> None:
+        """The instructions in effect for a stored response (its own, or those of the one it continued)."""
+        if response_id is None or request.body.get("store") is not True:
+            return
+        instructions = request.options.get("instructions")
+        if instructions is not None:
+            self._instructions[response_id] = instructions
+            while len(self._instructions) > _REMEMBERED:
+                self._instructions.pop(next(iter(self._instructions)))
 
     def _request_body(
         self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
@@ -212,12 +234,14 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
         return request_body(converted, options, model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
-        return parse_response(
+        response = parse_response(
             body,
             model=request.model,
             stored=request.body.get("store") is True,
             response_format=request.options.get("response_format"),
         )
+        self._remember(response.response_id, request)
+        return response
 
     def _stream_state(self, request: ProviderRequest) -> StreamState:  # type: ignore[override]
         return StreamState(stored=request.body.get("store") is True)
@@ -229,7 +253,10 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     def _parse_stream_event(  # type: ignore[override]
         self, event: Mapping[str, Any], state: StreamState, request: ProviderRequest
     ) -> ChatResponseUpdate | None:
-        return parse_stream_event(event, state, model=request.model)
+        update = parse_stream_event(event, state, model=request.model)
+        if update is not None and update.finish_reason is not None:
+            self._remember(state.response_id, request)
+        return update
 
     # ------------------------------------------------------------------------------------------- transport
 

@@ -300,3 +300,15 @@ async def test_workspace_header_is_sent(emu: DashScopeEmulator):
     client = QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url, workspace="ws_abc")
     await client.get_response("hi")
     assert _last(emu).headers["x-dashscope-workspace"] == "ws_abc"
+
+
+async def test_stored_turns_send_instructions_again_only_when_they_change(
+    emu: DashScopeEmulator, client: QwenResponsesClient
+):
+    emu.script("One.", "Two.", "Three.")
+    session = Agent(client=client, instructions="Be brief.", default_options={"store": True}).create_session()
+    await Agent(client=client, instructions="Be brief.", default_options={"store": True}).run("1", session=session)
+    await Agent(client=client, instructions="Be brief.", default_options={"store": True}).run("2", session=session)
+    await Agent(client=client, instructions="Be French.", default_options={"store": True}).run("3", session=session)
+    systems = [[i["content"] for i in r.body["input"] if i.get("role") == "system"] for r in emu.requests]
+    assert systems == [["Be brief."], [], ["Be French."]]

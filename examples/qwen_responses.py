@@ -1,0 +1,109 @@
+"""A research agent on Qwen's Responses API: web search with citations, a knowledge-base answer and an MCP tool call,
+over a conversation DashScope stores.
+
+``QwenResponsesClient`` swaps in for ``QwenChatClient`` in an ``Agent``; its hosted tools (``get_web_search_tool``,
+``get_file_search_tool``, ``get_mcp_tool``) run on DashScope's side, and with ``store=True`` each turn sends only the
+new message and ``previous_response_id`` (docs/responses.md).
+
+Offline by default: the loopback DashScope emulator (``qwen3.testing``) answers each turn from a script (the search's
+sources, the knowledge base's passages, the MCP server's answer are made up, not a model's), and the output says
+EMULATED. ``--live`` calls DashScope with ``DASHSCOPE_API_KEY`` (``DASHSCOPE_REGION`` for the region; the knowledge
+base needs China (Beijing) and ``--knowledge-base ID``; ``--mcp URL`` an SSE MCP server of yours).
+
+Usage::
+
+    python examples/qwen_responses.py
+    DASHSCOPE_API_KEY=sk-... python examples/qwen_responses.py --live --knowledge-base kb_123 --mcp https://…/sse
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from agent_framework import Agent, AgentResponse
+
+from qwen3 import QwenResponsesClient
+from qwen3.testing import DashScopeEmulator, FileHit, HostedReply, McpCall, SearchResult
+
+MODEL = "qwen3.5-plus"
+KEY = "sk-emulator"
+QUESTIONS = (
+    "What is the weather in Hangzhou tomorrow?",
+    "According to our product knowledge base, how big is the X1 phone's screen?",
+    "Fetch https://example.com and tell me its title.",
+)
+
+
+def _script(emu: DashScopeEmulator) -> None:
+    """What the emulated model answers, one turn each (made-up sources, passages and MCP output)."""
+    emu.script(
+        HostedReply(
+            text="Tomorrow in Hangzhou: cloudy, 18-24°C.",
+            search_results=[SearchResult("Hangzhou 7-day forecast", "https://weather.example/hangzhou")],
+        ),
+        HostedReply(
+            text="The X1 has a 6.7-inch OLED screen.",
+            file_hits=[FileHit("file_x1_spec", "x1-spec.pdf", "Display: 6.7-inch OLED, 120 Hz.")],
+        ),
+        HostedReply(
+            text="The page's title is 'Example Domain'.",
+            mcp_calls=[McpCall("fetch", "fetch", {"url": "https://example.com"}, "<title>Example Domain</title>")],
+        ),
+    )
+
+
+def _report(response: AgentResponse) -> list[str]:
+    lines = [f"  answer: {response.text}"]
+    for message in response.messages:
+        for content in message.contents:
+            if content.type == "mcp_server_tool_call":
+                lines.append(f"  MCP call: {content.server_name}.{content.tool_name}({content.arguments})")
+            for annotation in content.annotations or []:
+                source = annotation.get("url") or annotation.get("file_id")
+                lines.append(f"  citation ({annotation.get('tool_name')}): {annotation.get('title')} <{source}>")
+    return lines
+
+
+async def run(client: QwenResponsesClient, tools: list[Any], questions: Sequence[str]) -> list[str]:
+    """Ask ``questions`` in one stored session; the printed lines."""
+    agent = Agent(client=client, instructions="Answer briefly and cite.", tools=tools, default_options={"store": True})
+    session = agent.create_session()
+    lines = []
+    for question in questions:
+        response = await agent.run(question, session=session)
+        lines += [f"> {question}", *_report(response), f"  response id: {response.response_id}"]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--live", action="store_true", help="call DashScope (DASHSCOPE_API_KEY), not the emulator")
+    parser.add_argument("--knowledge-base", help="a Model Studio knowledge base id (live)")
+    parser.add_argument("--mcp", help="an SSE MCP server URL (live)")
+    args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        if args.live:
+            client = QwenResponsesClient(model=MODEL)
+            print(f"LIVE: DashScope's Responses API at {client.base_url}")
+        else:
+            emu = stack.enter_context(DashScopeEmulator(api_key=KEY))
+            _script(emu)
+            client = QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url)
+            print(f"EMULATED: a loopback DashScope emulator at {client.base_url} answers from a script, not a model")
+        tools = [client.get_web_search_tool()]
+        if args.knowledge_base or not args.live:
+            tools.append(client.get_file_search_tool(vector_store_ids=[args.knowledge_base or "kb_products"]))
+        if args.mcp or not args.live:
+            tools.append(client.get_mcp_tool(name="fetch", url=args.mcp or "https://mcp.example/fetch/sse"))
+        for line in asyncio.run(run(client, tools, QUESTIONS)):
+            print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
