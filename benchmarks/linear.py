@@ -9,8 +9,11 @@ Cases (what the hostile inputs of issue 22 were):
 1. ``lone </think> hold``: a stream of a client that saw a lone ``</think>`` (it holds text until the first tag),
    fed 8 characters an event to ``qwen3.selfhosted.parse.parse_stream_event`` with no tag until the end.
 2. ``ThinkSplitter before the first tag``: the same hold in ``clients.core.parse.ThinkSplitter`` alone.
-3. ``XML parameters, unclosed``: one ``<function=…>`` block of n characters made of ``<parameter=pN>v`` without
-   ``</parameter>``, through ``split_tool_calls`` (a 1 MB block has ~54k of them).
+3. ``XML parameters, unclosed``: ``<function=…>`` blocks of 1,000 ``<parameter=pN>v`` without ``</parameter>``,
+   n characters of them, through ``split_tool_calls`` (one 1 MB block of ~54k of them took 24 s; now such a block
+   is more than ``tool_text.MAX_XML_TAGS`` and stays text, told by counting).
+4. ``broken hermes blocks``: a whole answer of n characters of ``<tool_call>`` blocks with invalid JSON (100,000 of
+   them took 273 s; ``tool_text.MAX_BLOCKS`` now stops reading after 1,024).
 
 Each case is run three times at each size, alternating the sizes; the median time of each size is used.
 """
@@ -64,19 +67,24 @@ def think_hold(size: int) -> Callable[[], None]:
 
 
 def xml_parameters(size: int) -> Callable[[], None]:
-    params, count = [], 0
-    while count < size:
-        params.append(f"<parameter=p{len(params)}>v")
-        count += len(params[-1])
-    block = "<tool_call>\n<function=f>\n" + "".join(params) + "\n</function>\n</tool_call>"
+    params = "".join(f"<parameter=p{i}>v" for i in range(1000))
+    block = f"<tool_call>\n<function=f>\n{params}\n</function>\n</tool_call>"
+    text = "\n".join([block] * (size // len(block) + 1))
     tools = {"f": {"type": "object", "properties": {}}}
-    return lambda: split_tool_calls(block, tools, max_block_chars=len(block) + 1)
+    return lambda: split_tool_calls(text, tools)
+
+
+def broken_blocks(size: int) -> Callable[[], None]:
+    block = '<tool_call>\n{"name": "f", "arguments": }\n</tool_call>'
+    text = "\n".join([block] * (size // len(block) + 1))
+    return lambda: split_tool_calls(text, {"f": {}})
 
 
 CASES = {
     "lone </think> hold (parse_stream_event, 8-character events)": lone_close_hold,
     "ThinkSplitter before the first tag (8-character chunks)": think_hold,
-    "XML parameters, unclosed (split_tool_calls, one block)": xml_parameters,
+    "XML parameters, unclosed (split_tool_calls, blocks of 1,000)": xml_parameters,
+    "broken hermes blocks, one whole answer (split_tool_calls)": broken_blocks,
 }
 
 

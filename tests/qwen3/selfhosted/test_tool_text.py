@@ -500,12 +500,22 @@ def test_xml_parameters_are_scanned_once_however_many(closed: bool, monkeypatch:
     counter = _CountingSearch(tool_text.PARAMETER_END)
     monkeypatch.setattr(tool_text, "PARAMETER_END", counter)
     close = "</parameter>" if closed else ""
-    params = "".join(f"<parameter=p{i}>v{close}" for i in range(20_000))
+    params = "".join(f"<parameter=p{i}>v{close}" for i in range(1_000))
     block = f"<tool_call>\n<function=now>\n{params}\n</function>\n</tool_call>"
     (piece,) = split_tool_calls(block, {"now": {"type": "object", "properties": {}}})
     assert piece[0] == "call"
-    assert len(piece[1].arguments) == 20_000
+    assert len(piece[1].arguments) == 1_000
     assert counter.scanned <= len(block)
+
+
+def test_a_block_of_more_xml_tags_than_the_bound_stays_text(caplog: pytest.LogCaptureFixture) -> None:
+    """Told by counting in C before any tag is read: 54k unclosed parameters in 1 MiB held the event loop 0.5 s."""
+    many = "".join(f"<parameter=p{i}>v" for i in range(tool_text.MAX_XML_TAGS + 1))
+    block = f"<tool_call>\n<function=now>\n{many}\n</function>\n</tool_call>"
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert split_tool_calls(block, {"now": {"type": "object", "properties": {}}}) == [("text", block)]
+    assert f"more than MAX_XML_TAGS={tool_text.MAX_XML_TAGS}" in caplog.text
+    assert tool_text.MAX_XML_TAGS >= 2000  # a thousand parameters, each with both tags
 
 
 # ------------------------------------------------------------------------------------------------ reference gaps
