@@ -116,7 +116,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
@@ -129,9 +129,6 @@ from agent_framework.exceptions import (
     ChatClientInvalidResponseException,
 )
 from typing_extensions import Self
-
-if TYPE_CHECKING:
-    from clients.core.client import ProviderChatClient
 
 __all__ = [
     "LARGE_STRING",
@@ -147,6 +144,7 @@ __all__ = [
     "RetryPolicy",
     "SSEDecoder",
     "ServerSentEvent",
+    "StreamClient",
     "StreamedJSON",
     "aiter_events",
     "as_text",
@@ -779,6 +777,20 @@ TEXT_KINDS = frozenset({"text", "text_reasoning"})
 """The contents whose characters a broken stream's message counts as delivered, and the deltas of a plain update."""
 
 
+class StreamClient(Protocol):
+    """What `EventStream` reads of the client whose stream it is (`clients.core.client.ProviderChatClient` has it):
+    the words of its messages, so that the transport does not import the request path above it."""
+
+    _PROVIDER: ClassVar[str]
+    _STREAM_UNIT: ClassVar[str]
+    _STREAM_END: ClassVar[str]
+    base_url: str
+
+    def _over_deadline(self, so_far: str) -> str: ...
+
+    def _transport_message(self, exc: BaseException, *, stream: bool, so_far: str = "") -> str: ...
+
+
 class EventStream:
     """The event payloads of one open stream, for a client's stream loop.
 
@@ -790,7 +802,7 @@ class EventStream:
 
     def __init__(
         self,
-        client: ProviderChatClient[Any, Any],
+        client: StreamClient,
         payloads: AsyncGenerator[Any, None],
         close: Callable[[], Awaitable[object]],
     ) -> None:
