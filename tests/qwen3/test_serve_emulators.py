@@ -15,12 +15,16 @@ import httpx
 import pytest
 
 from clients import OpenAIChatCompletionClient
+from clients.providers import PROVIDERS
 from qwen3 import SelfHostedQwenChatClient
 from qwen3.testing.__main__ import main as serve
 from tests.conftest import PNG
 
 ROOT = Path(__file__).resolve().parents[2]
-PROVIDER_PREFIXES = ("DASHSCOPE_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_")
+PEERS = [provider for provider in PROVIDERS.values() if provider.package.startswith("clients.")]
+PEER_VARIABLES = {f"{p.env_prefix}_BASE_URL" for p in PEERS} | {v for p in PEERS for v in p.key_variables}
+"""What ``python -m qwen3.testing`` prints for the peers (the providers registry's variables)."""
+PROVIDER_PREFIXES = tuple(sorted({variable.split("_")[0] + "_" for variable in PEER_VARIABLES} | {"DASHSCOPE_"}))
 """The variables a developer's shell may hold for the real services: kept from the processes started here."""
 
 
@@ -39,7 +43,7 @@ def _start_and_read(*args: str, more: int = 0) -> tuple[subprocess.Popen[str], d
     variables: dict[str, str] = {}
     header = process.stdout.readline()
     assert header.startswith("Emulators on 127.0.0.1"), (header, process.stderr.read() if process.stderr else "")
-    expected = (3 if "--dashscope-only" in args else 10) + more
+    expected = 3 + (0 if "--dashscope-only" in args else len(PEER_VARIABLES)) + more
     for _ in range(expected):
         name, value = re.fullmatch(r"export (\w+)=(\S+)\n", process.stdout.readline()).groups()  # type: ignore[union-attr]
         variables[name] = value
@@ -71,7 +75,8 @@ def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path, mo
         assert variables["DASHSCOPE_API_KEY"] == "sk-local"
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/api/v1", variables["DASHSCOPE_BASE_URL"])
         assert variables["DASHSCOPE_HTTP_BASE_URL"] == variables["DASHSCOPE_BASE_URL"]
-        assert {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GEMINI_BASE_URL", "GOOGLE_API_KEY"} <= set(variables)
+        assert set(variables) >= PEER_VARIABLES
+        assert {variables[name] for name in PEER_VARIABLES if name.endswith("_API_KEY")} == {"sk-local"}
 
         (tmp_path / "chart.png").write_bytes(PNG)
         environment = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_PREFIXES)}
