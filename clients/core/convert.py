@@ -109,6 +109,9 @@ __all__ = [
 ]
 
 
+# ------------------------------------------------------------------------------------------------- options and contents
+
+
 ResponseModelT = TypeVar("ResponseModelT", bound="BaseModel | None", default=None, covariant=True)
 """The type variable of every provider's ``…ChatOptions`` (MAF's ``ChatOptions[ResponseModelT]``)."""
 
@@ -126,6 +129,9 @@ NOT_SENT = frozenset({"usage", "function_approval_request", "function_approval_r
 def invalid(message: str) -> ChatClientInvalidRequestException:
     """The exception for a request that cannot be sent (raised before sending)."""
     return ChatClientInvalidRequestException(message)
+
+
+# ----------------------------------------------------------------------------------------------------- requests checked
 
 
 _URL_CHANGING = re.compile(r"[?#%\\\s\x00-\x1f\x7f]|(?:^|/)\.\.?(?:/|$)")
@@ -267,6 +273,9 @@ def refuse_unsupported(options: Mapping[str, Any], unsupported: Mapping[str, str
         raise invalid("Option 'n' > 1 is not supported: one MAF response holds one answer.")
 
 
+# ------------------------------------------------------------------------------------------------ lists and system text
+
+
 def as_list(value: Any) -> list[Any]:
     """An option that takes one item or several (``tools``): None → ``[]``, a sequence (not a string) → its items,
     anything else → ``[value]``."""
@@ -289,6 +298,9 @@ def add_system_text(texts: list[str], message: Message, where: str) -> None:
     text = "\n".join(c.text for c in message.contents if c.text)
     if text and text not in texts:
         texts.append(text)
+
+
+# ------------------------------------------------------------------------------------------------- tools and tool calls
 
 
 def function_spec(tool: Any) -> dict[str, Any] | None:
@@ -433,6 +445,9 @@ def json_object_arguments(arguments: str | Mapping[str, Any] | None, name: str |
     return _dumped({"raw": arguments}, name)
 
 
+# ---------------------------------------------------------------------------------------------------- structured output
+
+
 def response_schema(value: Any) -> dict[str, Any] | None:
     """The JSON schema a ``response_format`` asks for: a Pydantic model's (``model_json_schema``), the ``schema`` of
     an OpenAI-style ``{"type": "json_schema", "json_schema": {"schema": …}}`` (or ``{"type": "json_schema",
@@ -453,6 +468,9 @@ def response_schema(value: Any) -> dict[str, Any] | None:
     if value.get("type") in ("json_object", "text"):
         return None
     return dict(value)
+
+
+# ----------------------------------------------------------------------------------------------------------- tool media
 
 
 TOOL_MEDIA_LABEL = "[Media returned by tool call {call_id}]"
@@ -492,6 +510,9 @@ def hoist_tool_media(messages: Sequence[Message], *, keep: Callable[[Content], b
     if pending:
         out.append(Message("user", pending))
     return out
+
+
+# -------------------------------------------------------------------------------------------------- other agents' turns
 
 
 _KEPT_MEDIA = frozenset({"data", "uri"})

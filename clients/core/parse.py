@@ -127,7 +127,7 @@ __all__ = [
 ]
 
 
-_T = TypeVar("_T")
+# --------------------------------------------------------------------------------------------------------------- deltas
 
 
 def _delta_templates() -> dict[str, dict[str, Any]] | None:
@@ -166,6 +166,9 @@ def text_delta(text: str, kind: str = "text") -> Content:
     content = Content.__new__(Content)
     content.__dict__.update(_DELTA_TEMPLATES[kind], text=text, additional_properties={})
     return content
+
+
+# --------------------------------------------------------------------------------------------- inline <think> reasoning
 
 
 ThinkKind = Literal["reasoning", "text"]
@@ -543,6 +546,9 @@ def think_contents(pieces: list[ThinkPiece]) -> list[Content]:
     return [text_delta(piece, "text_reasoning" if kind == "reasoning" else "text") for kind, piece in pieces if piece]
 
 
+# -------------------------------------------------------------------------------------------------- streamed tool calls
+
+
 RELEASE_BYTES = 64
 """Argument pieces of a call are held back until they add up to this many characters, or to as many as were
 already sent, whichever is more (then flushed at the end of the stream)."""
@@ -646,6 +652,9 @@ def tool_call_fragments(calls: StreamedToolCalls, tool_calls: Iterable[Mapping[s
     return out
 
 
+# ---------------------------------------------------------------------------------------------------------- strict JSON
+
+
 MAX_NESTING = 64
 """The deepest tool-call arguments sent, in levels of objects and arrays (``{"a": [1]}`` is 2): no real tool takes
 deeper ones, and servers refuse them (Gemini reads ``args`` as a protobuf ``Struct``, whose JSON parser stops at 100
@@ -698,6 +707,12 @@ def strict_json(text: str) -> Any:
     if nesting(value) > MAX_NESTING:
         raise NestedTooDeep(f"JSON nested more than {MAX_NESTING} levels deep")
     return value
+
+
+# ------------------------------------------------------------------------------------------- answers of the wrong shape
+
+
+_T = TypeVar("_T")
 
 
 WRONG_SHAPE: tuple[type[Exception], ...] = (

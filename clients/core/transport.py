@@ -167,6 +167,9 @@ __all__ = [
 ]
 
 
+# ------------------------------------------------------------------------------------------------------------- failures
+
+
 @dataclass(frozen=True)
 class ProviderError:
     """What a provider said about a failed request, before classification.
@@ -275,6 +278,9 @@ def to_chat_client_exception(error: ProviderError, inner: Exception | None = Non
     if error.status is not None and 400 <= error.status < 500 and error.status != 429:
         return ChatClientInvalidRequestException(str(error), inner)
     return ChatClientException(str(error), inner)
+
+
+# -------------------------------------------------------------------------------------------------------------- retries
 
 
 logger = logging.getLogger("clients.core.retry")
@@ -537,6 +543,9 @@ async def within(awaitable: Awaitable[T], limit: float) -> T:
     return await asyncio.wait_for(awaitable, limit)  # pragma: no cover - Python 3.10
 
 
+# ----------------------------------------------------------------------------------------------------- the request body
+
+
 LARGE_STRING = 64 * 1024
 """Strings of at least this many characters are sent in slices (when they need no JSON escaping)."""
 SLICE = 1024 * 1024
@@ -611,6 +620,9 @@ def streamed_json(body: Any, *, large: int = LARGE_STRING) -> StreamedJSON | Non
     if len(segments) != len(strings) + 1:  # pragma: no cover - the marker is unique by construction
         raise ValueError("could not place the large strings of a request body")
     return StreamedJSON(segments, strings)
+
+
+# --------------------------------------------------------------------------------------------------- server-sent events
 
 
 class ServerSentEvent(NamedTuple):
@@ -773,6 +785,9 @@ async def aiter_events(
         yield tail
 
 
+# ----------------------------------------------------------------------------------------------------- the event stream
+
+
 TEXT_KINDS = frozenset({"text", "text_reasoning"})
 """The contents whose characters a broken stream's message counts as delivered, and the deltas of a plain update."""
 
@@ -898,6 +913,9 @@ class EventStream:
             await self._payloads.aclose()
         finally:
             await self._close()
+
+
+# ---------------------------------------------------------------------------------------------------- bodies read whole
 
 
 async def read_limited(response: httpx.Response, limit: int, provider: str = "DashScope") -> bytes:
