@@ -374,7 +374,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         response = await http.send(sent, stream=True)
         if response.status_code >= 400:
             try:
-                content = await read_limited(response, self.max_event_bytes)
+                content = await read_limited(response, self.max_event_bytes, self._PROVIDER)
             finally:
                 await response.aclose()
             raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)

@@ -498,7 +498,7 @@ async def bounded(
     request = http.build_request(method, url, **options, **kwargs)
     response = await http.send(request, stream=True)
     try:
-        content = await read_limited(response, limit)
+        content = await read_limited(response, limit, "DashScope")
     finally:
         await response.aclose()
     return Answer(response.status_code, response.headers, content)

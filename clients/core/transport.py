@@ -918,8 +918,9 @@ class EventStream:
 # ---------------------------------------------------------------------------------------------------- bodies read whole
 
 
-async def read_limited(response: httpx.Response, limit: int, provider: str = "DashScope") -> bytes:
-    """The body of a streamed ``response``, read whole but never more than ``limit`` bytes.
+async def read_limited(response: httpx.Response, limit: int, provider: str) -> bytes:
+    """The body of a streamed ``response``, read whole but never more than ``limit`` bytes (``provider``: whose answer,
+    for the message).
 
     Raises:
         ChatClientInvalidResponseException: the body is longer; reading stops there.

@@ -320,7 +320,7 @@ class QwenBatchClient:
         url = f"{self.base_url}/files/{id_segment(file_id)}/content"
         async with http.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 400:
-                content = await read_limited(response, MAX_JSON_BYTES)
+                content = await read_limited(response, MAX_JSON_BYTES, "DashScope")
                 failure = _error_of(response.status_code, content, response.headers)
                 raise to_chat_client_exception(failure.error)
             events = aiter_events(response.aiter_bytes(), _JsonlLines(), max_line_bytes, self.timeout)
