@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.live.recorder import RecordingProxy
+from tests.live.recorder import PROVIDERS, RecordingProxy
 
 LIVE_ENV = {k: v for k, v in os.environ.items() if k.startswith(("DASHSCOPE_", "OPENAI_", "ANTHROPIC_", "GEMINI_"))}
 LIVE_ENV.update({k: v for k, v in os.environ.items() if k in ("GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL")})
@@ -122,9 +122,6 @@ def providers() -> dict[str, Provider]:
             ),
         )
     }
-
-
-PROVIDERS = ("dashscope", "openai", "anthropic", "gemini")
 
 
 def selects_live(markexpr: str) -> bool:

@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from clients.providers import PROVIDERS as REGISTRY
+
 _S = TypeVar("_S", bound="_Server")
 MASK = "<masked>"
 SECRET_HEADERS = frozenset(
@@ -44,7 +46,8 @@ UPLOAD_SECRETS = ("policy", "signature", "oss_access_key_id", "x_oss_security_to
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length", "host"}
 )
-PROVIDERS = ("dashscope", "openai", "anthropic", "gemini")
+PROVIDERS = tuple(provider.env_prefix.lower() for provider in REGISTRY.values())
+"""The recordings' provider names (``clients.providers.PROVIDERS`` by their variables' prefix: dashscope, openai…)."""
 
 
 @dataclass
