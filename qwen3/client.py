@@ -394,6 +394,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
             model=model,
             service=self.service,
             cache=self._uploaded,
+            timeout=self.timeout,
         )
 
     async def upload_document(

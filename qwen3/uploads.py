@@ -51,7 +51,7 @@ from dashscope.utils.oss_utils import OssUtils
 
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
 from clients.core.parse import json_object
-from clients.core.transport import hide, redact, to_chat_client_exception
+from clients.core.transport import hide, redact, to_chat_client_exception, within
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
 from qwen3.service import DashScopeService, bounded, id_segment
@@ -208,9 +208,13 @@ async def _upload(
     model: str,
     service: DashScopeService,
     cache: UploadedFiles,
+    timeout: float,
 ) -> dict[Path, str]:
     """Upload each file not in ``cache``, one policy for all (the SDK's practice) except that a second file of the
-    same name gets a fresh policy: a policy's files share one directory and OSS refuses to overwrite."""
+    same name gets a fresh policy: a policy's files share one directory and OSS refuses to overwrite. All of them
+    within ``timeout`` seconds: the SDK's uploader blocks a worker thread (its own timeouts: 300 s for the policy,
+    3,600 s for the form), which the call stops waiting for then."""
+    deadline = time.monotonic() + timeout
     urls: dict[Path, str] = {}
     certificate: dict[str, Any] | None = None
     names: set[str] = set()
@@ -220,8 +224,14 @@ async def _upload(
         if url is None:
             if file.path.name in names:
                 certificate, names = None, set()
+            upload = asyncio.to_thread(_sdk_upload, model, file.path, service, certificate)
             try:
-                uploaded, certificate = await asyncio.to_thread(_sdk_upload, model, file.path, service, certificate)
+                uploaded, certificate = await within(upload, max(deadline - time.monotonic(), 0.0))
+            except asyncio.TimeoutError:
+                raise ChatClientException(
+                    f"Uploading {str(file.path)!r} ({file.size} bytes) to DashScope's temporary storage did not finish "
+                    f"within timeout={timeout:g} s (upload_local_files={mode!r}, base_url {service.base_url!r})."
+                ) from None
             except Exception as exc:  # the SDK's UploadFileException, requests' errors, a malformed policy
                 detail = " ".join(str(exc).split())[:500] or type(exc).__name__
                 raise ChatClientException(
@@ -284,6 +294,7 @@ async def with_uploaded_files(
     service: DashScopeService,
     cache: UploadedFiles | None = None,
     inline_limit: int = MAX_INLINE_BYTES,
+    timeout: float = 300.0,
 ) -> list[Message]:
     """``messages`` with the local media files ``mode`` selects uploaded and named by ``oss://`` URLs.
 
@@ -295,11 +306,13 @@ async def with_uploaded_files(
             ``{base_url}/uploads``.
         cache: URLs already uploaded, reused for unchanged files (and filled with the new ones).
         inline_limit: the largest file ``"large"`` still leaves inline (DashScope's 10 MB).
+        timeout: seconds all the uploads may take (the client's ``timeout``).
 
     Raises:
         ChatClientInvalidRequestException: a chosen file is not an image, video or audio file, or ``base_url`` is
             outside the China (Beijing) region (checked before anything is uploaded).
-        ChatClientException: an upload failed (the message names the file and the SDK's reason).
+        ChatClientException: an upload failed (the message names the file and the SDK's reason) or did not finish
+            within ``timeout``.
     """
     if mode == "never":
         return list(messages)
@@ -311,7 +324,7 @@ async def with_uploaded_files(
         raise ChatClientInvalidRequestException(problem)
     files = list({file.path: file for file in chosen.values()}.values())  # each file once, in order
     cache = cache if cache is not None else UploadedFiles()
-    by_path = await _upload(files, mode=mode, model=model, service=service, cache=cache)
+    by_path = await _upload(files, mode=mode, model=model, service=service, cache=cache, timeout=timeout)
     return _replaced(messages, {uri: (by_path[file.path], file) for uri, file in chosen.items()})
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -443,3 +446,27 @@ def policy(emu: DashScopeEmulator) -> dict[str, Any]:
     answer = httpx.get(f"{emu.base_url}/uploads", params={"action": "getPolicy", "model": "m"}, headers=auth())
     data: dict[str, Any] = answer.json()["data"]
     return data
+
+
+async def test_an_upload_that_hangs_ends_within_timeout(tmp_path: Path) -> None:
+    """The SDK's uploader blocks a worker thread with its own long timeouts; the call stops waiting at the client's
+    ``timeout`` and says so. (Closing the server then ends the thread's request.)"""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    accepting = threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True)
+    accepting.start()
+    port = listener.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}/api/v1"
+    client = QwenVLChatClient(
+        model="qwen3-vl-plus", api_key=KEY, base_url=base_url, upload_local_files="always", timeout=0.5
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(ChatClientException, match=r"did not finish within timeout=0.5 s"):
+            await client.get_response([Message("user", ["?", uri(small_png(tmp_path / "a.png"))])])
+        assert time.monotonic() - started < 5
+    finally:
+        accepting.join(timeout=5)
+        for connection in held:
+            connection.close()
+        listener.close()
