@@ -66,12 +66,13 @@ if TYPE_CHECKING:
 __all__ = ["PerLoop", "ProviderChatClient", "ProviderRequest", "seconds"]
 
 _T = TypeVar("_T")
+_D = TypeVar("_D", float, None)
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
 RequestT = TypeVar("RequestT", bound="ProviderRequest", default="ProviderRequest")
 
 
-def seconds(name: str, value: float | None, default: float) -> float:
-    """A timeout argument: ``default`` for None, else a number > 0.
+def seconds(name: str, value: float | None, default: _D) -> float | _D:
+    """A timeout argument: ``default`` for None (a number, or None for "no limit"), else a number > 0.
 
     Raises:
         ValueError: anything else (a bool, a string, zero or less), naming the argument.
@@ -202,9 +203,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self.timeout: float = seconds("timeout", settings.timeout, default_timeout)
         self.connect_timeout: float = seconds("connect_timeout", settings.connect_timeout, default_connect)
         self.stream_idle_timeout: float = seconds("stream_idle_timeout", settings.stream_idle_timeout, default_idle)
-        self.stream_timeout: float | None = (
-            None if settings.stream_timeout is None else seconds("stream_timeout", settings.stream_timeout, 0)
-        )
+        self.stream_timeout: float | None = seconds("stream_timeout", settings.stream_timeout, None)
         policy = settings.retry_policy if settings.retry_policy is not None else RetryPolicy()
         max_retries = settings.max_retries
         self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
@@ -268,7 +267,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """
         converted = self._convert_messages(self._history(messages), options)
         body = self._request_body(converted, options, model=model, stream=stream)
-        return cast("RequestT", ProviderRequest(model, options, body, stream))
+        return cast(RequestT, ProviderRequest(model, options, body, stream))
 
     def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> Any:
         """MAF messages (other agents' turns already rewritten) → the provider's messages, in the shape its
@@ -310,7 +309,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     def _per_loop(self, make: Callable[[], _T]) -> _T:
         """The SDK client of the running event loop, made by ``make()`` for a new loop (`PerLoop`)."""
-        return cast("_T", self._clients.get(make))
+        return cast(_T, self._clients.get(make))
 
     async def close(self) -> None:
         """Close pooled connections (also done by ``async with client:``)."""

@@ -268,16 +268,16 @@ def url_secrets(url: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s for s in (secret, unquote(secret)) if s))
 
 
-def to_chat_client_exception(error: ProviderError, inner: Exception | None = None) -> ChatClientException:
+def to_chat_client_exception(error: ProviderError) -> ChatClientException:
     """Classify a provider error as the MAF exception a caller can act on (see the module table)."""
     code = error.code or ""
     if code in error.auth_codes or error.status in (401, 403):
-        return ChatClientInvalidAuthException(str(error), inner)
+        return ChatClientInvalidAuthException(str(error))
     if code in error.filter_codes:
-        return ChatClientContentFilterException(str(error), inner)
+        return ChatClientContentFilterException(str(error))
     if error.status is not None and 400 <= error.status < 500 and error.status != 429:
-        return ChatClientInvalidRequestException(str(error), inner)
-    return ChatClientException(str(error), inner)
+        return ChatClientInvalidRequestException(str(error))
+    return ChatClientException(str(error))
 
 
 # -------------------------------------------------------------------------------------------------------------- retries

@@ -8,6 +8,7 @@ import base64
 import json
 from typing import Any
 
+import httpx
 import pytest
 from agent_framework import Content, Message
 from agent_framework.exceptions import ChatClientInvalidAuthException
@@ -39,7 +40,9 @@ async def test_big_strings_go_out_in_slices_and_the_json_is_unchanged() -> None:
     uri = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 40).decode()
     body = {"model": "m", "input": {"messages": [{"role": "user", "content": [{"text": 'é"\\'}, {"image": uri}]}]}}
     assert json.loads(await _joined(body)) == body
+    assert await _joined(body) == httpx.Request("POST", "http://host", json=body).read()  # httpx's bytes, exactly
     assert streamed_json({"short": "x" * 15}, large=16) is None  # nothing big: sent as usual
+    assert streamed_json({"big": "x" * 16}, large=16) is not None  # from `large` characters on: in slices
 
 
 @settings(max_examples=60, deadline=None)
@@ -66,6 +69,7 @@ async def test_a_qwen_request_with_inline_media_is_sent_in_pieces(stream: bool) 
     assert answer.text == "a chart"
     assert request.messages[-1]["content"][1]["image"] == image.uri  # the same data URI, byte for byte
     assert "transfer-encoding" not in request.headers  # a fixed Content-Length, not chunked
+    assert request.headers["content-type"] == "application/json"
     assert int(request.headers["content-length"]) > 200_000
 
 

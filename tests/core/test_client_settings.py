@@ -40,7 +40,7 @@ def test_max_event_bytes_is_a_positive_whole_number() -> None:
 
 
 def test_a_model_name_that_would_change_the_url_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="is not a model name"):
+    with pytest.raises(ValueError, match=r"^DashScope model name 'qwen-plus#x' is not a model name"):
         QwenChatClient(model="qwen-plus#x", api_key="k")
 
 

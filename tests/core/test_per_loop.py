@@ -37,6 +37,7 @@ def test_a_loop_that_shuts_down_closes_its_client_in_itself() -> None:
 
 async def test_the_same_loop_gets_the_same_client_until_aclose() -> None:
     clients: PerLoop[Sdk] = PerLoop(close)
+    assert clients.current is None  # none made yet
     first = clients.get(Sdk)
     assert clients.get(Sdk) is first
     assert clients.current is first
