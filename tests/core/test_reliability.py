@@ -97,7 +97,14 @@ def test_retry_after_wins_without_jitter_and_is_capped() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"max_retries": -1}, {"max_retries": 1.5}, {"base_delay": -1}, {"base_delay": 2, "max_delay": 1}, {"jitter": 2}],
+    [
+        {"max_retries": -1},
+        {"max_retries": 1.5},
+        {"base_delay": -1},
+        {"base_delay": 2, "max_delay": 1},
+        {"jitter": 2},
+        {"max_retry_after": -1},
+    ],
 )
 def test_policy_rejects_nonsense(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
@@ -161,7 +168,7 @@ def test_which_transport_errors_are_transient() -> None:
 
 async def test_call_with_retries_waits_the_policy_delays_then_gives_up() -> None:
     slept: list[float] = []
-    seen: list[tuple[int, float]] = []
+    seen: list[tuple[int, float, str]] = []
     calls = 0
 
     async def sleep(seconds: float) -> None:
@@ -178,11 +185,11 @@ async def test_call_with_retries_waits_the_policy_delays_then_gives_up() -> None
     policy = RetryPolicy(max_retries=3, base_delay=1.0, max_delay=3.0, jitter=0.5)
     with pytest.raises(ConnectionError, match="attempt 4"):
         await call_with_retries(
-            attempt, policy, advise, sleep=sleep, rand=lambda: 0.5, on_retry=lambda n, d, e: seen.append((n, d))
+            attempt, policy, advise, sleep=sleep, rand=lambda: 0.5, on_retry=lambda n, d, e: seen.append((n, d, str(e)))
         )
     assert calls == 4
     assert slept == [0.75, 1.5, 2.25]  # 1, 2, 3 (capped), each less a quarter (jitter 0.5 * rand 0.5)
-    assert seen == [(1, 0.75), (2, 1.5), (3, 2.25)]
+    assert seen == [(1, 0.75, "attempt 1"), (2, 1.5, "attempt 2"), (3, 2.25, "attempt 3")]  # each with its failure
 
 
 async def test_call_with_retries_honours_retry_after_stops_on_permanent_and_returns() -> None:
