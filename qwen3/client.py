@@ -63,6 +63,7 @@ from qwen3.service import (
     DEFAULT_BASE_URL,
     INTL_BASE_URL,
     DashScopeService,
+    DashScopeTransport,
     DataInspection,
     Headers,
     ServiceSettings,
@@ -407,9 +408,14 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         Raises:
             ChatClientInvalidRequestException, ChatClientInvalidAuthException, ChatClientException: as there.
         """
-        return await upload_document(
-            path, sdk=self._client(), service=self.service, wait=wait, poll_interval=poll_interval
+        transport = DashScopeTransport(
+            self.service,
+            timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
+            retry_policy=self.retry_policy,
+            client=self._client,
         )
+        return await upload_document(path, transport=transport, wait=wait, poll_interval=poll_interval)
 
     def _exception(self, failure: Failure, request: QwenRequest) -> ChatClientException:
         """DashScope's error answer as MAF's exception, with a hint where the cause is known

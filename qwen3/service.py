@@ -78,6 +78,7 @@ __all__ = [
     "region_of",
     "request_headers",
     "resolve_service",
+    "unsent_only",
 ]
 
 _T = TypeVar("_T")
@@ -504,10 +505,21 @@ async def bounded(
     return Answer(response.status_code, response.headers, content)
 
 
+def unsent_only(exc: Exception) -> RetryAdvice:
+    """`retry_advice` for a request that must not take effect twice (creating a batch, uploading a file): retried
+    only when it surely had none, a 429 or no connection."""
+    if (isinstance(exc, Failure) and exc.error.status == 429) or isinstance(
+        exc, (httpx.ConnectError, httpx.ConnectTimeout)
+    ):
+        return retry_advice(exc)
+    return RetryAdvice(False)
+
+
 class DashScopeTransport:
-    """HTTP to DashScope for the clients off the chat path (embeddings, batch, documents): `DashScopeService`'s SDK
-    client per event loop, each call retried per ``retry_policy`` within a deadline of ``timeout`` seconds
-    (``connect_timeout`` of them to connect), every answer read bounded. ``async with`` / `aclose` close it."""
+    """HTTP to DashScope for the requests off the chat path (embeddings, batch, documents): `DashScopeService`'s SDK
+    client per event loop (its own, or ``client()``'s: a chat client's for its documents), each call retried per
+    ``retry_policy`` within a deadline of ``timeout`` seconds (``connect_timeout`` of them to connect), every answer
+    read bounded. `aclose` closes its own client."""
 
     def __init__(
         self,
@@ -516,15 +528,19 @@ class DashScopeTransport:
         timeout: float,
         connect_timeout: float,
         retry_policy: RetryPolicy,
+        client: Callable[[], dashscope.AsyncClient] | None = None,
     ) -> None:
         self.service = service
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.retry_policy = retry_policy
         self._clients: PerLoop[dashscope.AsyncClient] = PerLoop(_close_sdk)
+        self._shared = client
 
     def client(self) -> dashscope.AsyncClient:
         """The SDK client of the running event loop."""
+        if self._shared is not None:
+            return self._shared()
         return self._clients.get(lambda: self.service.sdk_client(self.timeout))
 
     async def aclose(self) -> None:

@@ -39,8 +39,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import dashscope
-import httpx
 from agent_framework import Content, Message
 from agent_framework.exceptions import (
     ChatClientException,
@@ -51,10 +49,10 @@ from dashscope.utils.oss_utils import OssUtils
 
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
 from clients.core.parse import json_object
-from clients.core.transport import hide, redact, to_chat_client_exception, within
+from clients.core.transport import Failure, to_chat_client_exception, within
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
-from qwen3.service import DashScopeService, bounded, id_segment
+from qwen3.service import Answer, DashScopeService, DashScopeTransport, id_segment, unsent_only
 
 __all__ = [
     "REUSE_SECONDS",
@@ -369,20 +367,19 @@ def _document_bytes(path: Path) -> bytes:
         raise ChatClientInvalidRequestException(str(exc)) from exc
 
 
-def _file_answer(answer: Any, what: str) -> dict[str, Any]:
-    """The JSON object of a file-API answer (``qwen3.service.Answer``), or the MAF exception for its error
-    (``qwen3.errors.error_from_body`` reads the compatible-mode envelope), its message prefixed with ``what``."""
+def _file_answer(answer: Answer, what: str) -> dict[str, Any]:
+    """The JSON object of a file-API answer, or the `Failure` of its error (``qwen3.errors.error_from_body`` reads the
+    compatible-mode envelope), its message prefixed with ``what``."""
     if answer.status == 200:
         return json_object("DashScope", answer.content)
-    failure = error_from_body(answer.status, answer.content, answer.headers)
-    raise to_chat_client_exception(replace(failure, message=f"{what}: {failure.message}"))
+    error = error_from_body(answer.status, answer.content, answer.headers)
+    raise Failure(replace(error, message=f"{what}: {error.message}"), answer.headers)
 
 
 async def upload_document(
     path: str | os.PathLike[str],
     *,
-    sdk: dashscope.AsyncClient,
-    service: DashScopeService,
+    transport: DashScopeTransport,
     wait: float = 120.0,
     poll_interval: float = 1.0,
 ) -> Content:
@@ -392,12 +389,13 @@ async def upload_document(
     The route is the one Model Studio documents for ids that ``fileid://`` resolves: ``POST
     {host}/compatible-mode/v1/files`` with ``purpose="file-extract"`` ("Management operations, such as file upload,
     deletion, and query, must be performed using an OpenAI compatible SDK"; the native ``/api/v1/files`` of
-    ``dashscope.Files`` is the fine-tune store, and the SDK never sends its ``purpose``). The request goes through
-    ``sdk``, the calling client's dashscope SDK client (httpx: its key, workspace and timeout; the same connections
-    as its chat requests), to ``service``'s compatible-mode base; each answer is read bounded (1 MiB). The file is
-    then polled (``GET …/files/{id}``) until ``status`` is ``"processed"``, at most ``wait`` seconds, since a chat
-    naming it earlier gets 400 "File parsing in progress, please try again later.". Ids belong to the account that
-    uploaded them; qwen-long is served in the China (Beijing) region.
+    ``dashscope.Files`` is the fine-tune store, and the SDK never sends its ``purpose``). The requests go through
+    ``transport`` (``qwen3.service.DashScopeTransport``: the calling chat client's SDK client, key, workspace,
+    timeouts and retries; the upload is retried only when it surely did not arrive, a 429 or no connection) to its
+    service's compatible-mode base; each answer is read bounded (1 MiB). The file is then polled (``GET
+    …/files/{id}``) until ``status`` is ``"processed"``, at most ``wait`` seconds, since a chat naming it earlier gets
+    400 "File parsing in progress, please try again later.". Ids belong to the account that uploaded them; qwen-long
+    is served in the China (Beijing) region.
 
     Raises:
         ChatClientInvalidRequestException: a format Qwen-Long does not read, a file over 150 MB (20 MB for images),
@@ -407,24 +405,26 @@ async def upload_document(
         ValueError: a ``base_url`` that does not end in ``/api/v1``.
     """
     file = Path(path)
-    compatible = service.compatible_base_url
+    files = f"{transport.service.compatible_base_url}/files"
     data = _document_bytes(file)
-    hide(service.api_key.get_secret_value())
-    try:
-        answer = await bounded(
-            sdk,
-            "POST",
-            f"{compatible}/files",
-            limit=_MAX_ANSWER_BYTES,
-            files={"file": (file.name, data)},
-            data={"purpose": "file-extract"},
+
+    async def upload() -> dict[str, Any]:
+        answer = await transport.send(
+            "POST", files, limit=_MAX_ANSWER_BYTES, files={"file": (file.name, data)}, data={"purpose": "file-extract"}
         )
-        found = _file_answer(answer, f"Uploading {str(file)!r} for Qwen-Long failed")
+        return _file_answer(answer, f"Uploading {str(file)!r} for Qwen-Long failed")
+
+    async def check(file_id: str) -> dict[str, Any]:
+        answer = await transport.send("GET", f"{files}/{file_id}", limit=_MAX_ANSWER_BYTES)
+        return _file_answer(answer, f"Checking {file_id} failed")
+
+    try:
+        found = await transport.call(upload, advise=unsent_only)
         try:
             file_id = id_segment(found.get("id"))
         except ValueError:
             raise ChatClientInvalidResponseException(
-                f"DashScope's answer to the upload of {str(file)!r} names no file id: {file_id!r:.100}"
+                f"DashScope's answer to the upload of {str(file)!r} names no file id: {found.get('id')!r:.100}"
             ) from None
         deadline = time.monotonic() + wait
         while found.get("status") not in ("processed", None):
@@ -434,10 +434,8 @@ async def upload_document(
                     f"(status {found.get('status')!r} after {wait:g} s): try the id later, or upload again."
                 )
             await asyncio.sleep(poll_interval)
-            answer = await bounded(sdk, "GET", f"{compatible}/files/{file_id}", limit=_MAX_ANSWER_BYTES)
-            found = _file_answer(answer, f"Checking {file_id} failed")
-    except httpx.TransportError as exc:  # no answer: connection refused, timeout
-        detail = redact(str(exc)) or type(exc).__name__
-        raise ChatClientException(f"Uploading {str(file)!r} for Qwen-Long failed: {detail}") from exc
+            found = await transport.call(lambda: check(file_id))
+    except Failure as failure:
+        raise to_chat_client_exception(failure.error) from None
     media_type = mimetypes.guess_type(file.name)[0]
     return Content.from_hosted_file(file_id, name=file.name, media_type=media_type)

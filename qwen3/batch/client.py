@@ -51,7 +51,15 @@ from qwen3.batch.lines import (
 )
 from qwen3.batch.results import BatchJob, BatchLineError, BatchResult, parse_result_line
 from qwen3.errors import error_from_body
-from qwen3.service import Answer, DashScopeTransport, ServiceSettings, id_segment, no_model, resolve_service
+from qwen3.service import (
+    Answer,
+    DashScopeTransport,
+    ServiceSettings,
+    id_segment,
+    no_model,
+    resolve_service,
+    unsent_only,
+)
 
 logger = logging.getLogger("agent_framework.qwen3.batch")
 
@@ -179,16 +187,7 @@ class QwenBatchClient:
         async def attempt() -> dict[str, Any]:
             return _json(await self._transport.send(method, f"{self.base_url}/{path}", limit=MAX_JSON_BYTES, **kwargs))
 
-        def advise(exc: Exception) -> RetryAdvice:
-            advice = retry_advice(exc)
-            if only_unsent and not (
-                (isinstance(exc, Failure) and exc.error.status == 429)
-                or isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-            ):
-                return RetryAdvice(False)
-            return advice
-
-        return await self._retrying(attempt, advise)
+        return await self._retrying(attempt, unsent_only if only_unsent else retry_advice)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[_T]], advise: Callable[[Exception], RetryAdvice]) -> _T:
         """``attempt`` with retries (``qwen3.service.DashScopeTransport.call``); DashScope's final error answer as

@@ -185,6 +185,11 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         (``step="policy"``: a DashScope JSON error) fail with this status, code and message. Calls queue up."""
         self._uploads.fail(step, ApiError(status, code, message))
 
+    def fail_document(self, status: int = 429, code: str = "Throttling", message: str = "Requests throttled.") -> None:
+        """Make the next Qwen-Long document upload (``POST …/compatible-mode/v1/files``) fail with this status, code and
+        message, in the compatible-mode error envelope. Calls queue up."""
+        self._documents.failures.append((status, code, message))
+
     @property
     def documents(self) -> list[RecordedDocument]:
         """Documents uploaded to the emulated Qwen-Long file store (``POST {root}/compatible-mode/v1/files``), in

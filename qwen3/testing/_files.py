@@ -80,6 +80,8 @@ class DocumentStore:
         self._documents: dict[str, RecordedDocument] = {}
         self._lock = threading.Lock()
         self.processing_checks = 0
+        self.failures: list[tuple[int, str, str]] = []
+        """(status, code, message) of the next uploads to refuse, in order (``DashScopeEmulator.fail_document``)."""
 
     @property
     def documents(self) -> list[RecordedDocument]:
@@ -91,6 +93,10 @@ class DocumentStore:
             self._documents.clear()
 
     def upload(self, content_type: str, body: bytes, request_id: str) -> Answer:
+        with self._lock:
+            failure = self.failures.pop(0) if self.failures else None
+        if failure is not None:
+            return compat_error(*failure, request_id)
         parts = parse_multipart(content_type, body)
         if parts is None:
             return compat_error(

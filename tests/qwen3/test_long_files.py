@@ -17,11 +17,13 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
 )
 
+from clients.core.transport import RetryPolicy
 from qwen3 import QwenChatClient
 from qwen3.service import ServiceSettings, resolve_service
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
 
 KEY = "sk-test-long-0123456789"
+FAST = RetryPolicy(base_delay=0.01, max_delay=0.01)
 
 
 @pytest.fixture
@@ -198,3 +200,17 @@ async def test_the_emulator_checks_partial_and_the_file_api(emu: DashScopeEmulat
     assert no_purpose.status_code == 400
     assert no_purpose.json()["error"]["code"] == "invalid_parameter_error"
     assert missing.status_code == 404
+
+
+async def test_a_throttled_upload_is_sent_again_and_a_failed_one_is_not(emu: DashScopeEmulator, report: Path) -> None:
+    """The document upload goes through the service's transport: a 429 (surely not stored) is retried, a 500 (the
+    file may have arrived) is not, so a document is never stored twice."""
+    emu.fail_document(429, "Throttling", "Requests throttled.")
+    content = await client(emu, retry_policy=FAST).upload_document(report)
+    assert [d.id for d in emu.documents] == [content.file_id]
+    emu.clear()
+    emu.fail_document(500, "InternalError", "busy")
+    with pytest.raises(ChatClientException, match="busy"):
+        await client(emu, retry_policy=FAST).upload_document(report)
+    posts = [path for method, path, _ in emu.exchanges if method == "POST"]
+    assert (posts, emu.documents) == (["/compatible-mode/v1/files"], [])
