@@ -1,12 +1,13 @@
 """MAF chat clients for Qwen on DashScope's native API: ``QwenChatClient`` and ``QwenVLChatClient``.
 
 Thin on purpose: the request path is ``clients.core.client.ProviderChatClient``'s, the translation lives in
-``qwen3.convert`` (requests) and ``qwen3.parse`` (responses), endpoint routing in ``qwen3.routing``. This module
-resolves settings and fills the path's steps for DashScope: the request (`RawQwenChatClient._build_request`: hosted
-tools, headers, uploads, the endpoint; thinking requests streamed), one attempt with the ``dashscope`` SDK's v2
-transport (``dashscope.AsyncClient``: httpx, pooled connections; its own retries off), DashScope's SSE framing read
-line by line, the other endpoint after a "url error" (`RawQwenChatClient._fallback`), and DashScope's errors with
-their hints (docs/errors-and-retries.md).
+``qwen3.convert`` (requests) and ``qwen3.parse`` (responses), endpoint routing in ``qwen3.routing``, settings (key,
+base URL, region, workspace) and the SDK client in ``qwen3.service``, the one DashScope service. This module fills
+the path's steps for DashScope: the request (`RawQwenChatClient._build_request`: hosted tools, headers, uploads, the
+endpoint; thinking requests streamed), one attempt on the ``dashscope`` SDK's v2 httpx client
+(``dashscope.AsyncClient``: pooled connections, its own retries off; answers read bounded), DashScope's SSE framing
+read line by line, the other endpoint after a "url error" (`RawQwenChatClient._fallback`), and DashScope's errors
+with their hints (docs/errors-and-retries.md).
 Why that transport and not ``AioGeneration``/``AioMultiModalConversation``: see docs/design.md.
 """
 
