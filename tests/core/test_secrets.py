@@ -10,7 +10,7 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException
 
-from clients.core.transport import RetryPolicy, redact
+from clients.core.transport import RetryPolicy, redact, shown_url, url_secrets
 from clients.testing import Reply
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
@@ -48,6 +48,16 @@ async def test_an_echoed_key_is_masked_in_errors_and_logs(
     assert KEY not in repr(info.value.__cause__)
     assert all(KEY not in record.getMessage() for record in caplog.records)
     assert any("overloaded for ***" in record.getMessage() for record in caplog.records)  # the retry line
+
+
+def test_the_secret_of_a_base_urls_userinfo_is_found_and_masked() -> None:
+    # userinfo ends at the last "@" (a proxy password with a raw "@" in it is still one password)
+    assert url_secrets("http://proxy:p%40ss@w0rd@host:8000/v1") == ("p%40ss@w0rd", "p@ss@w0rd")
+    assert shown_url("http://proxy:p%40ss@w0rd@host:8000/v1") == "http://proxy:***@host:8000/v1"
+    assert url_secrets("https://tok%3Den@host/v1") == ("tok%3Den", "tok=en")  # a lone token is the secret
+    assert shown_url("https://tok%3Den@host/v1") == "https://***@host/v1"
+    assert url_secrets("https://host/v1") == ()
+    assert shown_url("https://host/v1") == "https://host/v1"
 
 
 def test_redact_leaves_text_without_a_registered_key_alone() -> None:
