@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from agent_framework import Message
+from agent_framework.exceptions import ChatClientInvalidRequestException
 from pydantic import BaseModel
 
 from qwen3 import QwenChatClient
@@ -42,6 +43,15 @@ def test_max_event_bytes_is_a_positive_whole_number() -> None:
 def test_a_model_name_that_would_change_the_url_is_a_value_error() -> None:
     with pytest.raises(ValueError, match=r"^DashScope model name 'qwen-plus#x' is not a model name"):
         QwenChatClient(model="qwen-plus#x", api_key="k")
+
+
+async def test_a_model_option_that_would_change_the_url_is_refused_before_sending() -> None:
+    with DashScopeEmulator(api_key="k") as emu:
+        with pytest.raises(ChatClientInvalidRequestException, match=r"^DashScope model name 'qwen-max\?x=1' is not"):
+            await client(base_url=emu.base_url).get_response(
+                [Message("user", ["hi"])], options={"model": "qwen-max?x=1"}
+            )
+        assert emu.requests == []
 
 
 class Verdict(BaseModel):

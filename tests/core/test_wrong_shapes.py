@@ -173,6 +173,11 @@ def test_provider_error_fields_take_their_declared_types() -> None:
     assert error.message.startswith("[[[[")
     assert len(error.message) < 400
     assert retry_delay_seconds({"error": {"details": "not a list"}}) is None
+    statuses = {99: None, 100: 100, 599: 599, 600: None}  # an HTTP status is 100-599; anything else is none
+    for status, kept in statuses.items():
+        error = ProviderError("X", status=status, code="C", message="m")
+        assert error.status == kept
+        assert str(error) == f"X error C [{'no HTTP status' if kept is None else f'HTTP {kept}'}]: m"
 
 
 # ------------------------------------------------------------------------------------------------ requests
