@@ -246,6 +246,8 @@ class Reply:
       every ``trickle`` seconds (a hostile or broken proxy; it gives up after 200 bytes).
     * ``flood_after_events=N``: a stream sends N events, then a line that never ends as fast as it can (it gives
       up after ``flood_bytes``, 64 MiB by default).
+    * ``end_after_events=N``: a stream sends N events, then ends cleanly (the chunked body terminated) without the
+      rest: a proxy that ends a response early but properly; 0 is a stream with no event at all. Streams only.
     """
 
     text: str = ""
@@ -270,6 +272,7 @@ class Reply:
     trickle: float = 0.0
     flood_after_events: int | None = None
     flood_bytes: int = 64 * 1024 * 1024
+    end_after_events: int | None = None
     reasoning_signature: str | None = None
     input_tokens: int | None = None
     cached_tokens: int = 0
@@ -284,6 +287,7 @@ class Reply:
             "malformed_after_events",
             "trickle_after_events",
             "flood_after_events",
+            "end_after_events",
         ):
             value = getattr(self, name)
             if value is not None and value < 0:

@@ -89,7 +89,7 @@ def json_answer(status: int, payload: Any, headers: Mapping[str, str] | None = N
 def with_faults(events: Iterable[bytes], reply: Reply, malformed: Callable[[int], bytes]) -> Iterator[Item]:
     """``events`` with the reply's stall, malformed event (``malformed(n)`` renders the n-th event cut off) and
     disconnect inserted after their event counts (a count past the last event means after it), and the reply's
-    ``event_interval`` between two events."""
+    ``event_interval`` between two events; cut after ``end_after_events`` events."""
     count = 0
 
     def faults(final: bool) -> Iterator[Item]:
@@ -114,6 +114,8 @@ def with_faults(events: Iterable[bytes], reply: Reply, malformed: Callable[[int]
             yield DISCONNECT
 
     for event in events:
+        if reply.end_after_events is not None and count >= reply.end_after_events:
+            return  # ended early, cleanly: the handler still terminates the body
         yield from faults(final=False)
         if count and reply.event_interval > 0:
             yield Stall(reply.event_interval)

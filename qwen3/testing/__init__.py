@@ -53,7 +53,9 @@ Faults, for testing retries and timeouts (one scripted reply is consumed per req
 * ``Reply(text=…, stall_after_events=N, stall=2.0)``: the stream pauses 2 s after N events (idle timeouts);
 * ``Reply(text=…, malformed_after_events=N)``: after N events, one event whose ``data:`` line is cut-off JSON
   (a non-stream answer: a cut-off JSON body);
-* ``Reply(finish_reason="null")``: the stream ends cleanly but its last event is not a finishing one.
+* ``Reply(finish_reason="null")``: the stream ends cleanly but its last event is not a finishing one;
+* ``Reply(text=…, end_after_events=N)``: the stream ends cleanly after N events, the rest unsent (0: a stream with
+  no event at all).
 
 Inspection: ``emu.requests`` lists every `RecordedRequest` (``.path``, ``.endpoint``, ``.headers`` lower-cased,
 ``.body``, ``.stream``, ``.model``, ``.messages``, ``.parameters``), rejected ones included; ``emu.pending``

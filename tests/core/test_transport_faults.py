@@ -6,6 +6,7 @@ All over real HTTP against the emulators."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -39,6 +40,21 @@ async def test_a_stream_that_never_answers_names_the_idle_timeout_for_every_prov
     assert type(error) is ChatClientException
     assert str(error).startswith(f"{PROVIDERS[provider].label} at {url} ")
     assert str(error).endswith(" for stream_idle_timeout=0.2 s")
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+async def test_a_stream_that_ends_cleanly_with_no_event_is_cut_off_for_every_provider(provider: str) -> None:
+    # HTTP 200 and a properly ended body, but not one event in it (a proxy that ended the response early)
+    emulator, client_class, model = CLIENTS[provider]
+    with emulator(api_key="k") as emu:
+        emu.script(Reply(text="abcdef", chunks=3, end_after_events=0), "never")
+        client = client_class(model=model, api_key="k", base_url=emu.base_url, max_retries=0)
+        texts, error = await read_stream(client)
+        url = client.base_url
+    assert texts == []
+    assert type(error) is ChatClientException
+    assert str(error).startswith(f"The {PROVIDERS[provider].label} stream from {url} ended without ")
+    assert re.search(r" before any (event|update): the answer was cut off\.$", str(error))
 
 
 async def test_a_retry_gets_only_what_is_left_of_the_timeout() -> None:
