@@ -225,9 +225,12 @@ def service(emulator: DashScopeEmulator | None) -> Iterator[tuple[str, str | Non
         yield "sk-emulated", emu.base_url, emu
 
 
-async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = None) -> Totals:
+async def run(
+    args: argparse.Namespace, *, emulator: DashScopeEmulator | None = None, pool: Executor | None = None
+) -> Totals:
     """The whole run (``examples/kline_watchlist.py`` says what it does). ``emulator``: answer from this one when there
-    is no API key (tests)."""
+    is no API key (tests); ``pool``: draw in these processes, left running (tests; by default a `RenderPool` of
+    ``--workers`` processes, stopped with the run)."""
     from kline.batch import run_batch  # both build on this module's Run
     from kline.realtime import run_realtime
 
@@ -257,8 +260,9 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
         )
         if args.batch and emu is not None:
             emu.batches.seconds = min(emu.batches.seconds, args.poll_interval * 4)
-        with make_pool(args.workers) as pool:
-            current = Run(args, args.out, store, pool, emulated, api_key, base_url)
+        with contextlib.ExitStack() as stack:
+            workers = pool if pool is not None else stack.enter_context(make_pool(args.workers))
+            current = Run(args, args.out, store, workers, emulated, api_key, base_url)
             current.totals.tickers, current.totals.resumed = len(files), len(finished)
             current.totals.failed_before = failed_before if args.retry_failed else 0
             console = Console(stderr=True)
@@ -276,7 +280,8 @@ async def run(args: argparse.Namespace, *, emulator: DashScopeEmulator | None = 
                     await (run_batch if args.batch else run_realtime)(current, todo)
                 await _annotate_missing(current, tickers)
             finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+                if pool is None:
+                    workers.shutdown(wait=True, cancel_futures=True)
                 current.totals.seconds = time.perf_counter() - started
                 store.add_run(wall_started, time.time())
                 jsonl, report = write_outputs(current, tickers)

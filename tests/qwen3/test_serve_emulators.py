@@ -105,23 +105,6 @@ def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path, mo
         httpx.get(variables["DASHSCOPE_BASE_URL"], timeout=5)
 
 
-@pytest.mark.timeout(60)
-def test_dashscope_only_on_a_chosen_port() -> None:
-    process, variables = _start_and_read("--dashscope-only")
-    try:
-        assert sorted(variables) == ["DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL"]
-        assert variables["DASHSCOPE_API_KEY"] == "sk-emulator"
-        port = int(variables["DASHSCOPE_BASE_URL"].split(":")[2].split("/")[0])
-    finally:
-        _stop(process)
-    # the port is free again: a second server takes it when asked
-    process, variables = _start_and_read("--dashscope-only", "--port", str(port))
-    try:
-        assert variables["DASHSCOPE_BASE_URL"] == f"http://127.0.0.1:{port}/api/v1"
-    finally:
-        _stop(process)
-
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--port", "70000"], "--port 70000"), (["--api-key", ""], "--api-key"), (["--port", "x"], "invalid int")],
@@ -143,32 +126,49 @@ def test_a_bad_option_ends_the_process_with_status_2() -> None:
     assert "Emulators on" not in run.stdout
 
 
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("server", ["vllm", "ollama"])
-def test_a_selfhosted_flavour_served_beside(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    lines = 2 if server == "ollama" else 3
-    process, variables = _start_and_read("--dashscope-only", "--selfhosted", server, more=lines)
-    try:
-        base = variables["QWEN_SELFHOSTED_BASE_URL"]
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", base)
-        # vLLM checks the printed key; Ollama checks none, so none is printed
-        headers = {"Authorization": f"Bearer {variables['QWEN_SELFHOSTED_API_KEY']}"} if server == "vllm" else {}
-        assert ("QWEN_SELFHOSTED_API_KEY" in variables) == (server == "vllm")
-        card = httpx.get(f"{base}/models", headers=headers).json()["data"][0]
-        assert card["id"] == variables["QWEN_SELFHOSTED_MODEL"]
-        assert card["owned_by"] == ("vllm" if server == "vllm" else "library")
-        answer = httpx.post(
-            f"{base}/chat/completions",
-            headers=headers,
-            json={"model": card["id"], "messages": [{"role": "user", "content": "hello"}]},
-        ).json()
-        assert "You said: hello" in answer["choices"][0]["message"]["content"]
-        # our client, from the environment alone (here, in this process)
+def _check_selfhosted(server: str, variables: dict[str, str]) -> None:
+    """The self-hosted flavour a ``--selfhosted server`` process serves, from the variables it printed."""
+    base = variables["QWEN_SELFHOSTED_BASE_URL"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", base)
+    # vLLM checks the printed key; Ollama checks none, so none is printed
+    headers = {"Authorization": f"Bearer {variables['QWEN_SELFHOSTED_API_KEY']}"} if server == "vllm" else {}
+    assert ("QWEN_SELFHOSTED_API_KEY" in variables) == (server == "vllm")
+    card = httpx.get(f"{base}/models", headers=headers).json()["data"][0]
+    assert card["id"] == variables["QWEN_SELFHOSTED_MODEL"]
+    assert card["owned_by"] == ("vllm" if server == "vllm" else "library")
+    answer = httpx.post(
+        f"{base}/chat/completions",
+        headers=headers,
+        json={"model": card["id"], "messages": [{"role": "user", "content": "hello"}]},
+    ).json()
+    assert "You said: hello" in answer["choices"][0]["message"]["content"]
+    # our client, from the environment alone (here, in this process)
+    with pytest.MonkeyPatch.context() as env:
         for name in [n for n in os.environ if n.startswith("QWEN_SELFHOSTED_")]:
-            monkeypatch.delenv(name)
+            env.delenv(name)
         for name, value in variables.items():
-            monkeypatch.setenv(name, value)
+            env.setenv(name, value)
         ours = asyncio.run(SelfHostedQwenChatClient().get_response("hi there"))
-        assert "You said: hi there" in ours.text
+    assert "You said: hi there" in ours.text
+
+
+@pytest.mark.timeout(90)
+def test_dashscope_only_on_a_chosen_port_with_a_selfhosted_flavour_beside() -> None:
+    """Two processes (each start costs a second of CPU): ``--dashscope-only --selfhosted vllm`` on any port, then
+    ``--selfhosted ollama`` on the port the first one freed."""
+    process, variables = _start_and_read("--dashscope-only", "--selfhosted", "vllm", more=3)
+    try:
+        dashscope = sorted(name for name in variables if not name.startswith("QWEN_SELFHOSTED_"))
+        assert dashscope == ["DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL"]  # no peers
+        assert variables["DASHSCOPE_API_KEY"] == "sk-emulator"
+        port = int(variables["DASHSCOPE_BASE_URL"].split(":")[2].split("/")[0])
+        _check_selfhosted("vllm", variables)
+    finally:
+        _stop(process)
+    # the port is free again: a second server takes it when asked
+    process, variables = _start_and_read("--dashscope-only", "--port", str(port), "--selfhosted", "ollama", more=2)
+    try:
+        assert variables["DASHSCOPE_BASE_URL"] == f"http://127.0.0.1:{port}/api/v1"
+        _check_selfhosted("ollama", variables)
     finally:
         _stop(process)
