@@ -481,6 +481,21 @@ class _Rendering:
         }
 
     def events(self) -> Iterator[bytes]:
+        """The stream; a reply with ``error`` sends it as an ``error`` event after ``error_after_events`` events (or
+        in place of ``response.completed``)."""
+        error = self.reply.error
+        after = self.reply.error_after_events
+        for count, event in enumerate(self._events()):
+            if error is not None and after is not None and count == after:
+                break
+            yield event
+        if error is not None:
+            _, code, message = error
+            yield _event(
+                {"type": "error", "sequence_number": after or 0, "code": code, "message": message, "param": None}
+            )
+
+    def _events(self) -> Iterator[bytes]:
         sequence = iter(range(1_000_000))
         reply = self.reply
 
@@ -552,11 +567,8 @@ class _Rendering:
                     arguments=item["arguments"],
                 )
             yield event("response.output_item.done", output_index=index, item=item)
-        if reply.error is not None:  # a mid-stream failure (error_after_events)
-            _, code, message = reply.error
-            yield event("error", code=code, message=message, param=None)
-            return
-        yield event("response.completed", response=self.body())
+        if reply.error is None:
+            yield event("response.completed", response=self.body())
 
 
 def _id(prefix: str) -> str:

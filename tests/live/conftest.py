@@ -167,6 +167,14 @@ class Live:
         self.proxy.scenario = scenario
         return QwenEmbeddingClient(model=model, api_key=self.api_key, base_url=self.proxy.base_url, **kwargs)
 
+    def responses_client(self, scenario: str, model: str = "qwen3.5-plus", **kwargs: Any) -> Any:
+        """DashScope's ``QwenResponsesClient`` through the recording proxy (its compatible-mode base derived from the
+        proxy's), recording under ``scenario``."""
+        from qwen3 import QwenResponsesClient
+
+        self.proxy.scenario = scenario
+        return QwenResponsesClient(model=model, api_key=self.api_key, base_url=self.proxy.base_url, **kwargs)
+
 
 @contextmanager
 def live_session(name: str) -> Iterator[Live]:

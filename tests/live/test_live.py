@@ -165,3 +165,42 @@ async def test_embeddings_errors(live_dashscope: Live) -> None:
     assert live_dashscope.api_key not in str(caught.value)
     (exchange,) = live_dashscope.proxy.exchanges
     assert exchange.status >= 400
+
+
+async def test_responses_stored_session(live_dashscope: Live) -> None:
+    """DashScope's Responses API: a stored ``Agent`` session whose second turn sends only the new message with
+    ``previous_response_id``, and the model remembers the first turn (docs/responses.md)."""
+    client = live_dashscope.responses_client("responses-session", max_retries=0)
+    agent = Agent(client=client, instructions="Answer in a few words.", default_options={"store": True})
+    session = agent.create_session()
+    first = await agent.run("My favourite colour is teal. Just say OK.", session=session)
+    second = await agent.run("What is my favourite colour?", session=session)
+    assert "teal" in second.text.lower()
+    sent = [json.loads(e.request_body) for e in live_dashscope.proxy.exchanges]
+    assert [e.url.endswith("/compatible-mode/v1/responses") for e in live_dashscope.proxy.exchanges] == [True, True]
+    assert sent[1]["previous_response_id"] == first.response_id
+    assert len(sent[1]["input"]) == 1
+
+
+async def test_responses_thinking_stream(live_dashscope: Live) -> None:
+    """``enable_thinking`` on a stream: reasoning arrives as ``text_reasoning`` before the answer."""
+    client = live_dashscope.responses_client("responses-thinking", max_retries=0)
+    stream = client.get_response(
+        "What is 17 * 23? Answer with the number.", stream=True, options={"enable_thinking": True}
+    )
+    response = await stream.get_final_response()
+    assert "391" in response.text
+    assert any(c.type == "text_reasoning" and c.text for m in response.messages for c in m.contents)
+    assert response.usage_details
+
+
+async def test_responses_web_search(live_dashscope: Live) -> None:
+    """The built-in web search: the answer comes with the search's calls, and its sources as citations."""
+    client = live_dashscope.responses_client("responses-web-search", max_retries=0)
+    response = await client.get_response(
+        "Search the web: what is the latest stable Python version? Cite your source.",
+        options={"tools": [client.get_web_search_tool()]},
+    )
+    contents = [c for m in response.messages for c in m.contents]
+    assert any(c.type == "search_tool_call" for c in contents)
+    assert any(a.get("url") for c in contents for a in c.annotations or [])

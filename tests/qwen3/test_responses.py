@@ -278,10 +278,12 @@ async def test_errors_become_maf_exceptions(emu: DashScopeEmulator):
     right = QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url, max_retries=0)
     with pytest.raises(ChatClientInvalidRequestException, match="bad input"):
         await right.get_response("hi")
-    emu.script(Reply(text="partial", error=(500, "InternalError", "boom"), error_after_events=2))
+    emu.script(Reply(text="partial answer", error=(500, "InternalError", "boom"), error_after_events=5, chunks=2))
+    seen = []
     with pytest.raises(ChatClientException, match="boom"):
-        async for _ in right.get_response("hi", stream=True):
-            pass
+        async for update in right.get_response("hi", stream=True):
+            seen.append(update.text)
+    assert "".join(seen) == "partial"  # what arrived before the error event was delivered
 
 
 def test_region_and_workspace_come_from_the_one_service(monkeypatch: pytest.MonkeyPatch):
