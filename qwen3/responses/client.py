@@ -37,6 +37,7 @@ from qwen3.errors import AUTH_CODES, FILTER_CODES, parse_error
 from qwen3.responses.convert import (
     code_interpreter_tool,
     file_search_tool,
+    image_search_tool,
     input_items,
     mcp_tool,
     request_body,
@@ -164,6 +165,13 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     def get_web_extractor_tool() -> dict[str, Any]:
         """DashScope's web extractor: ``{"type": "web_extractor"}`` (best beside ``get_web_search_tool()``)."""
         return web_extractor_tool()
+
+    @staticmethod
+    def get_image_search_tool(*, from_image: bool = False) -> dict[str, Any]:
+        """DashScope's image search: text-to-image (``web_search_image``), or ``from_image=True`` image-to-image
+        (``image_search``: the request must carry an image). The images found come back as search-tool contents and
+        citations (their URL and title)."""
+        return image_search_tool(from_image=from_image)
 
     @staticmethod
     def get_code_interpreter_tool(**options: Any) -> dict[str, Any]:

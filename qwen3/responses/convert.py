@@ -32,6 +32,7 @@ __all__ = [
     "RESPONSES_MODELS",
     "code_interpreter_tool",
     "file_search_tool",
+    "image_search_tool",
     "input_items",
     "mcp_tool",
     "request_body",
@@ -67,7 +68,9 @@ MAX_INLINE_BYTES = 10 * 1024 * 1024
 """A data-URI image at most this large (DashScope's inline limit elsewhere: 10 MB; ASSUMPTION here)."""
 MAX_MCP_SERVERS = 10
 """At most 10 MCP servers per request (Model Studio "MCP")."""
-HOSTED_TOOL_TYPES = frozenset({"web_search", "web_extractor", "code_interpreter", "file_search", "mcp"})
+HOSTED_TOOL_TYPES = frozenset(
+    {"web_search", "web_extractor", "code_interpreter", "file_search", "mcp", "web_search_image", "image_search"}
+)
 """The built-in tools this client sends (docs/responses.md "Built-in tools as MAF hosted tools")."""
 
 IGNORED = {
@@ -101,6 +104,14 @@ def web_extractor_tool() -> dict[str, Any]:
     """DashScope's web extractor (``{"type": "web_extractor"}``): reads the pages the search found or the user named
     (best with ``web_search``, Model Studio "OpenAI Responses API reference")."""
     return {"type": "web_extractor"}
+
+
+def image_search_tool(*, from_image: bool = False) -> dict[str, Any]:
+    """DashScope's image search: text-to-image (``{"type": "web_search_image"}``, Model Studio "文搜图",
+    https://help.aliyun.com/zh/model-studio/web-search-image) or, ``from_image=True``, image-to-image
+    (``{"type": "image_search"}``: the request must carry an input image, Qwen Cloud "Find images via Responses",
+    https://docs.qwencloud.com/developer-guides/text-generation/image-search)."""
+    return {"type": "image_search" if from_image else "web_search_image"}
 
 
 def code_interpreter_tool() -> dict[str, Any]:
@@ -202,7 +213,7 @@ def _hosted(tool: Mapping[str, Any]) -> dict[str, Any]:
         return file_search_tool(
             vector_store_ids=tool.get("vector_store_ids") or [], max_num_results=tool.get("max_num_results")
         )
-    if kind in ("web_search", "web_extractor"):
+    if kind in ("web_search", "web_extractor", "web_search_image", "image_search"):
         if set(tool) - {"type"}:
             raise invalid(
                 f"{kind}: DashScope's {kind} takes no options; it would ignore {sorted(set(tool) - {'type'})}."
@@ -398,6 +409,13 @@ def request_body(
         if options.get(key) is not None:
             body[wire] = options[key]
     tools = _tools(options.get("tools"))
+    parts = [part for item in items if isinstance(item.get("content"), list) for part in item["content"]]
+    has_image = any(isinstance(part, Mapping) and part.get("type") == "input_image" for part in parts)
+    if any(t["type"] == "image_search" for t in tools) and not has_image and not options.get("conversation_id"):
+        raise invalid(
+            "image_search (image-to-image search) needs an input image in the request; for a text description use "
+            "the text-to-image search (get_image_search_tool())."
+        )
     if tools:
         body["tools"] = tools
         choice = _tool_choice(options.get("tool_choice"))

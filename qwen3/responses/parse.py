@@ -91,6 +91,17 @@ def _maps(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in _list(value) if isinstance(v, Mapping)]
 
 
+def _images(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """An image search's ``output``: a JSON array (as text) of ``{index, title, url}`` (Model Studio "文搜图")."""
+    output = item.get("output")
+    if isinstance(output, str):
+        try:
+            output = json.loads(output)
+        except (ValueError, RecursionError):
+            return []
+    return _maps(output)
+
+
 def citations_of(item: Mapping[str, Any]) -> list[Annotation]:
     """The citations a built-in tool's call item carries: a web search's ``action.sources`` (url, title), a
     knowledge-base search's ``results`` (file id, file name, passage)."""
@@ -102,6 +113,12 @@ def citations_of(item: Mapping[str, Any]) -> list[Annotation]:
             _citation(url=as_text(s.get("url")), title=s.get("title"), tool="web_search")
             for s in sources
             if s.get("url")
+        ]
+    if kind in ("web_search_image_call", "image_search_call"):
+        return [
+            _citation(url=as_text(i.get("url")), title=i.get("title"), tool=kind.removesuffix("_call"))
+            for i in _images(item)
+            if i.get("url")
         ]
     if kind == "file_search_call":
         return [
@@ -136,6 +153,14 @@ def item_contents(item: Mapping[str, Any]) -> list[Content]:
                 arguments=as_text(item.get("arguments") or "{}"),
                 raw_representation=item,
             )
+        ]
+    if kind in ("web_search_image_call", "image_search_call"):
+        tool = kind.removesuffix("_call")
+        status = as_text(item.get("status") or "") or None
+        images = [{"title": i.get("title"), "url": i.get("url")} for i in _images(item)]
+        return [
+            Content.from_search_tool_call(call_id, tool_name=tool, status=status, raw_representation=item),
+            Content.from_search_tool_result(call_id, tool_name=tool, result=images, status=status),
         ]
     if kind in ("web_search_call", "web_extractor_call", "file_search_call"):
         tool = kind.removesuffix("_call")

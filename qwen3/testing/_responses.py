@@ -20,6 +20,8 @@ Shapes, each from its page (docs/responses.md lists them with their dates):
   ``response.reasoning_text.delta`` / ``.done``, ``response.content_part.added`` / ``.done``,
   ``response.output_text.delta`` / ``.done``, ``response.function_call_arguments.delta`` / ``.done``,
   ``response.completed`` (ASSUMPTION where the pages show no sample: OpenAI's event names and fields).
+* Image search: a ``web_search_image_call`` / ``image_search_call`` whose ``output`` is a JSON array (as text) of
+  ``{index, title, url}`` (Model Studio "文搜图", https://help.aliyun.com/zh/model-studio/web-search-image).
 * Refused as DashScope refuses (compatible mode's error body, ``_compatible.error_body``): a wrong key (401), no
   model (400), a model the Responses API does not serve (404), ``background`` (400: "only synchronous calls"), a
   ``file_search`` tool with other than one knowledge base id (400, "知识检索"), an ``mcp`` tool without
@@ -47,6 +49,7 @@ from clients.testing import (
     RecordedRequest,
     Reply,
     ScriptError,
+    SearchResult,
     ToolCall,
     ToolResult,
     Turn,
@@ -127,6 +130,8 @@ class HostedReply(Reply):
     file_hits: Sequence[FileHit] = ()
     search_query: str = ""
     mcp_calls: Sequence[McpCall] = ()
+    images: Sequence[SearchResult] = ()
+    """Images an image search found (a ``web_search_image_call`` or ``image_search_call``, whichever was declared)."""
 
 
 def _image(url: str) -> Media:
@@ -259,6 +264,12 @@ def _refusal(body: dict[str, Any], known_calls: set[str], stored: Mapping[str, A
                 return _bad("file_search: vector_store_ids takes exactly one knowledge base id.")
     given = body.get("input")
     items: list[Any] = given if isinstance(given, list) else []
+    images = [
+        p for i in items if isinstance(i, dict) and isinstance(i.get("content"), list) for p in i["content"]
+        if isinstance(p, dict) and p.get("type") == "input_image"
+    ]  # fmt: skip
+    if any(isinstance(t, dict) and t.get("type") == "image_search" for t in tools) and not images:
+        return _bad("image_search: the input must contain an image (input_image).")
     for item in items:
         if isinstance(item, dict) and item.get("type") == "function_call":
             known_calls.add(str(item.get("call_id")))
@@ -398,6 +409,11 @@ class _Rendering:
                     "results": results,
                 }
             )
+        for kind in ("web_search_image", "image_search"):
+            if hosted and hosted.images and kind in tools:
+                found = [{"index": n, "title": i.title, "url": i.url} for n, i in enumerate(hosted.images, 1)]
+                output = json.dumps(found, ensure_ascii=False)
+                out.append({"type": f"{kind}_call", "id": _id("is"), "status": "completed", "output": output})
         labels = {t.get("server_label") for t in self.request.tools if t.get("type") == "mcp"}
         for call in hosted.mcp_calls if hosted else ():
             if call.server_label in labels:

@@ -279,10 +279,14 @@ async def test_errors_become_maf_exceptions(emu: DashScopeEmulator):
     with pytest.raises(ChatClientInvalidRequestException, match="bad input"):
         await right.get_response("hi")
     emu.script(Reply(text="partial answer", error=(500, "InternalError", "boom"), error_after_events=5, chunks=2))
-    seen = []
-    with pytest.raises(ChatClientException, match="boom"):
+    seen: list[str] = []
+
+    async def read() -> None:
         async for update in right.get_response("hi", stream=True):
             seen.append(update.text)
+
+    with pytest.raises(ChatClientException, match="boom"):
+        await read()
     assert "".join(seen) == "partial"  # what arrived before the error event was delivered
 
 
@@ -314,3 +318,33 @@ async def test_stored_turns_send_instructions_again_only_when_they_change(
     await Agent(client=client, instructions="Be French.", default_options={"store": True}).run("3", session=session)
     systems = [[i["content"] for i in r.body["input"] if i.get("role") == "system"] for r in emu.requests]
     assert systems == [["Be brief."], [], ["Be French."]]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_image_search_both_ways(emu: DashScopeEmulator, client: QwenResponsesClient, stream: bool):
+    from agent_framework import Content
+
+    found = [SearchResult("Blue background", "https://img.example/1.png")]
+    emu.script(HostedReply(text="Here is one.", images=found), HostedReply(text="A similar one.", images=found))
+    by_text = client.get_image_search_tool()
+    if stream:
+        contents = [
+            c
+            for u in [
+                u async for u in client.get_response("A blue background?", stream=True, options={"tools": [by_text]})
+            ]
+            for c in u.contents
+        ]
+    else:
+        contents = (await client.get_response("A blue background?", options={"tools": [by_text]})).messages[-1].contents
+    assert _last(emu).body["tools"] == [{"type": "web_search_image"}]
+    assert [(a["url"], a["tool_name"]) for c in contents for a in c.annotations or []] == [
+        ("https://img.example/1.png", "web_search_image")
+    ]
+    by_image = client.get_image_search_tool(from_image=True)
+    with pytest.raises(ChatClientInvalidRequestException, match="needs an input image"):
+        await client.get_response("Similar images?", options={"tools": [by_image]})
+    image = Content.from_uri("https://example.com/cat.png", media_type="image/png")
+    response = await client.get_response([Message("user", ["Similar images?", image])], options={"tools": [by_image]})
+    result = next(c for c in response.messages[-1].contents if c.type == "search_tool_result")
+    assert result.result == [{"title": "Blue background", "url": "https://img.example/1.png"}]
