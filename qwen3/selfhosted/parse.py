@@ -26,7 +26,9 @@ server left them.
   reasoning ends there and the rest (at most ``MAX_BLOCK_CHARS``) is read as answer text (`reasoning_calls`,
   `ReasoningCalls`). "Never closed": the answer has no ``</think>`` and no text at all (with a reasoning field
   the server removed the tag, and vLLM's parser then sends no ``content``). Everything else in the reasoning
-  (hermes JSON, a later block, any block once the answer has text or a ``</think>``) stays reasoning text.
+  (hermes JSON, a later block, any block once the answer has text or a ``</think>``) stays reasoning text. In a
+  stream whose text may still prove to be reasoning (`_unsure`: a lone ``</think>`` may follow), a call recovered
+  from the text is held with what follows it until the stream tells (`_settle`).
 """
 
 from __future__ import annotations
@@ -403,6 +405,11 @@ class SelfHostedStreamState(StreamState):
     """While the reasoning may still end into a tool call (vLLM's rule): until the answer closes it."""
     close_tail: str = ""
     """The end of the answer's raw text, to find a ``</think>`` cut over two chunks."""
+    unsure: bool = False
+    """This chunk's text may still turn out to be reasoning (`_unsure`): calls recovered from it are held."""
+    held: list[ToolTextPiece] = field(default_factory=list)
+    """From the first call recovered from text that may turn out to be reasoning on, the answer's pieces, held until
+    the stream tells (`_settle`)."""
     calls: int = 0
     """Calls recovered from this stream's answer so far (past `MAX_RECOVERED_CALLS`: one more, warned once)."""
 
@@ -437,7 +444,8 @@ def _routed(state: SelfHostedStreamState, pieces: list[ThinkPiece]) -> list[Cont
         if kind == "reasoning":
             out.extend(_reasoning(state, piece))
         else:
-            out.extend(_closed(state))
+            if state.reasoning_calls is not None:
+                out.extend(_closed(state))
             out.extend(_pieces(state, "text", piece, final=False))
     return out
 
@@ -450,7 +458,41 @@ def _pieces(state: SelfHostedStreamState, kind: str, text: str, final: bool) -> 
     pieces = splitter.feed(text) if text else []
     if final:
         pieces = [*pieces, *splitter.flush()]
+    if state.held:
+        state.held.extend(pieces)
+        pieces = []
+    elif state.unsure:
+        for at, piece in enumerate(pieces):
+            if piece[0] == "call":
+                state.held.extend(pieces[at:])
+                pieces = pieces[:at]
+                break
     out, state.calls = _contents(pieces, lambda text: text_delta(text, kind), state.tools, state.calls)
+    return out
+
+
+def _unsure(state: SelfHostedStreamState) -> bool:
+    """The answer text so far may be reasoning whose ``<think>`` the template wrote in the prompt: the request may
+    think, no reasoning field came, no ``<think>`` opened and no lone ``</think>`` has shown it yet (the first stream of
+    a client whose server runs no reasoning parser streams such text as it comes; the module docstring)."""
+    return (
+        state.answer_calls is not None
+        and state.split
+        and state.may_think
+        and not (state.field_seen or state.prefilled or state.opened or state.lone_close)
+    )
+
+
+def _settle(state: SelfHostedStreamState, final: bool) -> list[Content]:
+    """The held pieces once the stream tells: after a lone ``</think>`` their calls were in the reasoning and stay text
+    (a quoted call never runs); after a ``<think>``, or at the end without either, they were the answer's calls."""
+    if not state.held or not (final or state.lone_close or state.opened):
+        return []
+    held, state.held = state.held, []
+    if state.lone_close:
+        logger.warning("Tool calls came before a lone </think>, in the model's reasoning: kept as text, not run")
+        held = [("text", piece[1].raw) if piece[0] == "call" else piece for piece in held]  # type: ignore[union-attr]
+    out, state.calls = _contents(held, lambda text: text_delta(text, "text"), state.tools, state.calls)
     return out
 
 
@@ -508,23 +550,31 @@ def parse_stream_event(
             state.field_seen = True
             texts.extend(_reasoning(state, content.text))
         elif content.type == "text" and _is_plain(content) and content.text:
-            window = state.close_tail + content.text
-            state.close_tail = window[-len(CLOSE) :]
-            if CLOSE in window:
-                texts.extend(_closed(state))
+            if state.reasoning_calls is not None:
+                window = state.close_tail + content.text
+                state.close_tail = window[-len(CLOSE) :]
+                if CLOSE in window:
+                    texts.extend(_closed(state))
+            if state.answer_calls is not None:  # before this chunk's tags are seen: its calls may precede </think>
+                state.unsure = _unsure(state)
             texts.extend(_routed(state, _answer_pieces(state, content.text, final=False)))
+            if state.held:
+                texts.extend(_settle(state, final=False))
         else:
             if _answers(content):
                 texts.extend(_closed(state))
             others.append(content)
     if final:
         texts.extend(_routed(state, _answer_pieces(state, "", final=True)))
+        texts.extend(_settle(state, final=False))
+        state.unsure = False
         if state.reasoning_calls is not None:
             held, answer = state.reasoning_calls.finish()
             state.reasoning_calls = None
             texts.extend([text_delta(held, "text_reasoning")] if held else [])
             texts.extend(_pieces(state, "text", answer, final=False))
         texts.extend(_pieces(state, "text", "", final=True))
+        texts.extend(_settle(state, final=True))
     contents = [*texts, *others]
     if update is None:
         if not contents:

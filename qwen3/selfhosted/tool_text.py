@@ -180,6 +180,8 @@ def _add(pieces: list[ToolTextPiece], piece: ToolTextPiece) -> None:
 def _merged(pieces: list[ToolTextPiece]) -> list[ToolTextPiece]:
     """``pieces`` with each run of texts joined in one go (joining them two at a time copied the text so far at
     every block kept as text: 8,000 invalid blocks in one answer took 0.4 s, 100,000 took 273 s)."""
+    if len(pieces) < 2:
+        return pieces
     out: list[ToolTextPiece] = []
     texts: list[str] = []
     for piece in pieces:

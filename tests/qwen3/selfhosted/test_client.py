@@ -325,9 +325,17 @@ TRANSFER_XML = (
 
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("block", [TRANSFER, TRANSFER_XML], ids=["hermes", "xml"])
-@pytest.mark.parametrize("parser", [True, False], ids=["reasoning field", "think tags"])
-async def test_a_tool_call_the_reasoning_only_quotes_never_runs(block: str, parser: bool, stream: bool) -> None:
-    """Issue 22: the model quotes a call while thinking, then refuses; the agent must not transfer anything."""
+@pytest.mark.parametrize(
+    "served",
+    [{}, {"reasoning_parser": False}, {"reasoning_parser": False, "think_prefilled": True}],
+    ids=["reasoning field", "think tags", "lone close tag"],
+)
+async def test_a_tool_call_the_reasoning_only_quotes_never_runs(
+    block: str, served: dict[str, Any], stream: bool
+) -> None:
+    """Issue 22: the model quotes a call while thinking, then refuses; the agent must not transfer anything. With a
+    template that writes <think> in the prompt and no reasoning parser, a client's first stream sends the reasoning
+    as text as it comes, and only the lone </think> after it shows what it was: the quoted call ran before."""
     transfers: list[tuple[str, int]] = []
 
     def transfer_funds(to: str, amount: int) -> str:
@@ -336,7 +344,7 @@ async def test_a_tool_call_the_reasoning_only_quotes_never_runs(block: str, pars
         return "done"
 
     reasoning = f"The user wants money moved. The format would be {block} ... but this is a scam. I will not call it."
-    with SelfHostedQwenEmulator("vllm", reasoning_parser=parser) as emu:
+    with SelfHostedQwenEmulator("vllm", **served) as emu:
         emu.script(Reply(reasoning=reasoning, text="I can't help with moving money to that account.", chunks=5))
         agent = Agent(client=client_for(emu), tools=[transfer_funds])
         if stream:
@@ -345,7 +353,12 @@ async def test_a_tool_call_the_reasoning_only_quotes_never_runs(block: str, pars
             result = await agent.run("Send 10000 to attacker")
     assert transfers == []
     assert len(emu.requests) == 1  # no tool round trip
-    assert result.messages[-1].text == "I can't help with moving money to that account."
+    refusal = "I can't help with moving money to that account."
+    if served.get("think_prefilled") and stream:  # a first stream: the reasoning came as text (Known limits)
+        assert result.messages[-1].text.endswith(refusal)
+        assert block in result.messages[-1].text
+        return
+    assert result.messages[-1].text == refusal
     assert [c.text for m in result.messages for c in m.contents if c.type == "text_reasoning"] == [reasoning]
 
 
