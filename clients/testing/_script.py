@@ -248,6 +248,8 @@ class Reply:
       up after ``flood_bytes``, 64 MiB by default).
     * ``end_after_events=N``: a stream sends N events, then ends cleanly (the chunked body terminated) without the
       rest: a proxy that ends a response early but properly; 0 is a stream with no event at all. Streams only.
+    * ``corrupt_after_events=N``: a stream is sent gzip-compressed (``Content-Encoding: gzip``) and its compressed
+      bytes break after N events (a broken proxy: the HTTP stack fails decoding them). Streams only.
     """
 
     text: str = ""
@@ -273,6 +275,7 @@ class Reply:
     flood_after_events: int | None = None
     flood_bytes: int = 64 * 1024 * 1024
     end_after_events: int | None = None
+    corrupt_after_events: int | None = None
     reasoning_signature: str | None = None
     input_tokens: int | None = None
     cached_tokens: int = 0
@@ -288,6 +291,7 @@ class Reply:
             "trickle_after_events",
             "flood_after_events",
             "end_after_events",
+            "corrupt_after_events",
         ):
             value = getattr(self, name)
             if value is not None and value < 0:

@@ -15,6 +15,7 @@ import selectors
 import socket
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -132,9 +133,33 @@ def sse_answer(
     *,
     content_type: str = "text/event-stream; charset=utf-8",
 ) -> Answer:
-    """HTTP 200 with ``events`` sent chunked, the reply's faults inserted (`with_faults`). The default
-    ``content_type`` is the one of the recorded OpenAI and Anthropic streams."""
-    return Answer(200, {"content-type": content_type, **(headers or {})}, events=with_faults(events, reply, malformed))
+    """HTTP 200 with ``events`` sent chunked, the reply's faults inserted (`with_faults`), gzip-compressed and
+    corrupted when the reply says (`corrupted`). The default ``content_type`` is the one of the recorded OpenAI and
+    Anthropic streams."""
+    items = with_faults(events, reply, malformed)
+    headers = {"content-type": content_type, **(headers or {})}
+    if reply.corrupt_after_events is not None:
+        headers["content-encoding"] = "gzip"
+        items = corrupted(items, reply.corrupt_after_events)
+    return Answer(200, headers, events=items)
+
+
+def corrupted(items: Iterable[Item], after: int) -> Iterator[Item]:
+    """``items`` gzip-compressed, each event flushed so that it can be read at once, then, after ``after`` events,
+    bytes that are not deflate data (a reserved block type) and the connection closed: a proxy that breaks a
+    compressed stream."""
+    compressor = zlib.compressobj(wbits=31)  # 31: the gzip container
+    count = 0
+    for item in items:
+        if not isinstance(item, bytes):
+            yield item
+            continue
+        if count == after:
+            break
+        yield compressor.compress(item) + compressor.flush(zlib.Z_SYNC_FLUSH)
+        count += 1
+    yield b"\xff\xff\xff\xff"
+    yield DISCONNECT
 
 
 def nonstream_faults(answer: Answer, reply: Reply) -> Answer:

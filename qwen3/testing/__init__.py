@@ -55,7 +55,9 @@ Faults, for testing retries and timeouts (one scripted reply is consumed per req
   (a non-stream answer: a cut-off JSON body);
 * ``Reply(finish_reason="null")``: the stream ends cleanly but its last event is not a finishing one;
 * ``Reply(text=…, end_after_events=N)``: the stream ends cleanly after N events, the rest unsent (0: a stream with
-  no event at all).
+  no event at all);
+* ``Reply(text=…, corrupt_after_events=N)``: the stream is sent gzip-compressed and its compressed bytes break
+  after N events (httpx fails decoding them).
 
 Inspection: ``emu.requests`` lists every `RecordedRequest` (``.path``, ``.endpoint``, ``.headers`` lower-cased,
 ``.body``, ``.stream``, ``.model``, ``.messages``, ``.parameters``), rejected ones included; ``emu.pending``

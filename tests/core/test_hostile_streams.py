@@ -143,6 +143,7 @@ async def test_max_event_bytes_is_the_longest_line_allowed_exactly() -> None:
     assert await _events(ten, b"\n\n") == [ServerSentEvent(None, "x" * 10)]  # its end in the next chunk
     assert await _events(b"data: 1\n\n" + ten, b"\n\n") == [ServerSentEvent(None, "1"), ServerSentEvent(None, "x" * 10)]
     assert await _events(b"data: 1\n\n" + ten) == [ServerSentEvent(None, "1"), ServerSentEvent(None, "x" * 10)]
+    assert await _events(b"data: 1\n\n", ten, b"\n\n") == [ServerSentEvent(None, "1"), ServerSentEvent(None, "x" * 10)]
     for parts in ((ten + b"x\n\n",), (ten + b"x", b"\n\n"), (b"data: 1\n\n" + ten + b"x", b"\n\n")):
         with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=16") as info:
             await _events(*parts)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agent_framework import Message
-from agent_framework.exceptions import ChatClientException
+from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
 from pydantic import BaseModel
 
 from clients.providers import PROVIDERS
@@ -27,15 +27,21 @@ pytestmark = pytest.mark.timeout(30)
 CLIENTS: dict[str, tuple[Any, Any, str]] = provider_clients()
 
 
+async def streamed(provider: str, reply: Reply, **settings: Any) -> tuple[list[str], BaseException | None, str]:
+    """One streamed question to ``provider``'s client (no retries) against its emulator answering ``reply``: the
+    texts delivered, what the stream raised, and the client's base URL."""
+    emulator, client_class, model = CLIENTS[provider]
+    with emulator(api_key="k") as emu:
+        emu.script(reply, "never")
+        client = client_class(model=model, api_key="k", base_url=emu.base_url, max_retries=0, **settings)
+        texts, error = await read_stream(client)
+    return texts, error, client.base_url
+
+
 @pytest.mark.parametrize("provider", list(CLIENTS))
 async def test_a_stream_that_never_answers_names_the_idle_timeout_for_every_provider(provider: str) -> None:
     # the openai and anthropic SDKs raise their own timeout error from httpx's: the message still names the timeout
-    emulator, client_class, model = CLIENTS[provider]
-    with emulator(api_key="k") as emu:
-        emu.script(Reply(text="late", delay=1.5), "never")
-        client = client_class(model=model, api_key="k", base_url=emu.base_url, stream_idle_timeout=0.2, max_retries=0)
-        texts, error = await read_stream(client)
-        url = client.base_url
+    texts, error, url = await streamed(provider, Reply(text="late", delay=1.5), stream_idle_timeout=0.2)
     assert texts == []
     assert type(error) is ChatClientException
     assert str(error).startswith(f"{PROVIDERS[provider].label} at {url} ")
@@ -45,16 +51,23 @@ async def test_a_stream_that_never_answers_names_the_idle_timeout_for_every_prov
 @pytest.mark.parametrize("provider", list(CLIENTS))
 async def test_a_stream_that_ends_cleanly_with_no_event_is_cut_off_for_every_provider(provider: str) -> None:
     # HTTP 200 and a properly ended body, but not one event in it (a proxy that ended the response early)
-    emulator, client_class, model = CLIENTS[provider]
-    with emulator(api_key="k") as emu:
-        emu.script(Reply(text="abcdef", chunks=3, end_after_events=0), "never")
-        client = client_class(model=model, api_key="k", base_url=emu.base_url, max_retries=0)
-        texts, error = await read_stream(client)
-        url = client.base_url
+    texts, error, url = await streamed(provider, Reply(text="abcdef", chunks=3, end_after_events=0))
     assert texts == []
     assert type(error) is ChatClientException
     assert str(error).startswith(f"The {PROVIDERS[provider].label} stream from {url} ended without ")
     assert re.search(r" before any (event|update): the answer was cut off\.$", str(error))
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+async def test_a_compressed_stream_that_breaks_says_what_was_delivered_for_every_provider(provider: str) -> None:
+    # the HTTP stack's own error (httpx's DecodingError) mid-stream: neither a transport failure nor a provider's
+    texts, error, _ = await streamed(provider, Reply(text="abcdefgh", chunks=4, corrupt_after_events=2))
+    assert type(error) is ChatClientInvalidResponseException
+    message = str(error)
+    assert message.startswith(f"Reading the {PROVIDERS[provider].label} stream failed after ")
+    assert f" ({len(''.join(texts))} characters of text/reasoning) had been delivered; " in message
+    assert "the answer is incomplete: DecodingError(" in message
+    assert type(error.__cause__).__name__ == "DecodingError"
 
 
 async def test_a_retry_gets_only_what_is_left_of_the_timeout() -> None:
