@@ -1,14 +1,20 @@
 """What the client tests of every provider share: a fast retry policy, a client pointed at an emulator, one
 question asked streamed or not, the body a request path builds, a stream read until it ends or fails, a tool, and the
-memory a parser allocates per chunk (work counted without a clock).
+memory a parser allocates per chunk (work counted without a clock), and what a fresh interpreter loads.
 
 Each provider's ``tests/<provider>/test_client.py`` uses these instead of its own copies, so that the same step has
 the same name everywhere (``client_for``, ``ask``, ``read_stream``, ``get_weather``)."""
 
 from __future__ import annotations
 
+import functools
+import json
+import subprocess
+import sys
+import textwrap
 import tracemalloc
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_framework import ChatResponse, Message, tool
@@ -24,6 +30,57 @@ def provider_clients(**models: str) -> dict[str, tuple[Any, Any, str]]:
         name: (provider.load_emulator(), provider.load_client(), models.get(name, provider.example_model))
         for name, provider in PROVIDERS.items()
     }
+
+
+FRESH_IMPORTS = """
+import json, sys
+modules = {}
+import qwen3
+modules["qwen3"] = sorted(sys.modules)
+import qwen3.selfhosted.servers
+modules["qwen3.selfhosted.servers"] = sorted(sys.modules)
+import qwen3.testing
+modules["qwen3.testing"] = sorted(sys.modules)
+import qwen3.batch, clients, clients.testing, clients.openai.testing
+modules["clients.openai.testing"] = sorted(sys.modules)
+import qwen3.tokens
+unloaded = qwen3.tokens._encoder is None
+qwen3.QwenTokenizer().count_tokens("hi")
+first = qwen3.tokens._encoder
+qwen3.QwenTokenizer(media_tokens=1).count_tokens("hi again")
+modules["count_tokens"] = sorted(sys.modules)
+client = qwen3.SelfHostedQwenChatClient
+modules["SelfHostedQwenChatClient"] = sorted(sys.modules)
+print(json.dumps({
+    "modules": modules,
+    "vocabulary": [unloaded, first is not None, qwen3.tokens._encoder is first],
+    "selfhosted": [client.__module__, qwen3.SelfHostedQwenChatOptions.__name__],
+}))
+"""
+"""The imports users make, one after another in a fresh interpreter, and what each step has loaded by then."""
+
+
+@functools.cache
+def fresh_imports() -> dict[str, Any]:
+    """What a fresh interpreter has loaded (``["modules"][step]``: sorted module names) after each step of
+    `FRESH_IMPORTS`: ``import qwen3``; ``qwen3.selfhosted.servers``; ``qwen3.testing``; ``qwen3.batch``,
+    ``clients``, ``clients.testing``, ``clients.openai.testing``; two token counts (``"count_tokens"``);
+    ``qwen3.SelfHostedQwenChatClient``.
+    ``["vocabulary"]``: [not loaded before the first count, loaded by it, not loaded again by the second];
+    ``["selfhosted"]``: [the client's module, the options' name]. Each step only adds imports, so what a step asserts
+    absent was absent after that import alone. One process (cached) serves every test that asks what importing costs
+    (a fresh interpreter costs a second of CPU)."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FRESH_IMPORTS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.0, max_delay=0.0)

@@ -4,8 +4,6 @@ HTTP against the emulator where MAF trims what a client sends."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ from qwen3 import QwenChatClient, QwenTokenizer, compaction_for
 from qwen3.routing import MODEL_FAMILIES, model_family
 from qwen3.testing import DashScopeEmulator, Reply
 from qwen3.tokens import MEDIA_TOKENS
+from tests.helpers import fresh_imports
 
 KEY = "sk-test"
 
@@ -127,19 +126,16 @@ def test_bad_media_tokens_is_refused(bad: Any) -> None:
 
 
 def test_import_stays_light_and_the_vocabulary_loads_on_first_count() -> None:
-    code = (
-        "import sys, qwen3\n"
-        "assert 'tiktoken' not in sys.modules, 'import qwen3 loaded the tokenizer'\n"
-        "import qwen3.tokens as t\n"
-        "assert t._encoder is None\n"
-        "qwen3.QwenTokenizer().count_tokens('hi')\n"
-        "first = t._encoder\n"
-        "qwen3.QwenTokenizer(media_tokens=1).count_tokens('hi again')\n"
-        "assert first is not None and t._encoder is first, 'loaded twice'\n"
-        "assert 'tiktoken' in sys.modules\n"
-        "assert 'openai' not in sys.modules and 'anthropic' not in sys.modules\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    seen = fresh_imports()  # a fresh interpreter's imports, step by step
+    assert "tiktoken" not in seen["modules"]["qwen3"], "import qwen3 loaded the tokenizer"
+    unloaded, loaded, once = seen["vocabulary"]
+    assert unloaded, "the vocabulary was loaded before the first count"
+    assert loaded, "the first count did not load the vocabulary"
+    assert once, "the vocabulary was loaded twice"
+    counted = seen["modules"]["count_tokens"]
+    assert "tiktoken" in counted
+    assert "openai" not in counted
+    assert "anthropic" not in counted
 
 
 # ------------------------------------------------------------------------------------ the model table, compaction

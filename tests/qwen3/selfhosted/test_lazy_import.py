@@ -7,24 +7,19 @@ import subprocess
 import sys
 import textwrap
 
+from tests.helpers import fresh_imports
+
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
 
 
 def test_import_qwen3_loads_no_openai_until_the_client_is_asked_for() -> None:
-    done = _run("""
-        import sys
-        import qwen3, qwen3.selfhosted.servers
-        before = sorted(m for m in sys.modules if m.startswith(("openai", "httpx2", "clients.openai")))
-        client = qwen3.SelfHostedQwenChatClient
-        print(before, "openai" in sys.modules)
-        print(client.__module__, qwen3.SelfHostedQwenChatOptions.__name__)
-        """)
-    assert done.returncode == 0, done.stderr
-    first, second = done.stdout.splitlines()
-    assert first == "[] True"
-    assert second == "qwen3.selfhosted.client SelfHostedQwenChatOptions"
+    seen = fresh_imports()  # a fresh interpreter's imports, step by step
+    before = seen["modules"]["qwen3.selfhosted.servers"]  # after import qwen3, qwen3.selfhosted.servers
+    assert [m for m in before if m.startswith(("openai", "httpx2", "clients.openai"))] == []
+    assert "openai" in seen["modules"]["SelfHostedQwenChatClient"]  # asked for: loaded
+    assert seen["selfhosted"] == ["qwen3.selfhosted.client", "SelfHostedQwenChatOptions"]
 
 
 def test_without_the_openai_sdk_the_error_names_the_extra() -> None:
