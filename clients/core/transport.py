@@ -571,13 +571,6 @@ class StreamedJSON:
             yield b'"'
         yield self._segments[-1]
 
-    def __bytes__(self) -> bytes:
-        """The whole body at once (for tests and logs, not for sending)."""
-        out = bytearray()
-        for segment, string in zip(self._segments[:-1], self._strings, strict=True):
-            out += segment + b'"' + string.encode("ascii") + b'"'
-        return bytes(out + self._segments[-1])
-
 
 def _plain(text: str) -> bool:
     """``text`` is written in JSON as it is, between quotes: ASCII without quotes, backslashes or control
