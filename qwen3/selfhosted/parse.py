@@ -3,7 +3,8 @@ server left them.
 
 - Reasoning: ``reasoning`` (vLLM ≥ 0.11, Ollama) or ``reasoning_content`` (SGLang, older vLLM), read by the OpenAI
   parser; or ``<think>…</think>`` in the answer when the server runs no reasoning parser, split by
-  ``clients.core.parse.split_think``. Qwen3.5+ (and Qwen3 Thinking-2507) templates put ``<think>`` in the prompt, so
+  ``clients.core.parse.split_think``'s rules, a whole answer in the order it gives (`_think_pieces`: text before a
+  block stays before it). Qwen3.5+ (and Qwen3 Thinking-2507) templates put ``<think>`` in the prompt, so
   only ``</think>`` is generated (docs.vllm.ai ``vllm/reasoning/qwen3_reasoning_parser``). In a whole answer to a
   request that may think, with no reasoning field, text before a first ``</think>`` is reasoning (``split_think``'s
   missing-open rule). A stream cannot know that before the tag arrives, and holding every answer until its end would
@@ -53,8 +54,6 @@ from clients.core.parse import (
     ThinkPiece,
     ThinkSplitter,
     nesting,
-    split_leading_think,
-    split_think,
     text_delta,
 )
 from clients.openai.parse import StreamState
@@ -328,8 +327,17 @@ def _ended_reasoning(contents: list[Content], closed: bool) -> list[Content]:
     return [*out, Content.from_text(answer)]
 
 
-def _think_split(text: str, may_think: bool) -> tuple[str, str]:
-    return split_think(text) if may_think else split_leading_think(text)
+def _think_pieces(text: str, may_think: bool) -> list[ThinkPiece]:
+    """A whole answer's ``<think>`` split, in the order the text gives it (a stream's pieces, joined by kind): what
+    ``split_think`` (``may_think``) or ``split_leading_think`` returns, but text before a block stays before it."""
+    splitter = ThinkSplitter() if may_think else LeadingThinkSplitter()
+    pieces: list[ThinkPiece] = []
+    for kind, piece in (*splitter.feed(text), *splitter.flush()):
+        if pieces and pieces[-1][0] == kind:
+            pieces[-1] = (kind, pieces[-1][1] + piece)
+        elif piece:
+            pieces.append((kind, piece))
+    return pieces
 
 
 def parse_response(
@@ -350,11 +358,13 @@ def parse_response(
     field_seen = any(c.type == "text_reasoning" for c in message.contents)
     for content in message.contents:
         if split and content.type == "text" and _is_plain(content) and content.text:
-            reasoning, answer = _think_split(content.text, may_think and not field_seen)
-            if reasoning:
-                contents.append(Content.from_text_reasoning(text=reasoning))
-            if answer:
-                contents.append(Content.from_text(answer, annotations=content.annotations))
+            annotations = content.annotations  # on the first piece of answer text
+            for kind, piece in _think_pieces(content.text, may_think and not field_seen):
+                if kind == "reasoning":
+                    contents.append(Content.from_text_reasoning(text=piece))
+                else:
+                    contents.append(Content.from_text(piece, annotations=annotations))
+                    annotations = None
         else:
             contents.append(content)
     calls = 0

@@ -94,6 +94,23 @@ async def test_reasoning_in_think_tags_without_a_reasoning_parser(stream: bool, 
     assert kinds(response) == [("text_reasoning", "Check small primes."), ("text", "1001 = 7 × 11 × 13.")]
 
 
+@pytest.mark.parametrize("thinking", [None, False])
+async def test_a_think_block_after_leading_text_keeps_that_text_in_place(thinking: bool | None) -> None:
+    """vLLM and SGLang disagree on the text before a <think> that does not open the answer (docs/self-hosted.md,
+    Differences from the reference servers); here it is answer text, in its place, whole and streamed alike, and
+    nothing is dropped. With thinking off the tags are the model's own text."""
+    text = "Sure.\n<think>plan</think>answer"
+    split = [("text", "Sure.\n"), ("text_reasoning", "plan"), ("text", "answer")]
+    want = [("text", text)] if thinking is False else split
+    options = {} if thinking is None else {"enable_thinking": thinking}
+    with SelfHostedQwenEmulator("vllm", reasoning_parser=False) as emu:
+        client = client_for(emu)
+        for chunks in (None, 1, 3, 7):
+            emu.script(Reply(text=text, chunks=chunks))
+            response = await ask(client, stream=chunks is not None, **options)
+            assert kinds(response) == want, chunks
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_servers_own_option_goes_through_and_sglang_merged_reasoning_is_split(stream: bool) -> None:
     with SelfHostedQwenEmulator("sglang") as emu:
