@@ -6,7 +6,10 @@ DashScope's refusals as MAF exceptions."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -348,3 +351,74 @@ async def test_image_search_both_ways(emu: DashScopeEmulator, client: QwenRespon
     response = await client.get_response([Message("user", ["Similar images?", image])], options={"tools": [by_image]})
     result = next(c for c in response.messages[-1].contents if c.type == "search_tool_result")
     assert result.result == [{"title": "Blue background", "url": "https://img.example/1.png"}]
+
+
+# ---------------------------------------------------------------------------------------------- hostile answers
+
+_ITEM_TYPES = [
+    "message",
+    "reasoning",
+    "function_call",
+    "web_search_call",
+    "web_extractor_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "mcp_call",
+    "web_search_image_call",
+    "image_search_call",
+    "something_new",
+]
+_ITEM_KEYS = ["id", "call_id", "name", "arguments", "content", "summary", "action", "results", "output", "outputs",
+              "code", "urls", "queries", "server_label", "status", "error"]  # fmt: skip
+
+
+def _items() -> Any:
+    from hypothesis import strategies as st
+
+    from tests.strategies import json_values
+
+    fields = st.dictionaries(st.sampled_from(_ITEM_KEYS), json_values, max_size=5)
+    return st.builds(lambda kind, rest: {"type": kind, **rest}, st.sampled_from(_ITEM_TYPES), fields)
+
+
+def _bodies() -> Any:
+    from hypothesis import strategies as st
+
+    from tests.strategies import json_values
+
+    output = st.lists(_items(), max_size=4) | json_values
+    status = st.sampled_from(["completed", "incomplete", "failed"]) | json_values
+    return st.fixed_dictionaries({"id": json_values, "status": status, "output": output, "usage": json_values})
+
+
+def test_any_answer_shape_is_a_well_formed_response_or_a_maf_exception() -> None:
+    """Whatever the output items hold (a list where a string belongs, a number as arguments, deep nesting), the parse
+    gives a ChatResponse of MAF's types, or ChatClientInvalidResponseException: never a raw KeyError/TypeError."""
+    from agent_framework import ChatResponse
+    from agent_framework.exceptions import ChatClientInvalidResponseException
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from clients.core.parse import parsed
+    from qwen3.responses.parse import StreamState, parse_response, parse_stream_event
+    from tests.fuzzing import check_response
+
+    @settings(max_examples=int(os.environ.get("RESPONSES_FUZZ_EXAMPLES", "25")), deadline=None, database=None)
+    @given(body=_bodies(), items=st.lists(_items(), max_size=4))
+    def check(body: dict[str, object], items: list[dict[str, object]]) -> None:
+        with contextlib.suppress(ChatClientInvalidResponseException):
+            check_response(parsed("DashScope", parse_response, body, model="m", stored=True))
+        state = StreamState(stored=True)
+        updates = []
+        events = [{"type": "response.output_item.done", "item": i} for i in items]
+        events.append({"type": "response.completed", "response": body})
+        for event in events:
+            try:
+                update = parsed("DashScope", parse_stream_event, event, state, model="m")
+            except ChatClientInvalidResponseException:
+                break
+            if update is not None:
+                updates.append(update)
+        check_response(ChatResponse.from_updates(updates))
+
+    check()
