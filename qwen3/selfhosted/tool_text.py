@@ -91,7 +91,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clients.core.parse import reject_constant
-from qwen3.selfhosted.values import LiteralBudget, coerce, schema_types
+from qwen3.selfhosted.values import CallValues, coerce, schema_types
 
 __all__ = [
     "MAX_BLOCK_CHARS",
@@ -536,13 +536,14 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     declared = set(properties) if isinstance(properties, Mapping) and properties else None
     blank_from = len(body.rstrip())  # only white space from here on
-    budget = LiteralBudget()  # Python literals: MAX_LITERAL_CHARS for the whole call
+    budget = CallValues()  # Python literals: MAX_LITERAL_CHARS for the whole call; one warning for its values
     arguments: dict[str, Any] = {}
     at = 0
     while True:
         while at < len(body) and body[at].isspace():
             at += 1
         if at == len(body):
+            budget.warn(name)
             return name, arguments
         if not body.startswith(PARAMETER_OPEN, at):
             return "has text between its parameters that is not a <parameter=…> tag"
@@ -563,7 +564,7 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
         value = value[1:] if value.startswith("\n") else value
         value = value[:-1] if value.endswith("\n") else value
         field = properties.get(key) if isinstance(properties, Mapping) else None
-        arguments[key] = coerce(value, schema_types(field, schema), name, key, budget)
+        arguments[key] = coerce(value, schema_types(field, schema), key, budget)
 
 
 def _value_end(

@@ -3,7 +3,7 @@
 An XML tool call (``<parameter=KEY>VALUE</parameter>``) carries every value as text; ``coerce`` gives it the type
 ``properties[KEY]`` declares (the rules are rule 5 of ``qwen3.selfhosted.tool_text``, which calls it), and
 ``schema_types`` reads the declared types out of a schema. A value that fits no declared type stays the text, with a
-warning: nothing the model wrote is dropped.
+warning (one per call, `CallValues.warn`): nothing the model wrote is dropped.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from clients.core.parse import reject_constant
 
-__all__ = ["MAX_LITERAL_CHARS", "MAX_SAFE_INTEGER", "LiteralBudget", "coerce", "schema_types"]
+__all__ = ["MAX_LITERAL_CHARS", "MAX_NAMED_VALUES", "MAX_SAFE_INTEGER", "CallValues", "coerce", "schema_types"]
 
 logger = logging.getLogger("agent_framework.qwen3.selfhosted")
 
@@ -100,14 +100,39 @@ MAX_LITERAL_CHARS = 8 * 1024
 JSON stays a string, with the warning."""
 
 
-class LiteralBudget:
-    """What is left of ``MAX_LITERAL_CHARS`` for one call's values (`coerce` spends it)."""
+class CallValues:
+    """One call's values as `coerce` reads them: what is left of ``MAX_LITERAL_CHARS`` (``left``), and the values
+    that fit no declared type (``strings``), told in one warning by `warn` once the call is read."""
 
     def __init__(self, chars: int = MAX_LITERAL_CHARS) -> None:
         self.left = chars
+        self.strings: list[tuple[str, str, list[str]]] = []  # (key, value shown, declared types)
+
+    def warn(self, tool: str) -> None:
+        """One warning for the call's values passed on as strings, naming how many and the first
+        `MAX_NAMED_VALUES` (a block of a thousand such parameters logged a thousand records)."""
+        if not self.strings:
+            return
+        named = "; ".join(
+            f"{key!r} is {value!r}, not {' or '.join(types)}" for key, value, types in self.strings[:MAX_NAMED_VALUES]
+        )
+        more = len(self.strings) - MAX_NAMED_VALUES
+        logger.warning(
+            "Tool %r: %d parameter value(s) are not of the type their schema declares and are passed on as strings: "
+            "%s%s",
+            tool,
+            len(self.strings),
+            named,
+            f"; and {more} more" if more > 0 else "",
+        )
+        self.strings = []
 
 
-def _read(text: str, budget: LiteralBudget) -> Any:
+MAX_NAMED_VALUES = 3
+"""At most this many values passed on as strings are named in a call's one warning (`CallValues.warn`)."""
+
+
+def _read(text: str, budget: CallValues) -> Any:
     """``text`` as JSON, else as a Python literal (``{'key': 'value'}``, ``True``, ``None``: what models trained on
     templates that render values with Python's ``str`` write; vLLM's parsers read them too); `_NOTHING` if neither.
     A JSON string that holds an object or an array (a value encoded twice) is read once more."""
@@ -118,7 +143,7 @@ def _read(text: str, budget: LiteralBudget) -> Any:
     return value
 
 
-def _read_once(text: str, budget: LiteralBudget) -> Any:
+def _read_once(text: str, budget: CallValues) -> Any:
     try:
         return json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError):
@@ -144,10 +169,10 @@ def _plain(value: Any, depth: int = 0) -> Any:
     raise ValueError(f"{type(value).__name__} is not a JSON value")
 
 
-def coerce(value: str, types: list[str], tool: str, key: str, budget: LiteralBudget | None = None) -> Any:
+def coerce(value: str, types: list[str], key: str, budget: CallValues) -> Any:
     """Rule 5: the parameter's value as its schema ``types`` it, the first declared type it fits winning; a value
-    that fits none stays a string. ``budget``: the Python-literal reading left to the call (one per call)."""
-    budget = budget if budget is not None else LiteralBudget()
+    that fits none stays a string, noted in ``budget`` (one per call: the Python-literal reading left to it, and
+    the values to warn about, `CallValues.warn`)."""
     stripped = value.strip()
     if not types:
         return value
@@ -168,11 +193,5 @@ def coerce(value: str, types: list[str], tool: str, key: str, budget: LiteralBud
             candidate = int(candidate)  # 3.0 is an integer to JSON Schema; 1e300 is not 301 digits anyone wrote
         if candidate is not _NOTHING and _fits(candidate, kind):
             return candidate
-    logger.warning(
-        "Parameter %r of the tool %r: %r is not %s as its schema declares; it is passed on as a string",
-        key,
-        tool,
-        value if len(value) <= 80 else value[:80] + "…",
-        " or ".join(types),
-    )
+    budget.strings.append((key, value if len(value) <= 80 else value[:80] + "…", types))
     return value

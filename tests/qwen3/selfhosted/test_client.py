@@ -467,6 +467,26 @@ async def test_at_most_128_calls_are_recovered_from_one_answer(stream: bool, cap
     assert len(warned) == 1
 
 
+async def test_values_that_fit_no_type_are_told_in_one_warning_per_call(caplog: pytest.LogCaptureFixture) -> None:
+    """A call of 1,000 integer parameters written as words: each is passed on as a string (nothing dropped), and the
+    log holds one record for the call naming the count and the first three, not 1,000 records."""
+    keys = [f"n{i}" for i in range(1000)]
+    schema = {"type": "object", "properties": {key: {"type": "integer"} for key in keys}}
+    body = "".join(f"<parameter={key}>\nmany\n</parameter>\n" for key in keys)
+    tools = [{"type": "function", "function": {"name": "count", "parameters": schema}}]
+    with SelfHostedQwenEmulator("vllm", tool_parser=False) as emu:
+        emu.script(Reply(text=f"<tool_call>\n<function=count>\n{body}</function>\n</tool_call>"))
+        with caplog.at_level(logging.WARNING, logger="agent_framework.qwen3.selfhosted"):
+            response = await raw_client(emu).get_response(hi(), options={"tools": tools})
+    [call] = [c for c in response.messages[0].contents if c.type == "function_call"]
+    assert call.parse_arguments() == dict.fromkeys(keys, "many")
+    records = [r.getMessage() for r in caplog.records if "parameter value(s)" in r.getMessage()]
+    assert len(records) == 1
+    assert "Tool 'count': 1000 parameter value(s)" in records[0]
+    assert "'n0' is 'many', not integer; 'n1'" in records[0]
+    assert records[0].endswith("; and 997 more")
+
+
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(
     ("text", "why"),
