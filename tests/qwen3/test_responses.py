@@ -403,7 +403,7 @@ def test_any_answer_shape_is_a_well_formed_response_or_a_maf_exception() -> None
     from qwen3.responses.parse import StreamState, parse_response, parse_stream_event
     from tests.fuzzing import check_response
 
-    @settings(max_examples=int(os.environ.get("RESPONSES_FUZZ_EXAMPLES", "25")), deadline=None, database=None)
+    @settings(max_examples=int(os.environ.get("RESPONSES_FUZZ_EXAMPLES", "10")), deadline=None, database=None)
     @given(body=_bodies(), items=st.lists(_items(), max_size=4))
     def check(body: dict[str, object], items: list[dict[str, object]]) -> None:
         with contextlib.suppress(ChatClientInvalidResponseException):
