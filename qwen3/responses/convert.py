@@ -90,6 +90,24 @@ IGNORED = {
     "service_tier": "not a parameter of DashScope's Responses API; it would be ignored.",
 }
 """Options DashScope would ignore in silence ("Unlisted OpenAI parameters are ignored"): refused before sending."""
+READ = frozenset(
+    {
+        "model",
+        "instructions",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "tools",
+        "tool_choice",
+        "allow_multiple_tool_calls",
+        "response_format",
+        "enable_thinking",
+        "reasoning",
+        "store",
+        "conversation_id",
+    }
+)
+"""The options this client reads (MAF's ``ChatOptions`` and ``QwenResponsesOptions``); any other is refused."""
 
 
 # ---------------------------------------------------------------------------------------------- tools
@@ -400,6 +418,12 @@ def request_body(
             a body that cannot be sent as JSON.
     """
     refuse_unsupported(options, IGNORED)
+    unknown = sorted(key for key, value in options.items() if value is not None and key not in READ | IGNORED.keys())
+    if unknown:
+        raise invalid(
+            f"Option(s) {unknown} are not parameters of DashScope's Responses API, which ignores what it does not "
+            f"list; this client reads {sorted(READ)} (docs/responses.md)."
+        )
     if not items:
         raise invalid("No messages to send: DashScope's Responses API needs an input.")
     body: dict[str, Any] = {"model": model, "input": items}

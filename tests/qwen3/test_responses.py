@@ -121,6 +121,8 @@ async def test_structured_output_goes_in_text_format(emu: DashScopeEmulator, cli
         ({"seed": 1}, "seed"),
         ({"reasoning": {"effort": "low", "summary": "auto"}}, "enable_thinking"),
         ({"conversation_id": "resp_1"}, "store=True"),
+        ({"top_k": 20}, "top_k"),
+        ({"extra_body": {"enable_search": True}}, "extra_body"),
     ],
 )
 async def test_options_dashscope_ignores_are_refused_before_sending(
