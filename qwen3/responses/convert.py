@@ -411,7 +411,8 @@ def request_body(
     """The whole body of ``POST …/responses``: ``model``, ``input`` (`input_items`), ``stream`` and the options
     DashScope reads: ``temperature``, ``top_p``, ``max_tokens`` → ``max_output_tokens``, ``tools``,
     ``tool_choice``, ``allow_multiple_tool_calls`` → ``parallel_tool_calls``, ``response_format`` → ``text.format``,
-    ``enable_thinking`` (or MAF's ``reasoning``), ``store``, ``conversation_id`` → ``previous_response_id``.
+    ``enable_thinking`` (or MAF's ``reasoning``), ``store`` (always sent: false unless asked, so that DashScope keeps
+nothing of a conversation the client resends whole), ``conversation_id`` → ``previous_response_id``.
 
     Raises:
         ChatClientInvalidRequestException: no input, an option DashScope would ignore (`IGNORED`), a bad tool,
@@ -454,10 +455,9 @@ def request_body(
     if thinking is not None:
         body["enable_thinking"] = thinking
     store = options.get("store")
-    if store is not None:
-        if not isinstance(store, bool):
-            raise invalid(f"store must be True or False, not {store!r}.")
-        body["store"] = store
+    if store is not None and not isinstance(store, bool):
+        raise invalid(f"store must be True or False, not {store!r}.")
+    body["store"] = store is True  # not stored unless asked: DashScope keeps nothing of a stateless conversation
     previous = options.get("conversation_id")
     if previous:
         if store is not True:

@@ -159,6 +159,8 @@ async def test_function_round_trip_sends_the_whole_history_without_store(
         "output": "Sunny in Hangzhou",
     }
     assert "previous_response_id" not in second.body
+    assert [r.body["store"] for r in emu.requests] == [False, False]  # nothing kept on DashScope's side
+    assert emu.responses.stored == {}
 
 
 async def test_stored_session_continues_by_previous_response_id(emu: DashScopeEmulator, client: QwenResponsesClient):
