@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Generic, TypedDict
+from typing import Any, ClassVar, Generic, NamedTuple, TypedDict
 
 from agent_framework import (
     ChatMiddlewareLayer,
@@ -39,9 +39,11 @@ from qwen3.selfhosted.servers import PROFILES, SERVERS, Server, ServerProfile
 __all__ = [
     "DEFAULT_BASE_URL",
     "RawSelfHostedQwenChatClient",
+    "ResolvedSettings",
     "SelfHostedClientSettings",
     "SelfHostedQwenChatClient",
     "SelfHostedSettings",
+    "resolve_settings",
 ]
 
 DEFAULT_BASE_URL = "http://localhost:8000/v1"
@@ -59,6 +61,37 @@ class SelfHostedSettings(TypedDict, total=False):
     base_url: str | None
     model: str | None
     server: str | None
+
+
+class ResolvedSettings(NamedTuple):
+    """What `resolve_settings` reads: the model, key and base URL (without a trailing ``/``) for the request path,
+    and ``QWEN_SELFHOSTED_SERVER`` (None when not set)."""
+
+    model: str
+    api_key: str | SecretString
+    base_url: str
+    server: str | None
+
+
+def resolve_settings(keywords: ClientSettings) -> ResolvedSettings:
+    """The keywords given (`ClientSettings.given`), else the ``QWEN_SELFHOSTED_`` variables or ``.env`` file; no key is
+    the SDK's placeholder ``"EMPTY"``, no base URL `DEFAULT_BASE_URL`.
+
+    Raises:
+        SettingNotFoundError: no model.
+        ValueError: a DashScope base URL (use ``QwenChatClient``).
+    """
+    settings = load_settings(SelfHostedSettings, env_prefix="QWEN_SELFHOSTED_", **keywords.given())
+    if not settings.get("model"):
+        raise SettingNotFoundError(
+            "No model given: pass model= (the name the server serves, e.g. 'Qwen/Qwen3-8B' for vLLM or "
+            "'qwen3:8b' for Ollama; GET <base_url>/models lists them) or set QWEN_SELFHOSTED_MODEL."
+        )
+    url = (settings.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+    if servers.is_dashscope(url):
+        raise ValueError(str(servers.dashscope_error(shown_url(url))))
+    key = settings.get("api_key") or "EMPTY"  # the SDK needs some key
+    return ResolvedSettings(str(settings["model"]), key, url, settings.get("server") or None)
 
 
 @dataclass(frozen=True)
@@ -80,9 +113,9 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         if settings is None:
             settings = SelfHostedClientSettings.taken_from(kwargs)
         own = settings if isinstance(settings, SelfHostedClientSettings) else SelfHostedClientSettings()
-        self._server_setting: str | None = None  # QWEN_SELFHOSTED_SERVER, read by _settings
+        self._resolved = resolve_settings(settings)
         super().__init__(settings=settings, **kwargs)
-        given = own.server if own.server is not None else self._server_setting
+        given = own.server if own.server is not None else self._resolved.server
         if given is not None and given not in SERVERS:
             raise ValueError(f"server must be 'vllm', 'sglang', 'ollama' or None (detected), not {given!r}.")
         self._given_server: Server | None = given  # type: ignore[assignment]
@@ -94,17 +127,8 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         self._served_models: tuple[str, ...] = ()  # what GET /models listed at detection
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
-        settings = load_settings(SelfHostedSettings, env_prefix="QWEN_SELFHOSTED_", **keywords.given())
-        self._server_setting = settings.get("server") or None
-        if not settings.get("model"):
-            raise SettingNotFoundError(
-                "No model given: pass model= (the name the server serves, e.g. 'Qwen/Qwen3-8B' for vLLM or "
-                "'qwen3:8b' for Ollama; GET <base_url>/models lists them) or set QWEN_SELFHOSTED_MODEL."
-            )
-        url = (settings.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
-        if servers.is_dashscope(url):
-            raise ValueError(str(servers.dashscope_error(shown_url(url))))
-        return str(settings["model"]), settings.get("api_key") or "EMPTY", url  # the SDK needs some key
+        """The model, key and base URL `resolve_settings` read from the same keywords in ``__init__``."""
+        return self._resolved.model, self._resolved.api_key, self._resolved.base_url
 
     @property
     def server(self) -> Server | None:

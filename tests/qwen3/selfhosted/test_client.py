@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agent_framework import Agent, ChatResponse, Content, Message
+from agent_framework import Agent, ChatResponse, Content, Message, SecretString
 from agent_framework.exceptions import (
     ChatClientException,
     ChatClientInvalidAuthException,
@@ -22,6 +22,7 @@ from agent_framework.exceptions import (
 from clients.testing import Reply, ToolCall
 from qwen3 import SelfHostedQwenChatClient, video_frames
 from qwen3.selfhosted import RawSelfHostedQwenChatClient
+from qwen3.selfhosted.client import SelfHostedClientSettings, resolve_settings
 from qwen3.selfhosted.parse import MAX_RECOVERED_CALLS
 from qwen3.testing import SelfHostedQwenEmulator
 from tests.conftest import PNG
@@ -606,6 +607,26 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("QWEN_SELFHOSTED_MODEL")
     with pytest.raises(SettingNotFoundError, match="QWEN_SELFHOSTED_MODEL"):
         SelfHostedQwenChatClient()
+
+
+def test_settings_are_read_as_one_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``resolve_settings`` returns everything the client reads (the server setting included), and the request path's
+    ``_settings`` hands back that value without setting anything on the client (issue 23: no side attributes)."""
+    monkeypatch.setenv("QWEN_SELFHOSTED_SERVER", "sglang")
+    monkeypatch.setenv("QWEN_SELFHOSTED_API_KEY", "sk-local")
+    resolved = resolve_settings(SelfHostedClientSettings(model="m", base_url="http://127.0.0.1:30000/v1/"))
+    assert resolved[:3:2] == ("m", "http://127.0.0.1:30000/v1")
+    assert resolved.server == "sglang"
+    assert isinstance(resolved.api_key, SecretString)
+    assert resolved.api_key.get_secret_value() == "sk-local"
+    client = SelfHostedQwenChatClient(model="m", base_url="http://127.0.0.1:30000/v1/")
+    assert client.server == "sglang"
+    before = dict(vars(client))
+    assert client._settings(SelfHostedClientSettings(model="other")) == resolved[:3]
+    assert vars(client) == before
+    monkeypatch.delenv("QWEN_SELFHOSTED_SERVER")
+    monkeypatch.delenv("QWEN_SELFHOSTED_API_KEY")
+    assert resolve_settings(SelfHostedClientSettings(model="m")) == ("m", "EMPTY", "http://localhost:8000/v1", None)
 
 
 async def test_no_key_is_needed_and_a_given_key_is_sent() -> None:
