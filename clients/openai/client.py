@@ -152,6 +152,8 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
     _STREAM_IDLE: ClassVar[str] = "sent nothing"
     _ANSWER_KEY: ClassVar[str] = "choices"
+    _ENDPOINT: ClassVar[str] = "/chat/completions"
+    """The path below the base URL the requests go to (a redirect's message suggests the base it found)."""
     """The key of a successful answer's body: an ``error`` beside none of it is an error sent with HTTP 200."""
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
@@ -267,7 +269,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
             target = request_url.join(response.headers["location"])
             if _origin(target) != _origin(request_url):
                 shown = shown_url(str(target))
-                base = shown.removesuffix("/chat/completions")
+                base = shown.removesuffix(self._ENDPOINT)
                 raise ChatClientInvalidRequestException(
                     f"{self._label()} at {self.base_url} redirected the request (HTTP {response.status_code}) to "
                     f"{shown}, another origin: not followed, a redirect never carries the conversation to another "

@@ -124,6 +124,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     _STREAM_END: ClassVar[str] = "response.completed"
     _STREAM_IDLE: ClassVar[str] = "sent no stream event"
     _ANSWER_KEY: ClassVar[str] = "output"
+    _ENDPOINT: ClassVar[str] = "/responses"
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: a `QwenResponsesSettings` (built from ``kwargs`` when not given). Key, region, workspace and
