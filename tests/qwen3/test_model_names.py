@@ -21,6 +21,7 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 from qwen3 import QwenChatClient, QwenVLChatClient, image_content
 from qwen3.routing import MODEL_FAMILIES, known_family, model_family, similar_models
 from qwen3.testing import DashScopeEmulator, Reply
+from qwen3.testing.__main__ import main as serve
 from tests.conftest import PNG
 from tests.helpers import ask
 from tests.qwen3.test_routing import THINKING
@@ -205,12 +206,13 @@ async def test_an_image_for_a_vision_model_is_sent(emu: DashScopeEmulator) -> No
 # ------------------------------------------------------------------------------------------ python -m qwen3.testing
 
 
-def test_the_served_emulator_takes_extra_model_names() -> None:
+def test_the_served_emulator_takes_extra_model_names(capsys: pytest.CaptureFixture[str]) -> None:
     root = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "qwen3.testing", "--dashscope-only", "--api-key", KEY]
-    refused = subprocess.run([*command, "--model", "my-ft=vision"], cwd=root, capture_output=True, text=True)
-    assert refused.returncode == 2
-    assert "--model my-ft=vision: NAME=text or NAME=multimodal" in refused.stderr
+    with pytest.raises(SystemExit) as refused:  # here, in this process: a refusal's exit status 2 from python -m
+        serve(["--dashscope-only", "--model", "my-ft=vision"])  # is tests/qwen3/test_serve_emulators.py's
+    assert refused.value.code == 2
+    assert "--model my-ft=vision: NAME=text or NAME=multimodal" in capsys.readouterr().err
     process = subprocess.Popen(
         [*command, "--model", "my-ft=text", "--model", "my-eyes-*=multimodal"],
         cwd=root,
