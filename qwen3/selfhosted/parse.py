@@ -567,7 +567,11 @@ def parse_stream_event(
                     texts.extend(_closed(state))
             if state.answer_calls is not None:  # before this chunk's tags are seen: its calls may precede </think>
                 state.unsure = _unsure(state)
-            texts.extend(_routed(state, _answer_pieces(state, content.text, final=False)))
+            pieces = _answer_pieces(state, content.text, final=False)
+            if state.answer_calls is None and state.reasoning_calls is None and pieces == [("text", content.text)]:
+                texts.append(content)  # passed through unchanged: the content the OpenAI parser made is the same
+            else:
+                texts.extend(_routed(state, pieces))
             if state.held:
                 texts.extend(_settle(state, final=False))
         else:
