@@ -33,7 +33,13 @@ from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.parse import StreamState
 from qwen3.selfhosted import servers
 from qwen3.selfhosted.convert import SelfHostedQwenChatOptions, check_options, convert_messages, request_body
-from qwen3.selfhosted.parse import SelfHostedStreamState, parse_response, parse_stream_event, tool_schemas
+from qwen3.selfhosted.parse import (
+    SelfHostedStreamState,
+    max_recovered_calls,
+    parse_response,
+    parse_stream_event,
+    tool_schemas,
+)
 from qwen3.selfhosted.servers import PROFILES, SERVERS, Server, ServerProfile
 
 __all__ = [
@@ -209,6 +215,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
             tools=tool_schemas(options),
             may_think=options.get("enable_thinking") is not False,
             split=options.get("split_think") is not False,
+            max_calls=max_recovered_calls(options),
         )
 
     def _stream_state(self, request: ProviderRequest) -> SelfHostedStreamState:
@@ -218,6 +225,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
             may_think=options.get("enable_thinking") is not False,
             split=options.get("split_think") is not False,
             prefilled=self._prefilled,
+            max_calls=max_recovered_calls(options),
         )
 
     def _parse_stream_event(

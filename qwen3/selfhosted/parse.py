@@ -74,6 +74,7 @@ __all__ = [
     "ReasoningCalls",
     "SelfHostedStreamState",
     "broken_limit",
+    "max_recovered_calls",
     "parse_response",
     "parse_stream_event",
     "reasoning_calls",
@@ -211,6 +212,17 @@ MAX_RECOVERED_CALLS = 128
 """The most tool calls recovered from one answer; the blocks after them stay text. The calls go back to the server
 in the assistant message of the next turn, and OpenAI's Chat Completions refuses more than 128 ``tool_calls`` there
 (its 400 "array too long. Expected an array with maximum length 128", reported in pydantic/pydantic-ai#1105)."""
+
+
+def max_recovered_calls(options: Mapping[str, Any]) -> int:
+    """The most tool calls recovered from one answer to a request with these ``options``: `MAX_RECOVERED_CALLS`, or 1
+    when MAF's ``allow_multiple_tool_calls`` is False (sent as ``parallel_tool_calls: false``). vLLM then keeps
+    a server-parsed answer's first call only (``maybe_filter_parallel_tool_calls``, vllm-project/vllm
+    ``vllm/entrypoints/serve/utils/tool_calls_utils.py`` at e6ba527c2508ddb9385215ea4014f5372cc38247) and drops the
+    others; here they stay text, with the warning."""
+    return 1 if options.get("allow_multiple_tool_calls") is False else MAX_RECOVERED_CALLS
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)", re.IGNORECASE)
 """A value written as a number (JSON's, or Python's and JavaScript's words for NaN and infinity)."""
@@ -258,18 +270,19 @@ def broken_limit(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None 
 
 
 def _contents(
-    pieces: list[ToolTextPiece], text: Callable[[str], Content], tools: ToolSchemas, calls: int = 0
+    pieces: list[ToolTextPiece], text: Callable[[str], Content], tools: ToolSchemas, calls: int, most: int
 ) -> tuple[list[Content], int]:
     """Pieces of ``tool_text`` → contents (text made by ``text``, each call a function call with a new ``call_…``
     id), and the answer's count of calls so far (``calls`` before these). A call that breaks a limit
-    (`broken_limit`, `MAX_RECOVERED_CALLS`) stays text, as written, with a warning naming the limit."""
+    (`broken_limit`; more than ``most`` calls: `max_recovered_calls`) stays text, as written, with a warning naming
+    the limit."""
     out: list[Content] = []
     texts: list[str] = []  # text so far since the last call: joined once (a call kept as text joins it)
     for kind, value in pieces:
         if kind == "call":
             assert not isinstance(value, str)
             why = broken_limit(value.arguments, tools.get(value.name))
-            if why is None and calls < MAX_RECOVERED_CALLS:
+            if why is None and calls < most:
                 calls += 1
                 if texts:
                     out.append(text("".join(texts)))
@@ -279,8 +292,12 @@ def _contents(
                 )
                 continue
             if why is None:  # past the cap: warned once (calls then stays one over it)
-                why = f"the answer has more than MAX_RECOVERED_CALLS={MAX_RECOVERED_CALLS} calls (so do later ones)"
-                warn, calls = calls == MAX_RECOVERED_CALLS, MAX_RECOVERED_CALLS + 1
+                why = (
+                    f"the answer has more than MAX_RECOVERED_CALLS={MAX_RECOVERED_CALLS} calls (so do later ones)"
+                    if most == MAX_RECOVERED_CALLS
+                    else "the request set allow_multiple_tool_calls=False: one call (so do later ones)"
+                )
+                warn, calls = calls == most, most + 1
             else:
                 warn = True
             if warn:
@@ -348,10 +365,12 @@ def parse_response(
     tools: ToolSchemas,
     may_think: bool,
     split: bool = True,
+    max_calls: int = MAX_RECOVERED_CALLS,
 ) -> ChatResponse[Any]:
     """A ``chat.completion`` body → ``ChatResponse``: ``clients.openai.parse.parse_response``, then ``<think>``
     split out of the answer (``split``; ``may_think``: the request may think, so a lone ``</think>`` ends
-    reasoning unless a reasoning field came) and tool calls recovered from the text (``tools``: what may be)."""
+    reasoning unless a reasoning field came) and tool calls recovered from the text (``tools``: what may be;
+    ``max_calls``: how many, `max_recovered_calls`)."""
     response = openai_response(body, model=model, response_format=response_format, split_think=False)
     message = response.messages[0]
     contents: list[Content] = []
@@ -379,7 +398,8 @@ def parse_response(
             if not (content.type == "text" and _is_plain(content) and content.text):
                 out.append(content)
                 continue
-            found, calls = _contents(split_tool_calls(content.text, tools), partial(_like, content), tools, calls)
+            pieces = split_tool_calls(content.text, tools)
+            found, calls = _contents(pieces, partial(_like, content), tools, calls, max_calls)
             out.extend(found)
         contents = out
     message.contents = contents
@@ -421,7 +441,9 @@ class SelfHostedStreamState(StreamState):
     """From the first call recovered from text that may turn out to be reasoning on, the answer's pieces, held until
     the stream tells (`_settle`)."""
     calls: int = 0
-    """Calls recovered from this stream's answer so far (past `MAX_RECOVERED_CALLS`: one more, warned once)."""
+    """Calls recovered from this stream's answer so far (past ``max_calls``: one more, warned once)."""
+    max_calls: int = MAX_RECOVERED_CALLS
+    """The most calls recovered from the answer (`max_recovered_calls`)."""
 
     def __post_init__(self) -> None:
         self.split_think = False  # the answer's <think> is split here, not by the OpenAI parser
@@ -477,7 +499,7 @@ def _pieces(state: SelfHostedStreamState, kind: str, text: str, final: bool) -> 
                 state.held.extend(pieces[at:])
                 pieces = pieces[:at]
                 break
-    out, state.calls = _contents(pieces, lambda text: text_delta(text, kind), state.tools, state.calls)
+    out, state.calls = _contents(pieces, lambda text: text_delta(text, kind), state.tools, state.calls, state.max_calls)
     return out
 
 
@@ -502,7 +524,7 @@ def _settle(state: SelfHostedStreamState, final: bool) -> list[Content]:
     if state.lone_close:
         logger.warning("Tool calls came before a lone </think>, in the model's reasoning: kept as text, not run")
         held = [("text", piece[1].raw) if piece[0] == "call" else piece for piece in held]  # type: ignore[union-attr]
-    out, state.calls = _contents(held, lambda text: text_delta(text, "text"), state.tools, state.calls)
+    out, state.calls = _contents(held, lambda text: text_delta(text, "text"), state.tools, state.calls, state.max_calls)
     return out
 
 

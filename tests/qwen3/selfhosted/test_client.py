@@ -468,6 +468,22 @@ async def test_at_most_128_calls_are_recovered_from_one_answer(stream: bool, cap
     assert len(warned) == 1
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_without_parallel_calls_one_call_is_recovered(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """allow_multiple_tool_calls=False (parallel_tool_calls: false): the first call runs, the later blocks stay text
+    with one warning (vLLM keeps the first call of a parsed answer and drops the rest; nothing is dropped here)."""
+    blocks = [_hermes(json.dumps({"query": str(i)})) for i in range(3)]
+    with SelfHostedQwenEmulator("vllm", tool_parser=False) as emu:
+        emu.script(Reply(text="\n".join(blocks), chunks=7))
+        with caplog.at_level(logging.WARNING):
+            response = await ask(raw_client(emu), stream=stream, tools=[lookup], allow_multiple_tool_calls=False)
+    assert emu.requests[0].body["parallel_tool_calls"] is False
+    assert kinds(response) == [("function_call", ("lookup", {"query": "0"})), ("text", "\n".join(blocks[1:]))]
+    assert response.finish_reason == "tool_calls"
+    warned = [r.getMessage() for r in caplog.records if "allow_multiple_tool_calls=False" in r.getMessage()]
+    assert len(warned) == 1
+
+
 async def test_values_that_fit_no_type_are_told_in_one_warning_per_call(caplog: pytest.LogCaptureFixture) -> None:
     """A call of 1,000 integer parameters written as words: each is passed on as a string (nothing dropped), and the
     log holds one record for the call naming the count and the first three, not 1,000 records."""
