@@ -82,6 +82,12 @@ async def test_an_error_answer_to_a_body_sent_in_pieces_is_classified_as_usual(s
             await _ask(client, question, stream)
 
 
+def test_a_body_json_cannot_carry_is_refused() -> None:
+    for number in (float("nan"), float("inf")):  # JSON has neither; httpx refuses them too
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            streamed_json({"big": "B" * 20, "x": number}, large=16)
+
+
 def test_a_body_too_deep_to_walk_is_sent_whole() -> None:
     deep: Any = "A" * 20
     for _ in range(245):  # 490 levels: within what sendable lets through (500), deeper than a recursive walk goes

@@ -54,6 +54,7 @@ def test_the_secret_of_a_base_urls_userinfo_is_found_and_masked() -> None:
     # userinfo ends at the last "@" (a proxy password with a raw "@" in it is still one password)
     assert url_secrets("http://proxy:p%40ss@w0rd@host:8000/v1") == ("p%40ss@w0rd", "p@ss@w0rd")
     assert shown_url("http://proxy:p%40ss@w0rd@host:8000/v1") == "http://proxy:***@host:8000/v1"
+    assert shown_url("http://proxy:pa:ss@host/v1") == "http://proxy:***@host/v1"  # the user ends at the first ":"
     assert url_secrets("https://tok%3Den@host/v1") == ("tok%3Den", "tok=en")  # a lone token is the secret
     assert shown_url("https://tok%3Den@host/v1") == "https://***@host/v1"
     assert url_secrets("https://host/v1") == ()
