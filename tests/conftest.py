@@ -218,6 +218,25 @@ def one_ca_bundle(directory: Path) -> str:
 
 
 @pytest.fixture(scope="session")
+def fresh_imports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`tests.helpers.run_fresh_imports`, run once per test run: the first worker to need it stores it in the run's
+    temporary directory (shared by the xdist workers), the others read it (a fresh interpreter costs 2 s of CPU)."""
+    from tests.helpers import run_fresh_imports
+
+    base = tmp_path_factory.getbasetemp()
+    stored = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "fresh-imports.json"
+    try:
+        found: dict[str, Any] = json.loads(stored.read_text(encoding="utf-8"))
+        return found
+    except (OSError, ValueError):
+        result = run_fresh_imports()
+    partial = stored.with_name(f"{stored.name}.{os.getpid()}")
+    partial.write_text(json.dumps(result), encoding="utf-8")
+    partial.replace(stored)  # whole or absent for a reader
+    return result
+
+
+@pytest.fixture(scope="session")
 def _ca_bundle(tmp_path_factory: pytest.TempPathFactory) -> str:
     return one_ca_bundle(tmp_path_factory.getbasetemp())
 

@@ -7,7 +7,6 @@ the same name everywhere (``client_for``, ``ask``, ``read_stream``, ``get_weathe
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -60,16 +59,15 @@ print(json.dumps({
 """The imports users make, one after another in a fresh interpreter, and what each step has loaded by then."""
 
 
-@functools.cache
-def fresh_imports() -> dict[str, Any]:
+def run_fresh_imports() -> dict[str, Any]:
     """What a fresh interpreter has loaded (``["modules"][step]``: sorted module names) after each step of
     `FRESH_IMPORTS`: ``import qwen3``; ``qwen3.selfhosted.servers``; ``qwen3.testing``; ``qwen3.batch``,
     ``clients``, ``clients.testing``, ``clients.openai.testing``; two token counts (``"count_tokens"``);
     ``qwen3.SelfHostedQwenChatClient``.
     ``["vocabulary"]``: [not loaded before the first count, loaded by it, not loaded again by the second];
     ``["selfhosted"]``: [the client's module, the options' name]. Each step only adds imports, so what a step asserts
-    absent was absent after that import alone. One process (cached) serves every test that asks what importing costs
-    (a fresh interpreter costs a second of CPU)."""
+    absent was absent after that import alone. One process serves every test that asks what importing costs
+    (a fresh interpreter costs a second of CPU): the session fixture ``fresh_imports`` (tests/conftest.py)."""
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(FRESH_IMPORTS)],
         capture_output=True,

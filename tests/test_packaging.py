@@ -6,11 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
 from clients.providers import PROVIDERS, Provider
-from tests.helpers import fresh_imports
 
 PEER_MODULES = tuple(sorted({module for p in PROVIDERS.values() if p.extra for module in p.sdk}))
 
@@ -19,9 +19,9 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
 
 
-def test_import_qwen3_loads_no_peer_sdk() -> None:
+def test_import_qwen3_loads_no_peer_sdk(fresh_imports: dict[str, Any]) -> None:
     # import qwen3, qwen3.batch, qwen3.testing, clients, clients.testing, clients.openai.testing in a fresh interpreter
-    loaded = fresh_imports()["modules"]["clients.openai.testing"]
+    loaded = fresh_imports["modules"]["clients.openai.testing"]
     assert [m for m in loaded if m.split(".")[0] in PEER_MODULES or m.startswith("google.genai")] == []
 
 

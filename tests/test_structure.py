@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clients.providers import PROVIDERS
-from tests.helpers import fresh_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("qwen3", "clients")
@@ -111,9 +111,9 @@ def test_the_private_name_scan_finds_both_forms(tmp_path: Path) -> None:
     ]
 
 
-def test_importing_qwen3_testing_loads_no_other_provider() -> None:
+def test_importing_qwen3_testing_loads_no_other_provider(fresh_imports: dict[str, Any]) -> None:
     providers = tuple(p.package for p in PROVIDERS.values() if p.package.startswith("clients."))
-    loaded = fresh_imports()["modules"]["qwen3.testing"]  # a fresh interpreter, after import qwen3 … qwen3.testing
+    loaded = fresh_imports["modules"]["qwen3.testing"]  # a fresh interpreter, after import qwen3 … qwen3.testing
     assert [m for m in loaded if m.startswith(providers)] == []
 
 

@@ -19,7 +19,6 @@ from qwen3 import QwenChatClient, QwenTokenizer, compaction_for
 from qwen3.routing import MODEL_FAMILIES, model_family
 from qwen3.testing import DashScopeEmulator, Reply
 from qwen3.tokens import MEDIA_TOKENS
-from tests.helpers import fresh_imports
 
 KEY = "sk-test"
 
@@ -125,8 +124,8 @@ def test_bad_media_tokens_is_refused(bad: Any) -> None:
         QwenTokenizer(media_tokens=bad)
 
 
-def test_import_stays_light_and_the_vocabulary_loads_on_first_count() -> None:
-    seen = fresh_imports()  # a fresh interpreter's imports, step by step
+def test_import_stays_light_and_the_vocabulary_loads_on_first_count(fresh_imports: dict[str, Any]) -> None:
+    seen = fresh_imports  # a fresh interpreter's imports, step by step
     assert "tiktoken" not in seen["modules"]["qwen3"], "import qwen3 loaded the tokenizer"
     unloaded, loaded, once = seen["vocabulary"]
     assert unloaded, "the vocabulary was loaded before the first count"

@@ -6,16 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-
-from tests.helpers import fresh_imports
+from typing import Any
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
 
 
-def test_import_qwen3_loads_no_openai_until_the_client_is_asked_for() -> None:
-    seen = fresh_imports()  # a fresh interpreter's imports, step by step
+def test_import_qwen3_loads_no_openai_until_the_client_is_asked_for(fresh_imports: dict[str, Any]) -> None:
+    seen = fresh_imports  # a fresh interpreter's imports, step by step
     before = seen["modules"]["qwen3.selfhosted.servers"]  # after import qwen3, qwen3.selfhosted.servers
     assert [m for m in before if m.startswith(("openai", "httpx2", "clients.openai"))] == []
     assert "openai" in seen["modules"]["SelfHostedQwenChatClient"]  # asked for: loaded
