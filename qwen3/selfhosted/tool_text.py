@@ -235,6 +235,7 @@ class ToolCallTextSplitter:
         self._pending: ToolTextPiece | None = None  # "after": the decided block, waiting for its "\n"
         self._extensions = 0  # "block": closing tags found to be text inside a value
         self._warnings = 0  # blocks kept as text so far (`MAX_WARNINGS`)
+        self._value_warnings = 0  # calls whose values were passed on as strings so far (`MAX_WARNINGS`)
         self._blocks = 0  # blocks opened so far (`MAX_BLOCKS`)
 
     def _warn(self, why: str, block: str) -> None:
@@ -245,6 +246,15 @@ class ToolCallTextSplitter:
             _warn(why, block)
         elif self._warnings == MAX_WARNINGS + 1:
             logger.warning("More tool-call blocks in the model's text are kept as text; they are not logged one by one")
+
+    def _log_values(self, message: str, *args: Any) -> None:
+        """`CallValues.warn`'s record for the first `MAX_WARNINGS` calls of a text, then once that more were not
+        logged (each call's values are told in one record; a text may hold `MAX_BLOCKS` calls)."""
+        self._value_warnings += 1
+        if self._value_warnings <= MAX_WARNINGS:
+            logger.warning(message, *args)
+        elif self._value_warnings == MAX_WARNINGS + 1:
+            logger.warning("More tool calls in the model's text have values passed on as strings: not logged each")
 
     def feed(self, chunk: str) -> list[ToolTextPiece]:
         """Take the next chunk of text; return what can be told apart already."""
@@ -371,7 +381,7 @@ class ToolCallTextSplitter:
             self._body.seek(len(raw))
             self._tail = raw[-(len(close) - 1) :]
             return end
-        call = _parse_block(raw[len(self._lead) :], self.tools, warn=self._warn)
+        call = _parse_block(raw[len(self._lead) :], self.tools, warn=self._warn, log_values=self._log_values)
         self._pending = ("text", raw) if call is None else ("call", TextToolCall(call[0], call[1], raw))
         self._state = "after"
         return end
@@ -423,7 +433,8 @@ Far more than the calls an answer may hold (``qwen3.selfhosted.parse.MAX_RECOVER
 among them do not stop recovery, while an answer of 100,000 blocks costs a bounded number of parses (it took 3.8 s
 to read them all, holding the event loop)."""
 MAX_WARNINGS = 16
-"""At most this many blocks of one text (one stream, or one whole answer) are logged one by one as kept as text."""
+"""At most this many blocks of one text (one stream, or one whole answer) are logged one by one as kept as text, and
+as many calls with values passed on as strings (`CallValues.warn`)."""
 
 
 def _warn(why: str, block: str) -> None:
@@ -459,12 +470,17 @@ def _quoted_call_open(raw: str, start: int, close: str) -> bool:
 
 
 def _parse_block(
-    block: str, tools: ToolSchemas, *, warn: Callable[[str, str], None] = _warn
+    block: str,
+    tools: ToolSchemas,
+    *,
+    warn: Callable[[str, str], None] = _warn,
+    log_values: Callable[..., None] = logger.warning,
 ) -> tuple[str, dict[str, Any]] | None:
-    """``(name, arguments)`` of a complete block (tags included), or ``None`` (warned) when it stays text."""
+    """``(name, arguments)`` of a complete block (tags included), or ``None`` (warned) when it stays text;
+    ``log_values`` logs its values passed on as strings (`CallValues.warn`)."""
     body = block if block.startswith(FUNCTION_OPEN) else block[len(TOOL_CALL_OPEN) : -len(TOOL_CALL_CLOSE)].strip()
     if body.startswith(FUNCTION_OPEN):
-        function = _parse_function(body, tools)
+        function = _parse_function(body, tools, log_values)
         parsed = "has a value that opens a <function= it never closes" if function is OPEN_VALUE else function
     else:
         parsed = _parse_hermes(body)
@@ -517,7 +533,9 @@ _DRIFTED_CLOSE = re.compile(r"\s*</parameter[\w-]*>?\s*$")
 """A value's closing tag as a model drifts it (``</parameter1>``, ``</parameter_x>``, a bare ``</parameter``)."""
 
 
-def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]] | str | _Open:
+def _parse_function(
+    text: str, tools: ToolSchemas, log_values: Callable[..., None] = logger.warning
+) -> tuple[str, dict[str, Any]] | str | _Open:
     """Rule 4 on ``<function=NAME>…</function>`` (``text`` starts with ``<function=``; a bare block always ends with
     ``</function>``, one inside ``<tool_call>`` may lack it). `OPEN_VALUE`: a value is still open at the end."""
     name_end = text.find(">")
@@ -543,7 +561,7 @@ def _parse_function(text: str, tools: ToolSchemas) -> tuple[str, dict[str, Any]]
         while at < len(body) and body[at].isspace():
             at += 1
         if at == len(body):
-            budget.warn(name)
+            budget.warn(name, log_values)
             return name, arguments
         if not body.startswith(PARAMETER_OPEN, at):
             return "has text between its parameters that is not a <parameter=…> tag"

@@ -12,7 +12,7 @@ import ast
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from clients.core.parse import reject_constant
@@ -108,16 +108,17 @@ class CallValues:
         self.left = chars
         self.strings: list[tuple[str, str, list[str]]] = []  # (key, value shown, declared types)
 
-    def warn(self, tool: str) -> None:
+    def warn(self, tool: str, log: Callable[..., None] = logger.warning) -> None:
         """One warning for the call's values passed on as strings, naming how many and the first
-        `MAX_NAMED_VALUES` (a block of a thousand such parameters logged a thousand records)."""
+        `MAX_NAMED_VALUES` (a block of a thousand such parameters logged a thousand records); ``log``: how
+        (``logger.warning``'s arguments; ``tool_text`` bounds the records of one text)."""
         if not self.strings:
             return
         named = "; ".join(
             f"{key!r} is {value!r}, not {' or '.join(types)}" for key, value, types in self.strings[:MAX_NAMED_VALUES]
         )
         more = len(self.strings) - MAX_NAMED_VALUES
-        logger.warning(
+        log(
             "Tool %r: %d parameter value(s) are not of the type their schema declares and are passed on as strings: "
             "%s%s",
             tool,

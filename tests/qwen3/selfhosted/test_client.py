@@ -505,6 +505,22 @@ async def test_values_that_fit_no_type_are_told_in_one_warning_per_call(caplog: 
 
 
 @pytest.mark.parametrize("stream", [False, True])
+async def test_values_of_many_calls_are_logged_for_the_first_16(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """100 calls, each with a value that fits no type: 16 records, then one saying more were not logged."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    tools = [{"type": "function", "function": {"name": "count", "parameters": schema}}]
+    block = "<tool_call>\n<function=count>\n<parameter=n>\nmany\n</parameter>\n</function>\n</tool_call>"
+    with SelfHostedQwenEmulator("vllm", tool_parser=False) as emu:
+        emu.script(Reply(text="\n".join([block] * 100), chunks=None if not stream else 301))
+        with caplog.at_level(logging.WARNING, logger="agent_framework.qwen3.selfhosted"):
+            response = await ask(raw_client(emu), stream=stream, tools=tools)
+    assert [v for k, v in kinds(response) if k == "function_call"] == [("count", {"n": "many"})] * 100
+    messages = [r.getMessage() for r in caplog.records]
+    assert len([m for m in messages if "parameter value(s)" in m]) == 16
+    assert len([m for m in messages if "values passed on as strings: not logged each" in m]) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(
     ("text", "why"),
     [

@@ -589,7 +589,7 @@ def test_closing_tags_inside_a_value_cost_no_parse_each(monkeypatch: pytest.Monk
     (the extensions are told by counting tags), and it is passed over at most MAX_BLOCK_EXTENSIONS times."""
     parses: list[int] = []
     real = tool_text._parse_function
-    monkeypatch.setattr(tool_text, "_parse_function", lambda text, tools: parses.append(len(text)) or real(text, tools))
+    monkeypatch.setattr(tool_text, "_parse_function", lambda text, *rest: parses.append(len(text)) or real(text, *rest))
     block = "<tool_call>\n<function=write_file>\n<parameter=content>\n<function=x>" + "</tool_call>" * 40
     pieces = split_tool_calls(block, WRITE)
     assert len(parses) == 1
