@@ -24,41 +24,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.metadata
 import os
-import statistics
-import sys
 import warnings
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import openai
-from agent_framework import Message
-from rounds import print_spread
-from run import (
-    CONCURRENT_EVENTS,
-    CONCURRENT_STREAMS,
-    CONCURRENT_TEXT,
-    CONNECT,
-    KEY,
-    STREAM_EVENTS,
-    STREAM_TEXT,
-    Jobs,
-    measure_jobs,
-    with_emulator,
-)
+from run import CONCURRENT_EVENTS, CONCURRENT_TEXT, CONNECT, KEY, STREAM_EVENTS, STREAM_TEXT, with_emulator
+from selfhosted import MANY, SHORT, Sides, compare, maf_sides
 
 from clients.testing import RecordedRequest, Reply
 from qwen3 import QwenResponsesClient
 from qwen3.responses.client import RawQwenResponsesClient
 from qwen3.testing import DashScopeEmulator
 
-MODEL, CALLS = "qwen3.5-plus", 100
-LONG, MANY, SHORT = "Write a long answer.", "Write a shorter answer.", "Say ok."
+MODEL = "qwen3.5-plus"
 OURS, BARE = "QwenResponsesClient", "RawQwenResponsesClient (no MAF layers)"
 MAF, RAW = "MAF OpenAIChatClient (Responses)", "raw openai SDK (AsyncOpenAI.responses)"
-Sides = tuple[Callable[[str, str], Awaitable[None]], Callable[[], Awaitable[None]]]
 
 
 def reply(request: RecordedRequest) -> Reply:
@@ -68,21 +50,6 @@ def reply(request: RecordedRequest) -> Reply:
     if request.last_user_text == MANY:
         return Reply(text=CONCURRENT_TEXT, chunks=CONCURRENT_EVENTS)
     return Reply(text=STREAM_TEXT, chunks=STREAM_EVENTS)
-
-
-def maf_sides(client: Any) -> Sides:
-    """A MAF chat client's stream (a question and the text it must give) and one non-streamed call."""
-
-    async def stream(question: str, text: str) -> None:
-        updates = client.get_response([Message("user", [question])], stream=True)
-        async for _ in updates:
-            pass
-        assert (await updates.get_final_response()).text == text
-
-    async def call() -> None:
-        assert (await client.get_response([Message("user", [SHORT])])).text == "ok"
-
-    return stream, call
 
 
 def raw_sides(sdk: openai.AsyncOpenAI) -> Sides:
@@ -96,13 +63,6 @@ def raw_sides(sdk: openai.AsyncOpenAI) -> Sides:
         assert response.output_text == "ok"
 
     return stream, call
-
-
-def all_at_once(one: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
-    async def run() -> None:
-        await asyncio.gather(*(one() for _ in range(CONCURRENT_STREAMS)))  # any failure raises
-
-    return run
 
 
 async def main(rounds: int) -> None:
@@ -128,37 +88,7 @@ async def _run(base_url: str, rounds: int) -> None:
         clients[MAF] = maf_sides(OpenAIChatClient(model=MODEL, async_client=maf_sdk))
     clients[RAW] = raw_sides(raw)
 
-    def job(side: str, kind: str) -> Callable[[], Awaitable[None]]:
-        stream, call = clients[side]
-        if kind == "stream":
-            return lambda: stream(LONG, STREAM_TEXT)
-        if kind == "streams":
-            return all_at_once(lambda: stream(MANY, CONCURRENT_TEXT))
-        return all_at_once(call)
-
-    titles = {
-        "stream": (f"one stream of {STREAM_EVENTS:,} events", STREAM_EVENTS, "event", rounds),
-        "streams": (
-            f"{CONCURRENT_STREAMS} concurrent streams of {CONCURRENT_EVENTS} events, one client",
-            CONCURRENT_STREAMS * CONCURRENT_EVENTS,
-            "event",
-            max(5, rounds // 2),
-        ),
-        "calls": (f"{CALLS} concurrent non-streamed calls, one client", CALLS, "call", rounds),
-    }
-    versions = ", ".join(
-        f"{name} {importlib.metadata.version(name)}"
-        for name in ("agent-framework-core", "agent-framework-openai", "openai")
-    )
-    print(f"python {sys.version.split()[0]}; {versions}")
-    for kind, (title, per, unit, repeats) in titles.items():
-        jobs: Jobs = {title: {side: job(side, kind) for side in clients}}
-        results, peaks = await measure_jobs(jobs, repeats)
-        print(f"\nrounds: {repeats}")
-        print_spread(title, results[title], peaks[title], OURS, per=per, unit=unit)
-        if unit == "event":
-            for side, runs in results[title].items():
-                print(f"- {side}: {per / statistics.median(run[0] for run in runs):,.0f} events/s (median wall)")
+    await compare(clients, rounds, OURS)
     await ours.close()
     await bare.close()
     await raw.close()

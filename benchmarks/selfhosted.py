@@ -63,6 +63,8 @@ MODEL, CALLS = "Qwen/Qwen3-8B", 100  # the vLLM flavour's default model
 LONG, MANY, SHORT = "Write a long answer.", "Write a shorter answer.", "Say ok."
 OURS, BARE = "SelfHostedQwenChatClient", "RawSelfHostedQwenChatClient (no MAF layers)"
 MAF, RAW = "MAF OpenAIChatCompletionClient", "raw openai SDK (AsyncOpenAI)"
+Sides = tuple[Callable[[str, str], Awaitable[None]], Callable[[], Awaitable[None]]]
+"""One side's stream (a question and the text it must give) and one non-streamed call."""
 
 
 def _reply(request: RecordedRequest) -> Reply:
@@ -88,7 +90,7 @@ def _maf(sdk: openai.AsyncOpenAI) -> Any:
     return OpenAIChatCompletionClient(model=MODEL, async_client=sdk)
 
 
-def _maf_sides(client: Any) -> tuple[Callable[[str, str], Awaitable[None]], Callable[[], Awaitable[None]]]:
+def maf_sides(client: Any) -> Sides:
     """A MAF chat client's stream (a question and the text it must give) and one non-streamed call."""
 
     async def stream(question: str, text: str) -> None:
@@ -103,7 +105,7 @@ def _maf_sides(client: Any) -> tuple[Callable[[str, str], Awaitable[None]], Call
     return stream, call
 
 
-def _raw_sides(sdk: openai.AsyncOpenAI) -> tuple[Callable[[str, str], Awaitable[None]], Callable[[], Awaitable[None]]]:
+def _raw_sides(sdk: openai.AsyncOpenAI) -> Sides:
     async def stream(question: str, text: str) -> None:
         chunks = await sdk.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": question}], stream=True
@@ -118,42 +120,24 @@ def _raw_sides(sdk: openai.AsyncOpenAI) -> tuple[Callable[[str, str], Awaitable[
     return stream, call
 
 
-def _all_at_once(one: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+def all_at_once(one: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
     async def run() -> None:
         await asyncio.gather(*(one() for _ in range(CONCURRENT_STREAMS)))  # any failure raises
 
     return run
 
 
-async def main(rounds: int) -> None:
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    await with_emulator(lambda base_url: _run(base_url, rounds), SelfHostedQwenEmulator, _reply)
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-
-
-async def _run(base_url: str, rounds: int) -> None:
-    settings: dict[str, Any] = {"model": MODEL, "api_key": KEY, "base_url": base_url, "max_retries": 0}
-    ours = SelfHostedQwenChatClient(server="vllm", connect_timeout=CONNECT, **settings)
-    bare = RawSelfHostedQwenChatClient(server="vllm", connect_timeout=CONNECT, **settings)
-    raw, maf_sdk = _sdk(base_url), _sdk(base_url)
-    clients: dict[str, tuple[Callable[[str, str], Awaitable[None]], Callable[[], Awaitable[None]]]] = {
-        OURS: _maf_sides(ours),
-        BARE: _maf_sides(bare),
-    }
-    maf = _maf(maf_sdk)
-    if isinstance(maf, str):
-        print(f"skipped: {MAF}: {maf}")
-    else:
-        clients[MAF] = _maf_sides(maf)
-    clients[RAW] = _raw_sides(raw)
+async def compare(clients: dict[str, Sides], rounds: int, ours: str) -> None:
+    """The three jobs (one long stream, concurrent streams, concurrent calls) over ``clients``, rounds interleaved,
+    printed as tables with ``ours`` ÷ each other side (shared by ``benchmarks/responses.py``)."""
 
     def job(side: str, kind: str) -> Callable[[], Awaitable[None]]:
         stream, call = clients[side]
         if kind == "stream":
             return lambda: stream(LONG, STREAM_TEXT)
         if kind == "streams":
-            return _all_at_once(lambda: stream(MANY, CONCURRENT_TEXT))
-        return _all_at_once(call)
+            return all_at_once(lambda: stream(MANY, CONCURRENT_TEXT))
+        return all_at_once(call)
 
     titles = {
         "stream": (f"one stream of {STREAM_EVENTS:,} events", STREAM_EVENTS, "event", rounds),
@@ -174,10 +158,35 @@ async def _run(base_url: str, rounds: int) -> None:
         jobs: Jobs = {title: {side: job(side, kind) for side in clients}}
         results, peaks = await measure_jobs(jobs, repeats)
         print(f"\nrounds: {repeats}")
-        print_spread(title, results[title], peaks[title], OURS, per=per, unit=unit)
+        print_spread(title, results[title], peaks[title], ours, per=per, unit=unit)
         if unit == "event":
             for side, runs in results[title].items():
                 print(f"- {side}: {per / statistics.median(run[0] for run in runs):,.0f} events/s (median wall)")
+
+
+async def main(rounds: int) -> None:
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    await with_emulator(lambda base_url: _run(base_url, rounds), SelfHostedQwenEmulator, _reply)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+async def _run(base_url: str, rounds: int) -> None:
+    settings: dict[str, Any] = {"model": MODEL, "api_key": KEY, "base_url": base_url, "max_retries": 0}
+    ours = SelfHostedQwenChatClient(server="vllm", connect_timeout=CONNECT, **settings)
+    bare = RawSelfHostedQwenChatClient(server="vllm", connect_timeout=CONNECT, **settings)
+    raw, maf_sdk = _sdk(base_url), _sdk(base_url)
+    clients: dict[str, Sides] = {
+        OURS: maf_sides(ours),
+        BARE: maf_sides(bare),
+    }
+    maf = _maf(maf_sdk)
+    if isinstance(maf, str):
+        print(f"skipped: {MAF}: {maf}")
+    else:
+        clients[MAF] = maf_sides(maf)
+    clients[RAW] = _raw_sides(raw)
+
+    await compare(clients, rounds, OURS)
     await ours.close()
     await bare.close()
     await raw.close()
