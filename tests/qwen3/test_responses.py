@@ -426,3 +426,17 @@ def test_any_answer_shape_is_a_well_formed_response_or_a_maf_exception() -> None
         check_response(ChatResponse.from_updates(updates))
 
     check()
+
+
+async def test_settings_from_the_environment_reach_the_emulator(
+    emu: DashScopeEmulator, monkeypatch: pytest.MonkeyPatch
+):
+    """What ``python -m qwen3.testing`` prints (DASHSCOPE_BASE_URL, DASHSCOPE_API_KEY) is all the client needs: the
+    compatible-mode base is derived from the native one."""
+    monkeypatch.setenv("DASHSCOPE_BASE_URL", emu.base_url)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", KEY)
+    monkeypatch.setenv("DASHSCOPE_MODEL", MODEL)
+    monkeypatch.delenv("DASHSCOPE_WORKSPACE", raising=False)
+    response = await QwenResponsesClient().get_response("hi")
+    assert response.text.endswith("You said: hi")
+    assert emu.requests[-1].path == "/compatible-mode/v1/responses"
