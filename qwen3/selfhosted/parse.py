@@ -386,7 +386,7 @@ def parse_response(
                     annotations = None
         else:
             contents.append(content)
-    calls = 0
+    calls = sum(c.type == "function_call" for c in contents)  # the server's own count toward the cap
     if tools:
         if may_think:
             closed = any(_answers(c) for c in contents) or any(
@@ -599,6 +599,8 @@ def parse_stream_event(
         else:
             if _answers(content):
                 texts.extend(_closed(state))
+            if content.type == "function_call" and content.name:  # a server-parsed call's first fragment
+                state.calls += 1
             others.append(content)
     if final:
         texts.extend(_routed(state, _answer_pieces(state, "", final=True)))

@@ -484,6 +484,18 @@ async def test_without_parallel_calls_one_call_is_recovered(stream: bool, caplog
     assert len(warned) == 1
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_the_server_parsed_counts_toward_the_cap(stream: bool) -> None:
+    """With allow_multiple_tool_calls=False and one call in ``tool_calls``, a block left in the text is not a second."""
+    block = _hermes(json.dumps({"query": "b"}))
+    with SelfHostedQwenEmulator("vllm") as emu:
+        emu.script(Reply(text=block, tool_calls=[ToolCall("lookup", {"query": "a"})], chunks=7))
+        response = await ask(raw_client(emu), stream=stream, tools=[lookup], allow_multiple_tool_calls=False)
+    found = kinds(response)
+    assert [value for kind, value in found if kind == "function_call"] == [("lookup", {"query": "a"})]
+    assert ("text", block) in found
+
+
 async def test_values_that_fit_no_type_are_told_in_one_warning_per_call(caplog: pytest.LogCaptureFixture) -> None:
     """A call of 1,000 integer parameters written as words: each is passed on as a string (nothing dropped), and the
     log holds one record for the call naming the count and the first three, not 1,000 records."""
