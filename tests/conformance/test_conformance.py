@@ -1,4 +1,4 @@
-"""Every conformance scenario against our five clients (all must pass), and the staleness check of
+"""Every conformance scenario against each of our clients (all must pass), and the staleness check of
 docs/conformance.md."""
 
 from __future__ import annotations
