@@ -31,7 +31,6 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import PERMANENT_CODES, Failure, SSEDecoder, aiter_events, as_text, redact
-from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.providers import PROVIDERS
 from qwen3.errors import AUTH_CODES, FILTER_CODES, parse_error
 from qwen3.responses.convert import (
@@ -47,9 +46,11 @@ from qwen3.responses.convert import (
 from qwen3.responses.parse import StreamState, decode_event, parse_response, parse_stream_event
 from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
 
-with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):
+with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too
     import httpx2
     import openai
+
+    from clients.openai.client import RawOpenAIChatCompletionClient
 
 __all__ = ["QwenResponsesClient", "QwenResponsesOptions", "QwenResponsesSettings", "RawQwenResponsesClient"]
 

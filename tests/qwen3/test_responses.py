@@ -440,3 +440,29 @@ async def test_settings_from_the_environment_reach_the_emulator(
     response = await QwenResponsesClient().get_response("hi")
     assert response.text.endswith("You said: hi")
     assert emu.requests[-1].path == "/compatible-mode/v1/responses"
+
+
+def test_import_qwen3_stays_light_and_a_missing_openai_sdk_names_the_extra() -> None:
+    """In a fresh interpreter whose finder refuses the openai SDK (as if not installed): ``import qwen3`` and
+    ``qwen3.testing`` work, and asking for the client names the extra and its pip line."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        class Missing:
+            def find_spec(self, fullname, path=None, target=None):
+                if fullname.split(".")[0] in ("openai", "httpx2"):
+                    raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        sys.meta_path.insert(0, Missing())
+        import qwen3, qwen3.testing, qwen3.responses.convert
+        try:
+            qwen3.QwenResponsesClient
+        except ImportError as exc:
+            print(exc)
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "qwen3.QwenResponsesClient needs the 'openai' extra" in done.stdout
+    assert 'pip install "agent-framework-qwen3[openai]"' in done.stdout
