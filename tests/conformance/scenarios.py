@@ -829,6 +829,48 @@ async def mcp_tool_call(target: Target, server: LoopbackServer) -> None:
     )
 
 
+@scenario("Web extractor: the pages read")
+async def web_extractor_pages(target: Target, server: LoopbackServer) -> None:
+    """The provider's web extractor (DashScope's ``web_extractor`` beside ``web_search``): the pages it read come out
+    as a search-tool call naming them, and the answer follows."""
+    needs(target, "web_extractor")
+    from qwen3.testing import HostedReply
+
+    urls = ["https://docs.example/code-interpreter"]
+    server.script(HostedReply(text="The page explains the sandbox.", extracted_urls=urls, extracted_text="Sandbox…"))
+    messages = [Message("user", ["Read https://docs.example/code-interpreter and summarise it."])]
+    response = await respond(target.client(server), messages, stream=False, options=target.options_for("web_extractor"))
+    expect(response.text == "The page explains the sandbox.", f"answer {short(response.text)}")
+    calls = [c for m in response.messages for c in m.contents if c.type in ("search_tool_call", "function_call")]
+    named = [c for c in calls if urls[0] in str(c.arguments)]
+    expect(named, f"no tool call naming the page read: {short([(c.type, c.arguments) for c in calls], 120)}")
+
+
+@scenario("Image search results as citations")
+async def image_search_citations(target: Target, server: LoopbackServer) -> None:
+    """The provider's text-to-image search (DashScope's ``web_search_image``): each image found becomes a citation
+    (its URL) on the answer, streamed and not."""
+    needs(target, "image_search")
+    from qwen3.testing import HostedReply
+
+    images = [
+        SearchResult("Blue gradient", "https://img.example/1.png"),
+        SearchResult("Circuit", "https://img.example/2.png"),
+    ]
+    client = target.client(server)
+    for stream in (False, True):
+        server.clear()
+        server.script(HostedReply(text="Two backgrounds fit.", images=images))
+        messages = [Message("user", ["Find a tech-looking slide background."])]
+        response = await respond(client, messages, stream=stream, options=target.options_for("image_search"))
+        expect(response.text == "Two backgrounds fit.", f"{mode(stream)}: answer {short(response.text)}")
+        found = [
+            a.get("url") for m in response.messages for c in m.contents for a in c.annotations or []
+            if a.get("type") == "citation"
+        ]  # fmt: skip
+        expect(sorted(found) == sorted(i.url for i in images), f"{mode(stream)}: citations {short(found, 120)}")
+
+
 # ------------------------------------------------------------------------------------------------- errors
 
 _CALLERS_FAULT = (

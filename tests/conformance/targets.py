@@ -51,11 +51,14 @@ Feature = Literal[
     "stored_conversation",
     "file_search",
     "mcp",
+    "web_extractor",
+    "image_search",
 ]
 """A provider feature beyond the common ground, checked by a scenario of its own where the provider has it (and its
 emulator emulates it): video input, hosted web search with its sources, the hosted code interpreter's code, reasoning
 continuity (DashScope's ``preserve_thinking``), an explicit context cache (a marked prefix), and the Responses API's
-server-side conversations (``previous_response_id``), knowledge-base search and MCP servers."""
+server-side conversations (``previous_response_id``), knowledge-base search, MCP servers, the web extractor and image
+search."""
 FEATURES: dict[Feature, str] = {
     "video": "video input",
     "web_search": "web search sources",
@@ -65,6 +68,8 @@ FEATURES: dict[Feature, str] = {
     "stored_conversation": "server-side conversation",
     "file_search": "knowledge-base search",
     "mcp": "MCP servers",
+    "web_extractor": "web extractor",
+    "image_search": "image search",
 }
 """Each feature's name in docs/conformance.md."""
 
@@ -345,7 +350,9 @@ _RESPONSES: _Provider = {
     "thinking_model": "qwen3.5-plus",
     "system_in_place": True,
     "reasoning_replay": "none",
-    "features": frozenset({"web_search", "code_interpreter", "stored_conversation", "file_search", "mcp"}),
+    "features": frozenset(
+        {"web_search", "code_interpreter", "stored_conversation", "file_search", "mcp", "web_extractor", "image_search"}
+    ),
 }
 _KNOWLEDGE_BASE = {"type": "file_search", "vector_store_ids": ["kb_conformance"]}
 _MCP_SERVER = {"type": "mcp", "server_label": "fetch", "server_url": "https://mcp.example/sse"}
@@ -355,6 +362,8 @@ _RESPONSES_FEATURES: dict[Feature, Mapping[str, Any]] = {
     "stored_conversation": {"store": True},
     "file_search": {"tools": [_KNOWLEDGE_BASE]},
     "mcp": {"tools": [_MCP_SERVER]},
+    "web_extractor": {"tools": [{"type": "web_search"}, {"type": "web_extractor"}]},
+    "image_search": {"tools": [{"type": "web_search_image"}]},
 }
 """DashScope's Responses API (the emulator's Responses route): models of its list, system items kept where they are,
 reasoning not sent back (a stored conversation keeps it server-side), the built-in web search and code interpreter."""
