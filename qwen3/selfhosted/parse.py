@@ -55,6 +55,7 @@ from clients.core.parse import (
     ThinkSplitter,
     nesting,
     text_delta,
+    think_pieces,
 )
 from clients.openai.parse import StreamState
 from clients.openai.parse import parse_response as openai_response
@@ -345,16 +346,11 @@ def _ended_reasoning(contents: list[Content], closed: bool) -> list[Content]:
 
 
 def _think_pieces(text: str, may_think: bool) -> list[ThinkPiece]:
-    """A whole answer's ``<think>`` split, in the order the text gives it (a stream's pieces, joined by kind): what
-    ``split_think`` (``may_think``) or ``split_leading_think`` returns, but text before a block stays before it."""
-    splitter = ThinkSplitter() if may_think else LeadingThinkSplitter()
-    pieces: list[ThinkPiece] = []
-    for kind, piece in (*splitter.feed(text), *splitter.flush()):
-        if pieces and pieces[-1][0] == kind:
-            pieces[-1] = (kind, pieces[-1][1] + piece)
-        elif piece:
-            pieces.append((kind, piece))
-    return pieces
+    """A whole answer's ``<think>`` split in the order the text gives it (``think_pieces``): ``split_think``'s rules
+    (``may_think``), else ``split_leading_think``'s (only an answer that opens with ``<think>`` is split)."""
+    if may_think or text.lstrip().startswith(OPEN):
+        return think_pieces(text, detect_missing_open=may_think)
+    return [("text", text)] if text else []
 
 
 def parse_response(

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clients.core.parse import LeadingThinkSplitter, ThinkPiece, ThinkSplitter, split_leading_think, split_think
+from clients.core.parse import (
+    LeadingThinkSplitter,
+    ThinkPiece,
+    ThinkSplitter,
+    split_leading_think,
+    split_think,
+    think_pieces,
+)
 from tests.helpers import fed_in_chunks
 
 # (id, text, assume_open, detect_missing_open, expected reasoning, expected answer)
@@ -197,6 +204,28 @@ def test_stream_equals_split_for_any_chunking(case: tuple[str, list[str]], assum
     pieces = _stream(chunks, assume_open, detect)
     assert all(piece for _, piece in pieces)
     assert _joined(pieces) == split_think(text, assume_open=assume_open, detect_missing_open=detect)
+    assert _runs(pieces) == think_pieces(text, assume_open=assume_open, detect_missing_open=detect)
+
+
+def _runs(pieces: list[ThinkPiece]) -> list[ThinkPiece]:
+    """Adjacent pieces of a kind joined: a stream's pieces in the order of the text."""
+    out: list[ThinkPiece] = []
+    for kind, piece in pieces:
+        out[-1:] = [(kind, out[-1][1] + piece)] if out and out[-1][0] == kind else [*out[-1:], (kind, piece)]
+    return out
+
+
+def test_think_pieces_keep_the_order_of_the_text() -> None:
+    assert think_pieces("Sure.\n<think>plan</think>answer") == [
+        ("text", "Sure.\n"),
+        ("reasoning", "plan"),
+        ("text", "answer"),
+    ]
+    assert think_pieces("a</think>b<think> x </think><think>y</think>c") == [
+        ("reasoning", "a"), ("text", "b"), ("reasoning", "\n\nx\n\ny"), ("text", "c"),
+    ]  # fmt: skip
+    assert think_pieces("") == []
+    assert think_pieces("<think>\n\n</think>\n\n") == []
 
 
 _TAG_PREFIXES = {tag[:n] for tag in ("<think>", "</think>") for n in range(1, len(tag))}
