@@ -15,6 +15,7 @@ from clients.openai.options import OpenAIChatCompletionOptions
 from clients.providers import PROVIDERS
 from qwen3.embeddings.convert import QwenEmbeddingOptions
 from qwen3.options import QwenChatOptions
+from qwen3.responses import QwenResponsesOptions
 from qwen3.selfhosted.convert import SelfHostedQwenChatOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +52,7 @@ def _tables() -> list[tuple[str, Any, list[str]]]:
     out = [
         ("docs/options.md", QwenChatOptions, ["## MAF's standard options", "## DashScope's options"]),
         ("docs/embeddings.md", QwenEmbeddingOptions, ["## Options"]),
+        ("docs/responses.md", QwenResponsesOptions, ["## Options"]),
     ]
     for provider in PROVIDERS.values():
         if provider.package.startswith("clients."):
