@@ -319,6 +319,10 @@ _CLOSE_ONLY = (CLOSE,)
 _State = Literal["start", "pretag", "text", "after_close", "block_start", "block"]
 
 
+_SLICE = 4096
+"""`ThinkSplitter.feed` reads a longer chunk in slices of this many characters."""
+
+
 class _Out:
     """Pieces of one ``feed``/``flush`` call, adjacent pieces of one kind merged, no empty pieces."""
 
@@ -376,7 +380,26 @@ class ThinkSplitter:
         """Take the next chunk of content; return what can be told apart already.
 
         Linear in the stream's length however it is cut: a chunk that can only join what is held (`_quiet`) is kept
-        aside and costs its own length, not the hold's."""
+        aside and costs its own length, not the hold's; a chunk longer than `_SLICE` is read in slices of that
+        length, since each tag leaves the rest of the chunk copied as the new buffer (one 1.7 MB chunk of 100,000
+        tiny blocks took 15 s; one of 17 MB now 1.5 s, as ``split_think``)."""
+        if len(delta) <= _SLICE:
+            return self._feed(delta)
+        pieces: list[ThinkPiece] = []
+        run: list[str] = []  # the current kind's pieces, joined once
+        run_kind: ThinkKind = "text"
+        for at in range(0, len(delta), _SLICE):
+            for kind, piece in self._feed(delta[at : at + _SLICE]):
+                if run and kind != run_kind:
+                    pieces.append((run_kind, "".join(run)))
+                    run = []
+                run.append(piece)
+                run_kind = kind
+        if run:
+            pieces.append((run_kind, "".join(run)))
+        return pieces
+
+    def _feed(self, delta: str) -> list[ThinkPiece]:
         if self._quiet(delta):
             self._more.append(delta)
             self._tail = (self._tail + delta)[-_TAIL:]

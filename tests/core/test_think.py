@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clients.core import parse
 from clients.core.parse import (
     LeadingThinkSplitter,
     ThinkPiece,
@@ -213,6 +214,21 @@ def _runs(pieces: list[ThinkPiece]) -> list[ThinkPiece]:
     for kind, piece in pieces:
         out[-1:] = [(kind, out[-1][1] + piece)] if out and out[-1][0] == kind else [*out[-1:], (kind, piece)]
     return out
+
+
+@pytest.mark.parametrize("shift", [0, 1, 3, 7, 4090])
+def test_a_chunk_longer_than_a_slice_reads_as_the_whole(shift: int) -> None:
+    """One chunk of many blocks (read in slices of _SLICE characters, tags cut at every slice boundary) gives the
+    whole text's split, in order, as one feed: runs of a kind merged."""
+    text = "x" * shift + "".join(f"<think> r{i} </think>a{i}" if i % 3 else f"<think>r{i}</think>" for i in range(2000))
+    assert len(text) > 8 * parse._SLICE
+    for detect in (True, False):
+        splitter = ThinkSplitter(detect_missing_open=detect)
+        pieces = splitter.feed(text) + splitter.flush()
+        assert _runs(pieces) == think_pieces(text, detect_missing_open=detect)
+        fed = splitter.feed(text)
+        assert fed == _runs(fed)  # one feed's pieces: adjacent kinds merged
+        splitter.flush()
 
 
 def test_think_pieces_keep_the_order_of_the_text() -> None:
