@@ -9,10 +9,13 @@ Cases (what the hostile inputs of issue 22 were):
 1. ``lone </think> hold``: a stream of a client that saw a lone ``</think>`` (it holds text until the first tag),
    fed 8 characters an event to ``qwen3.selfhosted.parse.parse_stream_event`` with no tag until the end.
 2. ``ThinkSplitter before the first tag``: the same hold in ``clients.core.parse.ThinkSplitter`` alone.
-3. ``XML parameters, unclosed``: ``<function=…>`` blocks of 1,000 ``<parameter=pN>v`` without ``</parameter>``,
+3. ``one event of tiny <think> blocks``: ``<think>r</think>a`` repeated to n characters, fed to ``ThinkSplitter`` as
+   one chunk (a server may send one event of up to ``MAX_EVENT_BYTES`` = 16 MiB; each tag copied the rest of the
+   chunk before it was read in slices of ``_SLICE`` characters).
+4. ``XML parameters, unclosed``: ``<function=…>`` blocks of 1,000 ``<parameter=pN>v`` without ``</parameter>``,
    n characters of them, through ``split_tool_calls`` (one 1 MB block of ~54k of them took 24 s; now such a block
    is more than ``tool_text.MAX_XML_TAGS`` and stays text, told by counting).
-4. ``broken hermes blocks``: a whole answer of n characters of ``<tool_call>`` blocks with invalid JSON (100,000 of
+5. ``broken hermes blocks``: a whole answer of n characters of ``<tool_call>`` blocks with invalid JSON (100,000 of
    them took 273 s; ``tool_text.MAX_BLOCKS`` now stops reading after 1,024).
 
 Each case is run three times at each size, alternating the sizes; the median time of each size is used.
@@ -66,6 +69,18 @@ def think_hold(size: int) -> Callable[[], None]:
     return run
 
 
+def think_blocks(size: int) -> Callable[[], None]:
+    unit = "<think>r</think>a"
+    text = unit * (size // len(unit))
+
+    def run() -> None:
+        splitter = ThinkSplitter()
+        splitter.feed(text)
+        splitter.flush()
+
+    return run
+
+
 def xml_parameters(size: int) -> Callable[[], None]:
     params = "".join(f"<parameter=p{i}>v" for i in range(1000))
     block = f"<tool_call>\n<function=f>\n{params}\n</function>\n</tool_call>"
@@ -83,6 +98,7 @@ def broken_blocks(size: int) -> Callable[[], None]:
 CASES = {
     "lone </think> hold (parse_stream_event, 8-character events)": lone_close_hold,
     "ThinkSplitter before the first tag (8-character chunks)": think_hold,
+    "one event of tiny <think> blocks (ThinkSplitter, one chunk)": think_blocks,
     "XML parameters, unclosed (split_tool_calls, blocks of 1,000)": xml_parameters,
     "broken hermes blocks, one whole answer (split_tool_calls)": broken_blocks,
 }
