@@ -36,6 +36,7 @@ CALLED_FROM_OUTSIDE: dict[str, str] = {
     "get_web_extractor_tool": "MAF's hosted-tool factory convention",
     "get_file_search_tool": "MAF's hosted-tool factory convention",
     "get_mcp_tool": "MAF's hosted-tool factory convention",
+    "get_image_search_tool": "QwenResponsesClient: DashScope's image search tools, after MAF's hosted-tool factories",
     "cancel": "QwenBatchClient: cancel a job",
     "delete_file": "QwenBatchClient: delete an uploaded file",
     "ok": "BatchResult: the line succeeded",
