@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "CONSOLE_COPIES",
     "ENDPOINT_PATHS",
     "MODEL_FAMILIES",
     "SOURCES",
@@ -77,6 +78,8 @@ def is_url_error(code: str | None, message: str | None) -> bool:
 ThinkingMode = Literal["none", "hybrid", "only"]
 InputKind = Literal["image", "video", "audio"]
 
+_CONSOLE_COPY = "http://47.109.151.80:15030/Maas2-group/Maas-Model-platform/raw/master/backend/parsed_json"
+
 SOURCES: dict[str, str] = {
     "models": "https://www.alibabacloud.com/help/en/model-studio/models",
     "vision": "https://www.alibabacloud.com/help/en/model-studio/vision",
@@ -88,9 +91,26 @@ SOURCES: dict[str, str] = {
     "file-interface": "https://www.alibabacloud.com/help/en/model-studio/openai-file-interface",
     "compatible-reference": "https://help.aliyun.com/zh/model-studio/compatibility-of-openai-with-dashscope",
     "omni": "https://www.alibabacloud.com/help/en/model-studio/qwen-omni",
+    **{
+        f"console-{model}": f"{_CONSOLE_COPY}/{model}.json"
+        for model in ("qwen3-max", "qwen-flash", "qwen3-vl-plus", "qwen-vl-max", "qwen-vl-plus")
+    },
 }
 """The pages each row of `MODEL_FAMILIES` cites, by short name (read in 2026; the last "Last Updated" seen is in
 docs/models.md)."""
+
+CONSOLE_COPIES: frozenset[str] = frozenset(key for key in SOURCES if key.startswith("console-"))
+"""Keys of `SOURCES` that are not Alibaba's pages but a public copy of the Model Studio console's model metadata
+(one JSON file per model: ``model_limits`` with ``context_length``, ``max_input_length``, ``max_output_length``),
+read 2026-11-27 because Alibaba's model list could not be read. It writes sizes as ``256K``, ``1M``; the table reads
+them as thousands and millions (the smaller of the two readings, 1,000 or 1,024 per K), so a budget built on them
+never exceeds the console's limit. A row citing one says so in its note, with the sizes as the copy writes them."""
+
+
+def _copied(keys: str, limits: str) -> str:
+    """A row's note for figures taken from `CONSOLE_COPIES`: which copy, and what it says (``limits``)."""
+    return f"figures: {keys}, a copy of the console's model metadata, not an Alibaba page, read 2026-11-27 ({limits})"
+
 
 _IV: frozenset[InputKind] = frozenset({"image", "video"})
 _IVA: frozenset[InputKind] = frozenset({"image", "video", "audio"})
@@ -124,9 +144,10 @@ class ModelFamily:
     file_ids: bool = False
     """Reads documents named ``fileid://…`` in a system message (Qwen-Long, Qwen-Doc)."""
     context_window: int | None = None
-    """Tokens in and out of one request, as Alibaba states it; None where no Alibaba page read confirms it."""
+    """Tokens in and out of one request, as an Alibaba page or a labelled copy of the console's metadata
+    (`CONSOLE_COPIES`) states it for the family's stable alias; None where neither was found."""
     max_output_tokens: int | None = None
-    """The most tokens one answer may have, as Alibaba states it; None where unconfirmed."""
+    """The most tokens one answer may have, sourced like ``context_window``; None where unconfirmed."""
     sources: tuple[str, ...] = ()
     """Keys of `SOURCES`."""
     note: str = ""
@@ -255,7 +276,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         "hybrid",
         explicit_cache=True,
         inputs=_IV,
-        sources=("vision", "context-cache"),
+        context_window=256_000,
+        max_output_tokens=32_000,
+        sources=("vision", "context-cache", "console-qwen3-vl-plus"),
+        note=_copied("console-qwen3-vl-plus", "context_length 256K, max_output_length 32K, stable alias"),
         names=("qwen3-vl-plus",),
     ),
     ModelFamily(r"qwen3-vl", _MM, "hybrid", inputs=_IV, sources=("vision",), names=("qwen3-vl-flash",)),
@@ -279,7 +303,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         "hybrid",
         json_schema=True,
         explicit_cache=True,
-        sources=("deep-thinking", "structured-output", "context-cache"),
+        context_window=256_000,
+        max_output_tokens=64_000,
+        sources=("deep-thinking", "structured-output", "context-cache", "console-qwen3-max"),
+        note=_copied("console-qwen3-max", "context_length 256K, max_output_length 64K, stable alias"),
         names=("qwen3-max", "qwen3-max-preview"),
     ),
     ModelFamily(
@@ -306,7 +333,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         "hybrid",
         json_schema=True,
         explicit_cache=True,
-        sources=("deep-thinking", "structured-output", "context-cache"),
+        context_window=1_000_000,
+        max_output_tokens=32_000,
+        sources=("deep-thinking", "structured-output", "context-cache", "console-qwen-flash"),
+        note=_copied("console-qwen-flash", "context_length 1M, max_output_length 32K"),
         names=("qwen-flash",),
     ),
     ModelFamily(r"qwen-turbo", _TEXT, "hybrid", sources=("deep-thinking",), names=("qwen-turbo",)),
@@ -341,7 +371,12 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         "none",
         names=("qwen-vl-max", "qwen-vl-plus"),
         inputs=_IV,
-        sources=("vision", "structured-output"),
+        context_window=128_000,
+        max_output_tokens=8_000,
+        sources=("vision", "structured-output", "console-qwen-vl-max", "console-qwen-vl-plus"),
+        note=_copied(
+            "console-qwen-vl-max and console-qwen-vl-plus", "context_length 128K, max_output_length 8K, both aliases"
+        ),
     ),
     ModelFamily(r"qwen[\d.]*-vl", _MM, "none", inputs=_IV, sources=("vision",), names=("qwen2.5-vl-72b-instruct",)),
     ModelFamily(

@@ -125,8 +125,9 @@ def compaction_for(
     """MAF's ``ContextWindowCompactionStrategy`` for ``model``, counting with `QwenTokenizer`.
 
     ``context_window`` and ``max_output_tokens`` default to the model family's row in
-    `qwen3.routing.MODEL_FAMILIES` (Alibaba's figures, where they could be confirmed); a figure the table does
-    not have must be given. ``tokenizer`` replaces `QwenTokenizer()`; ``options`` go to the strategy as they are
+    `qwen3.routing.MODEL_FAMILIES` (an Alibaba page's figures, or a labelled copy of the console's model
+    metadata, for the family's stable alias, where found); a figure the table does not have must be given.
+    ``tokenizer`` replaces `QwenTokenizer()`; ``options`` go to the strategy as they are
     (``tool_eviction_threshold``, ``truncation_threshold``, ``keep_last_tool_call_groups``,
     ``preserve_first_user_group``). Use the result as a chat client's ``compaction_strategy=`` or in MAF's
     ``CompactionProvider(before_strategy=...)``.
@@ -148,8 +149,8 @@ def compaction_for(
             f"{name}=" for name, value in (("context_window", window), ("max_output_tokens", output)) if value is None
         )
         raise ValueError(
-            f"The model table has no figure for {missing} of {model!r} (docs/models.md lists what Alibaba's pages "
-            f"confirm): pass {missing} from the model's Model Studio page."
+            f"The model table has no figure for {missing} of {model!r} (docs/models.md lists the figures found and "
+            f"their sources): pass {missing} from the model's Model Studio page."
         )
     return ContextWindowCompactionStrategy(
         max_context_window_tokens=window,

@@ -4,7 +4,9 @@ HTTP against the emulator where MAF trims what a client sends."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from agent_framework import (
@@ -16,7 +18,7 @@ from agent_framework import (
 )
 
 from qwen3 import QwenChatClient, QwenTokenizer, compaction_for
-from qwen3.routing import MODEL_FAMILIES, model_family
+from qwen3.routing import CONSOLE_COPIES, MODEL_FAMILIES, SOURCES, model_family
 from qwen3.testing import DashScopeEmulator, Reply
 from qwen3.tokens import MEDIA_TOKENS
 
@@ -147,14 +149,58 @@ def test_context_windows_only_where_confirmed() -> None:
             assert family.max_output_tokens < family.context_window, family.pattern
 
 
+ALIBABA_HOSTS = ("www.alibabacloud.com", "help.aliyun.com", "docs.qwencloud.com")
+
+
 def test_every_figure_names_the_page_it_comes_from() -> None:
-    """A window or output figure in the table is one an Alibaba page states: the row's note names which of its
-    sources (none of the figures is a guess, a mirror's or a model card's: DashScope may serve a model with less
-    than its weights' native context)."""
+    """A window or output figure in the table is one an Alibaba page states, or one a public copy of the Model Studio
+    console's model metadata states (`CONSOLE_COPIES`, cited only where Alibaba's model list could not be read): the
+    row's note names which of its sources. No other third party (a mirror of the docs, a reseller, a model card: the
+    weights' native context may exceed what DashScope serves) is a source."""
     with_figures = [f for f in MODEL_FAMILIES if f.context_window is not None or f.max_output_tokens is not None]
     assert with_figures
     for family in with_figures:
-        assert [key for key in family.sources if key in family.note.lower()], family.pattern
+        named = [key for key in family.sources if key in family.note.lower()]
+        assert named, family.pattern
+        for key in named:
+            alibaba = urlsplit(SOURCES[key]).hostname in ALIBABA_HOSTS
+            assert alibaba or key in CONSOLE_COPIES, (family.pattern, key)
+
+
+def test_console_copies_are_labelled_and_their_figures_read_the_smaller_way() -> None:
+    """A row whose figures come from a copy of the console's metadata says so and quotes the copy's sizes
+    (``context_length 256K``); the figures are those sizes read as thousands / millions (the smaller reading)."""
+    assert CONSOLE_COPIES
+    for key in CONSOLE_COPIES:
+        model = key.removeprefix("console-")
+        assert SOURCES[key].endswith(f"/parsed_json/{model}.json"), key  # one file per model, named by its code
+        assert urlsplit(SOURCES[key]).hostname not in ALIBABA_HOSTS, key
+    cited = [f for f in MODEL_FAMILIES if set(f.sources) & CONSOLE_COPIES]
+    assert {key for f in cited for key in f.sources} >= CONSOLE_COPIES  # every copy listed is used
+    scale = {"K": 1_000, "M": 1_000_000}
+    for family in cited:
+        assert "a copy of the console's model metadata, not an alibaba page" in family.note.lower(), family.pattern
+        quoted = dict(re.findall(r"(context_length|max_output_length) (\d+[KM])", family.note))
+        assert quoted.keys() == {"context_length", "max_output_length"}, family.pattern
+        window, output = (int(quoted[k][:-1]) * scale[quoted[k][-1]] for k in ("context_length", "max_output_length"))
+        assert (family.context_window, family.max_output_tokens) == (window, output), family.pattern
+
+
+def test_table_figures_for_the_stable_aliases() -> None:
+    # the console metadata copies, read 2026-11-27 (SOURCES["console-..."])
+    figures = {
+        "qwen3-max": (256_000, 64_000),
+        "qwen3-max-2025-09-23": (256_000, 64_000),
+        "qwen-flash": (1_000_000, 32_000),
+        "qwen3-vl-plus": (256_000, 32_000),
+        "qwen-vl-max": (128_000, 8_000),
+        "qwen-vl-plus-latest": (128_000, 8_000),
+        "qwen-long": (10_000_000, None),  # the Qwen-Long page; no output figure found
+        "qwen-plus": (None, None),  # neither an Alibaba page nor a console copy found
+    }
+    for model, expected in figures.items():
+        family = model_family(model)
+        assert (family.context_window, family.max_output_tokens) == expected, model
 
 
 @pytest.mark.parametrize("family", [f for f in MODEL_FAMILIES if f.names], ids=lambda f: f.pattern)
