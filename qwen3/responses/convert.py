@@ -409,14 +409,14 @@ def request_body(
     items: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
 ) -> dict[str, Any]:
     """The whole body of ``POST …/responses``: ``model``, ``input`` (`input_items`), ``stream`` and the options
-        DashScope reads: ``temperature``, ``top_p``, ``max_tokens`` → ``max_output_tokens``, ``tools``,
-        ``tool_choice``, ``allow_multiple_tool_calls`` → ``parallel_tool_calls``, ``response_format`` → ``text.format``,
-        ``enable_thinking`` (or MAF's ``reasoning``), ``store`` (always sent: false unless asked, so that DashScope keeps
+    DashScope reads: ``temperature``, ``top_p``, ``max_tokens`` → ``max_output_tokens``, ``tools``,
+    ``tool_choice``, ``allow_multiple_tool_calls`` → ``parallel_tool_calls``, ``response_format`` → ``text.format``,
+    ``enable_thinking`` (or MAF's ``reasoning``), ``store`` (always sent: false unless asked, so that DashScope keeps
     nothing of a conversation the client resends whole), ``conversation_id`` → ``previous_response_id``.
 
-        Raises:
-            ChatClientInvalidRequestException: no input, an option DashScope would ignore (`IGNORED`), a bad tool,
-                a body that cannot be sent as JSON.
+    Raises:
+        ChatClientInvalidRequestException: no input, an option DashScope would ignore (`IGNORED`), a bad tool,
+            a body that cannot be sent as JSON.
     """
     refuse_unsupported(options, IGNORED)
     unknown = sorted(key for key, value in options.items() if value is not None and key not in READ | IGNORED.keys())
