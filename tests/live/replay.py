@@ -11,7 +11,10 @@ written from the providers' API references (independent of the clients' own pars
 * Anthropic Messages: ``content`` blocks (``text``, ``tool_use``) or ``content_block_start`` /
   ``content_block_delta`` (``text_delta``) events, ``error`` events;
 * Gemini: ``candidates[0].content.parts`` (``text`` without ``thought``, ``functionCall``), JSON, a JSON array
-  or ``data:`` events.
+  or ``data:`` events;
+* DashScope's Responses API (``…/responses``): the ``output`` items (``message`` parts of type ``output_text``,
+  ``function_call`` names), or the stream's ``response.output_text.delta`` events and ``response.output_item.done``
+  function calls; an error as ``error`` (Model Studio: "OpenAI Responses API reference").
 """
 
 from __future__ import annotations
@@ -67,7 +70,33 @@ def _function_names(message: dict[str, Any]) -> list[str]:
     return [c["function"]["name"] for c in message.get("tool_calls") or [] if c["function"].get("name")]
 
 
+def is_responses(provider: str, exchange: Exchange) -> bool:
+    return provider == "dashscope" and exchange.url.split("?")[0].endswith("/responses")
+
+
+def _responses_expected(exchange: Exchange) -> Expected:
+    out = Expected(error=exchange.status >= 400)
+    for doc in _documents(exchange):
+        if not isinstance(doc, dict):
+            continue
+        out.error = out.error or bool(doc.get("error")) or doc.get("type") in ("error", "response.failed")
+        if doc.get("type") == "response.output_text.delta":
+            out.text += str(doc.get("delta", ""))
+        done = [doc["item"]] if doc.get("type") == "response.output_item.done" else []
+        items = done if exchange.stream else doc.get("output") or []
+        for item in items if isinstance(items, list) else []:
+            if item.get("type") == "function_call":
+                out.calls.append(str(item.get("name")))
+            elif item.get("type") == "message" and not exchange.stream:
+                out.text += "".join(
+                    p.get("text", "") for p in item.get("content") or [] if p.get("type") == "output_text"
+                )
+    return out
+
+
 def expected(provider: str, exchange: Exchange) -> Expected:
+    if is_responses(provider, exchange):
+        return _responses_expected(exchange)
     out = Expected(error=exchange.status >= 400)
     for doc in _documents(exchange):
         if not isinstance(doc, dict):
@@ -175,6 +204,12 @@ async def replay(provider: str, exchange: Exchange, want: Expected | None = None
         base_url = server.root_url + ("/api/v1" if provider == "dashscope" else "/v1" if provider == "openai" else "")
         config = provider_config(provider)
         client = config.client(base_url, "sk-replay", model_of(provider, exchange), max_retries=0)
+        if is_responses(provider, exchange):
+            from qwen3 import QwenResponsesClient
+
+            client = QwenResponsesClient(
+                model=model_of(provider, exchange), api_key="sk-replay", base_url=base_url, max_retries=0
+            )
         if want.error:
             with pytest.raises(ChatClientException):
                 await _ask(client, exchange.stream)

@@ -19,9 +19,9 @@ from agent_framework import Content, Message
 from clients.anthropic.testing import AnthropicEmulator
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.testing import OpenAIEmulator
-from clients.testing import RecordedRequest, Reply, ToolCall
+from clients.testing import RecordedRequest, Reply, SearchResult, ToolCall
 from qwen3 import QwenChatClient, QwenEmbeddingClient
-from qwen3.testing import DashScopeEmulator
+from qwen3.testing import DashScopeEmulator, HostedReply
 from tests.conftest import PNG
 from tests.live.conftest import providers, selects_live
 from tests.live.recorder import MASK, Masker, RecordingProxy, read_recordings
@@ -214,14 +214,22 @@ def test_a_plain_run_deselects_the_live_tier_even_with_a_key() -> None:
         return run.stdout
 
     plain = collect("tests/live/test_live.py")
-    assert re.search(r"no tests collected \(31 deselected\)", plain), plain[-500:]
+    assert re.search(r"no tests collected \(34 deselected\)", plain), plain[-500:]
     live = collect("-m", "live", "tests/live/test_live.py")
-    assert re.search(r"^31 tests collected", live, re.MULTILINE), live[-500:]
+    assert re.search(r"^34 tests collected", live, re.MULTILINE), live[-500:]
 
 
 def _answers(request: RecordedRequest) -> Reply:
     """What a sound model would answer to each live scenario's prompt (the scenarios' own checks then hold)."""
     text = request.last_user_text
+    if "favourite colour" in text:  # the Responses API's stored session: the first turn only reaches the model
+        remembered = any("teal" in turn.text for turn in request.turns[:-1])  # through previous_response_id
+        return Reply(text="Teal." if text.startswith("What") and remembered else "OK")
+    if "17 * 23" in text:
+        return Reply(reasoning="17 x 23 = 340 + 51 = 391", text="391")
+    if "Search the web" in text:
+        python = SearchResult("Python Release Python 3.14.0", "https://www.python.org/downloads/release/python-3140/")
+        return HostedReply(text="Python 3.14.0 [1].", search_results=[python])
     if "weather" in text:
         if any(turn.tool_results or turn.role == "tool" for turn in request.turns):
             return Reply(text="Sunny and 23 degrees in Hangzhou.")
@@ -251,9 +259,11 @@ def test_the_live_scenarios_hold_against_the_emulator(tmp_path: Path) -> None:
         run = subprocess.run(
             [*command, "tests/live/test_live.py"], cwd=root, env=env, capture_output=True, text=True, timeout=150
         )
-    assert re.search(r"^10 passed", run.stdout.splitlines()[-1]), run.stdout[-3000:]
+    assert re.search(r"^13 passed", run.stdout.splitlines()[-1]), run.stdout[-3000:]
     recorded = read_recordings(tmp_path / "dashscope", "dashscope")
-    assert len(recorded) == 8 + 5  # the tool loop asks twice; embeddings: 3 calls of a batch, 1 multimodal, 1 error
+    # the tool loop asks twice; embeddings: 3 calls of a batch, 1 multimodal, 1 error; Responses: a stored session's
+    # two turns, a thinking stream, a web search
+    assert len(recorded) == 8 + 5 + 4
     assert sum(is_embedding("dashscope", e) for e in recorded) == 5
     assert any(e.status == 404 or "error" in e.name for e in recorded)
     for exchange in recorded:
