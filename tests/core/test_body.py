@@ -39,7 +39,10 @@ async def test_big_strings_go_out_in_slices_and_the_json_is_unchanged() -> None:
     uri = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 40).decode()
     body = {"model": "m", "input": {"messages": [{"role": "user", "content": [{"text": 'é"\\'}, {"image": uri}]}]}}
     assert json.loads(await _joined(body)) == body
-    assert await _joined(body) == httpx.Request("POST", "http://host", json=body).read()  # httpx's bytes, exactly
+    compact = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    assert await _joined(body) == compact  # the bytes httpx >= 0.28 sends for json= (httpx/_content.py encode_json)
+    if tuple(int(part) for part in httpx.__version__.split(".")[:2]) >= (0, 28):
+        assert compact == httpx.Request("POST", "http://host", json=body).read()  # httpx's bytes, exactly
     assert streamed_json({"short": "x" * 15}, large=16) is None  # nothing big: sent as usual
     assert streamed_json({"big": "x" * 16}, large=16) is not None  # from `large` characters on: in slices
 

@@ -237,7 +237,9 @@ async def test_knowledge_base_passages_become_citations(emu: DashScopeEmulator, 
 
 
 async def test_mcp_through_mafs_hosted_tool_gets_server_protocol(emu: DashScopeEmulator, client: QwenResponsesClient):
-    from agent_framework_openai import OpenAIChatClient
+    OpenAIChatClient = pytest.importorskip(
+        "agent_framework_openai", reason="MAF's own OpenAI package comes with the conformance extra"
+    ).OpenAIChatClient
 
     emu.script(HostedReply(text="Fetched.", mcp_calls=[McpCall("fetch", "fetch", {"url": "https://a.example"}, "ok")]))
     ours = client.get_mcp_tool(
