@@ -62,6 +62,7 @@ from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
 from qwen3.service import (
     DEFAULT_BASE_URL,
+    DEFAULT_TIMEOUTS,
     INTL_BASE_URL,
     DashScopeService,
     DashScopeTransport,
@@ -151,7 +152,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
     _PROVIDER: ClassVar[str] = "DashScope"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (300.0, 10.0, 120.0)  # timeout: the SDK's default
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS
     _MODEL_SETTING: ClassVar[str] = "model"
     _EXAMPLE_MODEL: ClassVar[str] = "qwen-plus"
     _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None

@@ -62,6 +62,7 @@ from clients.core.transport import (
 __all__ = [
     "DATA_INSPECTION_HEADER",
     "DEFAULT_BASE_URL",
+    "DEFAULT_TIMEOUTS",
     "INTL_BASE_URL",
     "NO_KEY",
     "REGIONS",
@@ -121,6 +122,9 @@ DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 """Native API base, China (Beijing) region (Model Studio "Qwen via DashScope")."""
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
 """Native API base, international (Singapore) region; keys work only in their own region."""
+DEFAULT_TIMEOUTS: tuple[float, float, float] = (300.0, 10.0, 120.0)
+"""The chat clients' defaults in seconds (``timeout``, ``connect_timeout``, ``stream_idle_timeout``): ``timeout`` is the
+dashscope SDK's own default; QwenChatClient and QwenResponsesClient share them."""
 NATIVE_PATH = "/api/v1"
 COMPATIBLE_PATH = "/compatible-mode/v1"
 _HOSTS = {region.host: region for region in REGIONS.values() if region.host}

@@ -152,9 +152,9 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
     _STREAM_IDLE: ClassVar[str] = "sent nothing"
     _ANSWER_KEY: ClassVar[str] = "choices"
+    """The key of a successful answer's body: an ``error`` beside none of it is an error sent with HTTP 200."""
     _ENDPOINT: ClassVar[str] = "/chat/completions"
     """The path below the base URL the requests go to (a redirect's message suggests the base it found)."""
-    """The key of a successful answer's body: an ``error`` beside none of it is an error sent with HTTP 200."""
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """As ``ProviderChatClient``; a ``base_url`` with credentials in it (``http://user:token@host/v1``, sent as

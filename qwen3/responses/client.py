@@ -44,7 +44,7 @@ from qwen3.responses.convert import (
     web_search_tool,
 )
 from qwen3.responses.parse import StreamState, decode_event, parse_response, parse_stream_event
-from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
+from qwen3.service import DEFAULT_TIMEOUTS, DashScopeService, ServiceSettings, no_model, resolve_service
 
 with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too
     import httpx2
@@ -119,7 +119,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
     _PROVIDER: ClassVar[str] = "DashScope"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (300.0, 10.0, 120.0)  # as QwenChatClient
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS
     _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES | AUTH_CODES | FILTER_CODES
     _STREAM_UNIT: ClassVar[str] = "event"
     _STREAM_END: ClassVar[str] = "response.completed"
