@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from clients.core.media import image_content, video_frames
 from qwen3.client import DEFAULT_BASE_URL, INTL_BASE_URL, QwenChatClient, QwenVLChatClient, RawQwenChatClient
 from qwen3.embeddings import QwenEmbeddingClient, QwenEmbeddingOptions
+from qwen3.models import endpoint_for_model
 from qwen3.options import QwenChatOptions
-from qwen3.routing import endpoint_for_model
 from qwen3.tokens import QwenTokenizer, compaction_for
 
 if TYPE_CHECKING:

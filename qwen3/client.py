@@ -1,7 +1,7 @@
 """MAF chat clients for Qwen on DashScope's native API: ``QwenChatClient`` and ``QwenVLChatClient``.
 
 Thin on purpose: the request path is ``clients.core.client.ProviderChatClient``'s, the translation lives in
-``qwen3.convert`` (requests) and ``qwen3.parse`` (responses), endpoint routing in ``qwen3.routing``, settings (key,
+``qwen3.convert`` (requests) and ``qwen3.parse`` (responses), endpoint routing in ``qwen3.models``, settings (key,
 base URL, region, workspace) and the SDK client in ``qwen3.service``, the one DashScope service. This module fills
 the path's steps for DashScope: the request (`RawQwenChatClient._build_request`: hosted tools, headers, uploads, the
 endpoint; thinking requests streamed), one attempt on the ``dashscope`` SDK's v2 httpx client
@@ -49,6 +49,7 @@ from clients.core.transport import (
 )
 from qwen3.convert import conversation_has_media, request_body, request_messages
 from qwen3.errors import error_from_body, explained, parse_error
+from qwen3.models import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
 from qwen3.options import (
     QwenChatOptions,
     QwenWebSearchOptions,
@@ -59,7 +60,6 @@ from qwen3.options import (
     web_search_tool,
 )
 from qwen3.parse import StreamState, parse_response, parse_stream_event
-from qwen3.routing import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
 from qwen3.service import (
     DEFAULT_BASE_URL,
     DEFAULT_TIMEOUTS,
@@ -437,7 +437,7 @@ class QwenChatClient(
 ):
     """Qwen on DashScope's native API, as a MAF chat client with tools, middleware and telemetry.
 
-    Endpoint routing: by model family (``qwen3.routing``), the multimodal endpoint whenever the conversation
+    Endpoint routing: by model family (``qwen3.models``), the multimodal endpoint whenever the conversation
     holds image/video/audio content, and one retry on the other endpoint when DashScope answers
     "url error" (the answer is remembered per model). ``endpoint=`` fixes it.
 

@@ -42,8 +42,8 @@ from clients.core.media import (
     resolve_uri,
 )
 from qwen3.errors import media_advice
+from qwen3.models import Endpoint, known_family, model_family
 from qwen3.options import convert_options, resolve_hosted_tools, structured_output_instruction
-from qwen3.routing import Endpoint, known_family, model_family
 
 logger = logging.getLogger("agent_framework.qwen3")
 
@@ -315,7 +315,7 @@ def _file_message(ids: list[str], endpoint: Endpoint) -> dict[str, Any]:
 
 def check_file_ids(messages: Sequence[Message], model: str) -> None:
     """Refuse, before sending, documents a model cannot read: ``Content.from_hosted_file`` is sent as a
-    ``fileid://`` system message, which only the models of `qwen3.routing.ModelFamily.file_ids` (qwen-long,
+    ``fileid://`` system message, which only the models of `qwen3.models.ModelFamily.file_ids` (qwen-long,
     qwen-doc-turbo) resolve; others would read the reference as text. At most `MAX_FILE_IDS` per request.
 
     Raises:
@@ -434,7 +434,7 @@ def _preserve_thinking(
     parameters: dict[str, Any], wire: list[dict[str, Any]], options: Mapping[str, Any], model: str
 ) -> None:
     """``preserve_thinking`` in ``parameters``: as the caller set it (a bool); unset, ``true`` when the model takes it
-    (`qwen3.routing.ModelFamily.preserve_thinking`) and an assistant turn carries ``reasoning_content``: without it
+    (`qwen3.models.ModelFamily.preserve_thinking`) and an assistant turn carries ``reasoning_content``: without it
     DashScope drops earlier reasoning ("By default, the model ignores reasoning_content in the messages history. Set
     preserve_thinking to true to pass prior reasoning to subsequent turns", Model Studio "Deep thinking").
 
@@ -550,7 +550,7 @@ def apply_cache(body: dict[str, Any], options: Mapping[str, Any], model: str) ->
     - A tool marked for caching (DashScope has no marker on tool definitions) puts the marker at the end of the
       system message, or of the first message when there is none; the tool dict is sent without it.
     - More than `MAX_CACHE_MARKERS` markers raise; markers for a model that is not on the explicit-cache list
-      (`qwen3.routing.ModelFamily.explicit_cache`) are sent with a warning (DashScope ignores them there).
+      (`qwen3.models.ModelFamily.explicit_cache`) are sent with a warning (DashScope ignores them there).
 
     Raises:
         ChatClientInvalidRequestException: an unknown ``cache`` value, a malformed marker, more than four markers.
@@ -579,7 +579,7 @@ def apply_cache(body: dict[str, Any], options: Mapping[str, Any], model: str) ->
         )
     if count and not model_family(model).explicit_cache:
         logger.warning(
-            "%s is not on Model Studio's explicit context-cache list (qwen3.routing.MODEL_FAMILIES): DashScope ignores "
+            "%s is not on Model Studio's explicit context-cache list (qwen3.models.MODEL_FAMILIES): DashScope ignores "
             "cache_control for models without explicit caching; the %d marker(s) are sent in case the list has grown.",
             model,
             count,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from clients.core.transport import ProviderError, as_text
-from qwen3.routing import is_url_error, known_family, similar_models
+from qwen3.models import is_url_error, known_family, similar_models
 from qwen3.service import WORKSPACE_HEADER
 
 AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})
@@ -99,7 +99,7 @@ def is_unknown_model(error: ProviderError) -> bool:
 def unknown_model_advice(model: str) -> str | None:
     """What to do about a model DashScope does not serve, or None: a self-hosted name (``Qwen/Qwen3-8B`` as vLLM and
     SGLang serve it, ``qwen3:8b`` as Ollama does) points at `SelfHostedQwenChatClient` and DashScope's own name; an
-    embedding model at `QwenEmbeddingClient`; a name close to the table's (`qwen3.routing.similar_models`) gets a
+    embedding model at `QwenEmbeddingClient`; a name close to the table's (`qwen3.models.similar_models`) gets a
     did-you-mean. A name the model table knows gets none (DashScope may not serve it in this region)."""
     if known_family(model) is not None:
         return None
@@ -121,7 +121,7 @@ def unknown_model_advice(model: str) -> str | None:
 def explained(error: ProviderError, *, model: str, media: bool, headers: Mapping[str, str]) -> ProviderError:
     """``error`` with our advice first where its cause is known: a "url error" for a conversation with ``media``
     (sent to the multimodal endpoint) means the model takes no media; an unknown model whose name the table does
-    not know but is close to one of its names (`qwen3.routing.similar_models`) gets a did-you-mean; a workspace
+    not know but is close to one of its names (`qwen3.models.similar_models`) gets a did-you-mean; a workspace
     error names the workspace ``headers`` sent."""
     if media and is_url_error(error.code, error.message):
         return replace(error, advice=media_advice(model))

@@ -17,7 +17,7 @@ from agent_framework import ChatOptions
 from pydantic import BaseModel
 
 from clients.core.convert import MAF_OPTIONS, ResponseModelT, as_list, function_tools, invalid, refuse_unsupported
-from qwen3.routing import supports_json_schema, thinking_mode, thinks_by_default
+from qwen3.models import supports_json_schema, thinking_mode, thinks_by_default
 
 logger = logging.getLogger("agent_framework.qwen3")
 

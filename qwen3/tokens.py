@@ -1,6 +1,6 @@
 """Token counts for MAF's compaction: `QwenTokenizer` (MAF's ``TokenizerProtocol`` on the Qwen tokenizer the
 dashscope SDK ships) and `compaction_for` (MAF's ``ContextWindowCompactionStrategy`` sized for a Qwen model from
-`qwen3.routing.MODEL_FAMILIES`)."""
+`qwen3.models.MODEL_FAMILIES`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from agent_framework import ContextWindowCompactionStrategy
 
-from qwen3.routing import model_family
+from qwen3.models import model_family
 
 __all__ = ["CHUNK", "MEDIA_TOKENS", "QwenTokenizer", "compaction_for"]
 
@@ -125,7 +125,7 @@ def compaction_for(
     """MAF's ``ContextWindowCompactionStrategy`` for ``model``, counting with `QwenTokenizer`.
 
     ``context_window`` and ``max_output_tokens`` default to the model family's row in
-    `qwen3.routing.MODEL_FAMILIES` (an Alibaba page's figures, or a labelled copy of the console's model
+    `qwen3.models.MODEL_FAMILIES` (an Alibaba page's figures, or a labelled copy of the console's model
     metadata, for the family's stable alias, where found); a figure the table does not have must be given.
     ``tokenizer`` replaces `QwenTokenizer()`; ``options`` go to the strategy as they are
     (``tool_eviction_threshold``, ``truncation_threshold``, ``keep_last_tool_call_groups``,

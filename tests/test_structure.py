@@ -97,16 +97,16 @@ def test_the_private_name_scan_finds_both_forms(tmp_path: Path) -> None:
         "from qwen3.convert import _kind, build_request\n"
         "from .options import _tool_choice\n"
         "from .probe import _own\n"
-        "import qwen3.routing\n"
+        "import qwen3.models\n"
         "from clients.core import conversion\n"
-        "def f():\n    return qwen3.routing._private, conversion._hidden, build_request, _own\n",
+        "def f():\n    return qwen3.models._private, conversion._hidden, build_request, _own\n",
         encoding="utf-8",
     )
     found = [hit.split(": ", 1)[1] for hit in private_imports(path, "qwen3.probe")]
     assert found == [
         "from qwen3.convert import _kind",
         "from qwen3.options import _tool_choice",
-        "qwen3.routing._private",
+        "qwen3.models._private",
         "clients.core.conversion._hidden",
     ]
 

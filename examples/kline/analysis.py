@@ -20,7 +20,7 @@ from kline.data import GOOG_SOURCE, load_csv, load_goog_sample
 from kline.provenance import GENERATED, Provenance
 from kline.provenance import of as provenance_of
 from qwen3 import QwenVLChatClient
-from qwen3.routing import model_family
+from qwen3.models import model_family
 from qwen3.testing import DashScopeEmulator, RecordedRequest
 
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"

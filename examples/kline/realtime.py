@@ -26,7 +26,7 @@ from kline.limiter import (
 from kline.store import Ticker
 from kline.watchlist import Run, RunAborted, rendered
 from qwen3 import QwenVLChatClient
-from qwen3.routing import model_family
+from qwen3.models import model_family
 
 
 async def analyse_realtime(run: Run, client: QwenVLChatClient, limiter: AccountLimiter, ticker: Ticker) -> None:

@@ -18,7 +18,7 @@ from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
 from qwen3.convert import build_request, conversation_has_media
-from qwen3.routing import endpoint_for_model
+from qwen3.models import endpoint_for_model
 from qwen3.service import REGIONS, DashScopeService, is_alibaba
 
 Region = Literal["cn-beijing", "ap-southeast-1"]

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from agent_framework import Content, EmbeddingGenerationOptions
 from agent_framework.exceptions import IntegrationInvalidRequestException
 
-from qwen3.routing import known_family
+from qwen3.models import known_family
 
 __all__ = [
     "EMBEDDING_MODELS",

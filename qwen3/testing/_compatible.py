@@ -11,7 +11,7 @@ compatibility-of-openai-with-dashscope). Point the ``openai`` SDK, or MAF's ``Op
   ``search_options``, ``enable_code_interpreter``…) sit at the top level of the body ("通过 HTTP 直接调用时…直接将
   enable_thinking 与 model、messages 等参数一样放在请求体的顶层"; the openai SDK sends its ``extra_body`` there).
 * ``reasoning_content`` in ``message`` / ``delta`` when the request thinks: ``enable_thinking`` if sent, else the
-  model's default (``qwen3.routing``); with thinking, the first delta is ``{"content": null, "role": "assistant",
+  model's default (``qwen3.models``); with thinking, the first delta is ``{"content": null, "role": "assistant",
   "reasoning_content": ""}`` and text deltas carry ``"reasoning_content": null`` (the reference's stream samples).
 * Chunks carry ``"usage": null`` and ``"system_fingerprint": null``; with ``stream_options.include_usage`` a last
   chunk with ``choices: []`` holds the usage: ``prompt_tokens``, ``completion_tokens``, ``total_tokens``,
@@ -58,7 +58,7 @@ from clients.testing import (
     reasoning_tokens,
     token_weight,
 )
-from qwen3.routing import thinking_mode, thinks_by_default
+from qwen3.models import thinking_mode, thinks_by_default
 
 from ._cache import CacheUse
 from ._types import Endpoint, RecordedRequest
@@ -191,7 +191,7 @@ class CompatibleRecordedRequest(ChatCompletionRecordedRequest, RecordedRequest):
     def thinking(self) -> bool:
         """Whether the model thinks on this request: never for a model without thinking, always for a thinking-only
         one, else ``enable_thinking`` when sent, off with ``reasoning_effort: "none"`` (qwen3.8), else the model's
-        default (``qwen3.routing``; Model Studio "Deep thinking")."""
+        default (``qwen3.models``; Model Studio "Deep thinking")."""
         mode = thinking_mode(self.model)
         if mode != "hybrid":
             return mode == "only"

@@ -83,7 +83,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
     * ``validate``: check request shapes and answer like DashScope would (see ``_validation.py`` for the rules
       and their sources).
     * ``models``: extra ``{model name or glob: "text" | "multimodal"}`` entries, checked before the model table
-      (`qwen3.routing.known_family`); a model neither knows gets DashScope's 400 ``InvalidParameter`` "Model not
+      (`qwen3.models.known_family`); a model neither knows gets DashScope's 400 ``InvalidParameter`` "Model not
       exist." on both endpoints, so a misspelt name fails as it would on the service.
     * ``default_reply``: a `Reply` or ``(RecordedRequest) -> Reply`` used when the script is empty; default
       `Reply.echo`.

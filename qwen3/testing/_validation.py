@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from clients.testing import text_of
-from qwen3.routing import known_family
+from qwen3.models import known_family
 
 from ._types import Endpoint
 
@@ -79,7 +79,7 @@ _DATA_URI = re.compile(r"data:[^,;]*(;[^,;]*)*;base64,", re.IGNORECASE)
 
 def endpoint_for(model: str, models: Mapping[str, Endpoint] | None = None) -> Endpoint | None:
     """The endpoint serving ``model``: ``models`` entries (exact names or globs) first, then the model table
-    (`qwen3.routing.known_family`: a family's name, with snapshot, size or tier parts); None when neither knows it:
+    (`qwen3.models.known_family`: a family's name, with snapshot, size or tier parts); None when neither knows it:
     the emulator then answers as DashScope does for a model it does not serve (400 ``InvalidParameter`` "Model not
     exist."). Name a model the table does not know (a newer one, a fine-tune) with
     ``DashScopeEmulator(models=...)``."""

@@ -19,7 +19,7 @@ from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
 from qwen3 import QwenChatClient, QwenVLChatClient, image_content
-from qwen3.routing import MODEL_FAMILIES, known_family, model_family, similar_models
+from qwen3.models import MODEL_FAMILIES, known_family, model_family, similar_models
 from qwen3.testing import DashScopeEmulator, Reply
 from qwen3.testing.__main__ import main as serve
 from tests.conftest import PNG

@@ -1,4 +1,4 @@
-"""The model-family table (qwen3.routing.MODEL_FAMILIES): each row cites its sources, and the facts the sources state
+"""The model-family table (qwen3.models.MODEL_FAMILIES): each row cites its sources, and the facts the sources state
 come out for the models they name."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen3.routing import (
+from qwen3.models import (
     MODEL_FAMILIES,
     SOURCES,
     UNKNOWN_FAMILY,
@@ -101,7 +101,7 @@ def test_explicit_cache_file_ids_and_inputs() -> None:
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "models.md"
-BEGIN, END = "<!-- model table: generated from qwen3.routing.MODEL_FAMILIES -->", "<!-- end of model table -->"
+BEGIN, END = "<!-- model table: generated from qwen3.models.MODEL_FAMILIES -->", "<!-- end of model table -->"
 
 
 def render_table() -> str:

@@ -18,7 +18,7 @@ from agent_framework import (
 )
 
 from qwen3 import QwenChatClient, QwenTokenizer, compaction_for
-from qwen3.routing import CONSOLE_COPIES, MODEL_FAMILIES, SOURCES, model_family
+from qwen3.models import CONSOLE_COPIES, MODEL_FAMILIES, SOURCES, model_family
 from qwen3.testing import DashScopeEmulator, Reply
 from qwen3.tokens import MEDIA_TOKENS
 
