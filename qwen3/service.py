@@ -46,6 +46,7 @@ from typing_extensions import Self
 
 from clients.core.client import PerLoop, seconds
 from clients.core.convert import invalid
+from clients.core.keywords import checked_api_key
 from clients.core.transport import (
     Attempts,
     Failure,
@@ -56,6 +57,7 @@ from clients.core.transport import (
     read_limited,
     redact,
     retry_advice,
+    scrubbed,
     within,
 )
 
@@ -396,7 +398,8 @@ def resolve_service(
 
     Raises:
         SettingNotFoundError: no API key (`NO_KEY`).
-        ValueError: a base URL that is not http(s) with a host, a compatible-mode base for a native client, a
+        ValueError: an API key that cannot be sent (`clients.core.keywords.checked_api_key`: the whitespace around it
+            is stripped), a base URL that is not http(s) with a host, a compatible-mode base for a native client, a
             ``region`` that is not one of `REGIONS` or disagrees with the host's, a workspace that is not a
             workspace id.
     """
@@ -444,7 +447,7 @@ def resolve_service(
         )
     found = settings.get(model_setting)  # type: ignore[misc]
     return DashScopeService(
-        api_key=key if isinstance(key, SecretString) else SecretString(str(key)),
+        api_key=checked_api_key(key, "api_key" if given.api_key is not None else "DASHSCOPE_API_KEY"),
         base_url=url,
         region=placed or chosen,
         workspace=space,
@@ -579,8 +582,8 @@ class DashScopeTransport:
             )
         except Failure as failure:
             raise failure.noted(attempts.note()) from None
-        except (httpx.TransportError, asyncio.TimeoutError) as exc:
-            raise ChatClientException(self.no_answer(exc) + attempts.note()) from exc
+        except (httpx.TransportError, asyncio.TimeoutError) as exc:  # masked: one may quote the key
+            raise ChatClientException(self.no_answer(scrubbed(exc)) + attempts.note()) from exc
 
     def no_answer(self, exc: BaseException) -> str:
         """What went wrong when no answer came: the timeout that fired, or the connection failure."""

@@ -49,7 +49,7 @@ from dashscope.utils.oss_utils import OssUtils
 
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
 from clients.core.parse import json_object
-from clients.core.transport import Failure, to_chat_client_exception, within
+from clients.core.transport import Failure, scrubbed, to_chat_client_exception, within
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
 from qwen3.service import Answer, DashScopeService, DashScopeTransport, id_segment, unsent_only
@@ -231,7 +231,7 @@ async def _upload(
                     f"within timeout={timeout:g} s (upload_local_files={mode!r}, base_url {service.base_url!r})."
                 ) from None
             except Exception as exc:  # the SDK's UploadFileException, requests' errors, a malformed policy
-                detail = " ".join(str(exc).split())[:500] or type(exc).__name__
+                detail = " ".join(str(scrubbed(exc)).split())[:500] or type(exc).__name__
                 raise ChatClientException(
                     f"Uploading {str(file.path)!r} ({file.size} bytes) to DashScope's temporary storage failed "
                     f"(upload_local_files={mode!r}, base_url {service.base_url!r}): {detail}. The oss:// upload exists "

@@ -40,7 +40,7 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidReq
 from typing_extensions import Self, TypeVar
 
 from clients.core.convert import AgentNameMixin, checked_model, checked_option_types, rewrite_other_agents
-from clients.core.keywords import ClientSettings
+from clients.core.keywords import ClientSettings, checked_api_key
 from clients.core.parse import parsed
 from clients.core.transport import (
     MAX_EVENT_BYTES,
@@ -54,6 +54,7 @@ from clients.core.transport import (
     hide,
     http_errors,
     retry_advice,
+    scrubbed,
     shown_url,
     to_chat_client_exception,
     transport_cause,
@@ -189,7 +190,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         Raises:
             SettingNotFoundError: no API key or no model, naming the variable to set.
             ValueError: a timeout that is not a positive number, a ``max_event_bytes`` that is not a whole number
-                > 0, a ``base_url`` that is not an http(s) URL (or what the provider's ``_settings`` refuses).
+                > 0, an API key that cannot be sent (`clients.core.keywords.checked_api_key`), a ``base_url`` that
+                is not an http(s) URL (or what the provider's ``_settings`` refuses).
         """
         if settings is None:
             settings = ClientSettings.taken_from(kwargs)
@@ -207,7 +209,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         policy = settings.retry_policy if settings.retry_policy is not None else RetryPolicy()
         max_retries = settings.max_retries
         self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
-        self._api_key: SecretString = key if isinstance(key, SecretString) else SecretString(key)
+        self._api_key: SecretString = checked_api_key(key, "api_key" if settings.api_key is not None else "the API key")
         max_event_bytes = settings.max_event_bytes
         if max_event_bytes is not None and (
             isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes <= 0
@@ -355,13 +357,14 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             )
         except Failure as failure:
             raise failure.noted(attempts.note()) from None
-        except unanswered as exc:
-            raise ChatClientException(self._transport_message(exc, stream=stream) + attempts.note()) from exc
+        except unanswered as exc:  # its text and chain masked: one may quote the key (an unsendable header)
+            message = self._transport_message(scrubbed(exc), stream=stream)
+            raise ChatClientException(message + attempts.note()) from exc
         except ChatClientException:
             raise
         except Exception as exc:
             what = "stream request" if stream else "request"
-            raise ChatClientException(f"The {self._PROVIDER} {what} failed: {exc!r}") from exc
+            raise ChatClientException(f"The {self._PROVIDER} {what} failed: {scrubbed(exc)!r}") from exc
 
     async def _post(self, request: RequestT) -> dict[str, Any]:
         """A non-streamed request: each attempt (`_send`) may take ``timeout`` seconds in all (``connect_timeout`` of

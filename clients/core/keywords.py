@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import typing
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -28,7 +29,14 @@ from typing_extensions import Self
 
 from clients.core.transport import RetryPolicy
 
-__all__ = ["MAF_KEYWORDS", "ClientSettings", "PublicKeywords", "keyword_signature", "refuse_unexpected"]
+__all__ = [
+    "MAF_KEYWORDS",
+    "ClientSettings",
+    "PublicKeywords",
+    "checked_api_key",
+    "keyword_signature",
+    "refuse_unexpected",
+]
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,34 @@ class ClientSettings:
             "env_file_path": self.env_file_path,
             "env_file_encoding": self.env_file_encoding,
         }
+
+
+_CONTROLS = {"\n": "a line feed", "\r": "a carriage return", "\0": "a NUL", "\t": "a tab", " ": "a space"}
+
+
+def checked_api_key(key: str | SecretString, source: str = "api_key") -> SecretString:
+    """An API key as it may go into an ``Authorization`` header: surrounding whitespace stripped (a ``.env`` file or
+    a pasted key leaves a newline), then every character printable ASCII (RFC 9110 field values; httpx refuses the
+    rest with an error that quotes the whole header, key included). Called once, where a client resolves its key.
+    ``source``: where the key came from, for the message (``"api_key"``, ``"DASHSCOPE_API_KEY"``…).
+
+    Raises:
+        ValueError: an empty key, or a character inside the key that cannot be sent: the message names its
+            position and kind (a line feed, a NUL, a non-ASCII letter…), never the key.
+    """
+    value = (key.get_secret_value() if isinstance(key, SecretString) else key).strip()
+    if not value:
+        raise ValueError(f"{source} is empty or only whitespace: give the API key itself.")
+    if not (value.isascii() and value.isprintable() and " " not in value):
+        position, char = next((i, c) for i, c in enumerate(value) if not "!" <= c <= "~")
+        name = unicodedata.name(char, "").lower()
+        kind = _CONTROLS.get(char) or (f"a non-ASCII character, {name}," if name else "a control character")
+        raise ValueError(
+            f"{source} has {kind} (U+{ord(char):04X}) at character {position + 1} of {len(value)} (the whitespace "
+            "around the key stripped): an API key is printable ASCII without spaces, so it cannot go into the "
+            "Authorization header. Check where the key came from (a character copied with it)."
+        )
+    return key if isinstance(key, SecretString) and value == key.get_secret_value() else SecretString(value)
 
 
 def refuse_unexpected(client: object, unexpected: Mapping[str, Any], *, declared: Any = None) -> None:

@@ -107,6 +107,7 @@ import json
 import logging
 import math
 import random
+import re
 import reprlib
 import sys
 import time
@@ -157,6 +158,7 @@ __all__ = [
     "redact",
     "retry_advice",
     "retry_after_seconds",
+    "scrubbed",
     "server_says_retry",
     "shown_url",
     "streamed_json",
@@ -227,23 +229,54 @@ def as_text(value: object) -> str:
     return "" if value is None else _SHORT.repr(value)
 
 
+_E = TypeVar("_E", bound=BaseException)
 _SECRETS: ContextVar[frozenset[str]] = ContextVar("agent_framework_qwen3_secrets", default=frozenset())
 
 
 def hide(secret: str) -> None:
     """Register ``secret`` (an API key of 8 characters or more) for `redact` in the current context: the request
     that follows, and what the caller does after it, never show it in an error. Registering it again changes
-    nothing. Only quoted server text is redacted, never a model's answer."""
+    nothing. Only quoted server text is redacted, never a model's answer. A secret with a character outside printable
+    ASCII (which `clients.core.keywords.checked_api_key` refuses, so only one that got past it) also registers each
+    printable run of 8 or more characters: the forms a repr or ``b'…'`` shows it in (``b'Bearer sk-…\\n'``)."""
     if len(secret) >= 8 and secret not in _SECRETS.get():  # a real key; masking "k" would mangle every message
-        _SECRETS.set(_SECRETS.get() | {secret})
+        runs = () if secret.isascii() and secret.isprintable() else re.findall(r"[!-~]{8,}", secret)
+        _SECRETS.set(_SECRETS.get() | {secret, *runs})
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret replaced by ``***``."""
-    for secret in _SECRETS.get():
+    """``text`` with every registered secret replaced by ``***`` (the longest first)."""
+    for secret in sorted(_SECRETS.get(), key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, "***")
     return text
+
+
+def scrubbed(exc: _E) -> _E:
+    """``exc`` with every registered secret masked (`redact`) in the text of each exception of its chain
+    (``__cause__``, ``__context__``; their ``args``, where an exception keeps its text), so that the chain a caller,
+    a log or a span sees shows none. On the error path only: a transport error that quoted a key (httpx's "Illegal
+    header value b'Bearer …'") never reaches the caller whole."""
+    secrets = _SECRETS.get()
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < 64:
+        seen.add(id(link))
+        if secrets:
+            args = tuple(_scrubbed_arg(arg) for arg in link.args)
+            if any(new is not old for new, old in zip(args, link.args, strict=True)):
+                link.args = args
+        link = link.__cause__ or link.__context__
+    return exc
+
+
+def _scrubbed_arg(arg: object) -> object:
+    """One of an exception's ``args``, masked where it shows a secret (itself when it shows none)."""
+    if isinstance(arg, BaseException):
+        return scrubbed(arg)
+    text = arg if isinstance(arg, str) else repr(arg)
+    masked = redact(text)
+    return arg if masked == text else masked
 
 
 def shown_url(url: str) -> str:
@@ -867,12 +900,14 @@ class EventStream:
                 f"{exc.args[0]} ({self.so_far()}; the answer is incomplete)"
             ) from exc.__cause__
         except http_errors("TransportError") as exc:
-            raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
+            message = self._client._transport_message(scrubbed(exc), stream=True, so_far=self.so_far())
+            raise ChatClientException(message) from exc
         except ChatClientException:
             raise
         except Exception as exc:  # anything else an SDK raises while reading: never a raw SDK error
             raise ChatClientInvalidResponseException(
-                f"Reading the {self._client._PROVIDER} stream failed {self.so_far()}; the answer is incomplete: {exc!r}"
+                f"Reading the {self._client._PROVIDER} stream failed {self.so_far()}; the answer is incomplete: "
+                f"{scrubbed(exc)!r}"
             ) from exc
 
     def delivered(self, update: ChatResponseUpdate) -> None:

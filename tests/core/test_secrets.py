@@ -71,3 +71,131 @@ async def test_an_answer_that_contains_the_key_is_never_changed() -> None:
         emu.script(Reply(text=f"your key is {KEY}"))
         client = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=emu.base_url)
         assert (await _ask(client, stream=False)).text == f"your key is {KEY}"
+
+
+# ------------------------------------------------------------------------------------------- keys that cannot be sent
+
+GOOD = "sk-clean0123456789abcdef"
+
+
+def _clients() -> dict[str, tuple[Any, Any]]:
+    """Every chat client family as (its emulator, a factory ``(emulator, key) -> client``): the native DashScope
+    client, its Responses client, the OpenAI peer on OpenAI and on DashScope's compatible mode, the self-hosted client,
+    and the Anthropic and Gemini peers."""
+    from clients.openai.client import OpenAIChatCompletionClient
+    from qwen3.responses import QwenResponsesClient
+    from qwen3.selfhosted import SelfHostedQwenChatClient
+    from qwen3.testing import SelfHostedQwenEmulator
+
+    found: dict[str, tuple[Any, Any]] = {
+        "qwen": (DashScopeEmulator, lambda e, k: QwenChatClient(model="qwen-plus", api_key=k, base_url=e.base_url)),
+        "responses": (
+            DashScopeEmulator,
+            lambda e, k: QwenResponsesClient(model="qwen-plus", api_key=k, base_url=e.compatible_base_url),
+        ),
+        "compatible": (
+            DashScopeEmulator,
+            lambda e, k: OpenAIChatCompletionClient(model="qwen-plus", api_key=k, base_url=e.compatible_base_url),
+        ),
+        "selfhosted": (
+            SelfHostedQwenEmulator,
+            lambda e, k: SelfHostedQwenChatClient(model=e.model, api_key=k, base_url=e.base_url, server="vllm"),
+        ),
+    }
+    for name in ("openai", "anthropic", "gemini"):
+        emulator, client_class, model = CLIENTS[name]
+        found[name] = (emulator, lambda e, k, c=client_class, m=model: c(model=m, api_key=k, base_url=e.base_url))
+    return found
+
+
+KEY_CLIENTS = _clients()
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in out:
+        out.append(link)
+        link = link.__cause__ or link.__context__
+    return out
+
+
+@pytest.mark.parametrize("name", list(KEY_CLIENTS))
+@pytest.mark.parametrize("around", ["\n", "\r\n", " \t", "\n\n"])
+async def test_the_whitespace_a_dotenv_leaves_around_a_key_is_stripped(
+    name: str, around: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: httpx refused the header with "Illegal header value b'Bearer sk-…\\n'", the key in the message, the
+    chain and MAF's log. Now the key sent is the key (the emulator checks it)."""
+    emulator, make = KEY_CLIENTS[name]
+    caplog.set_level(logging.DEBUG)
+    with emulator(api_key=GOOD) as emu:
+        emu.script(Reply(text="hello"))
+        client = make(emu, around + GOOD + around)
+        assert (await _ask(client, stream=False)).text == "hello"
+    assert all(GOOD + around not in record.getMessage() for record in caplog.records)
+
+
+def test_a_dotenv_key_with_a_newline_is_stripped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DASHSCOPE_API_KEY", GOOD + "\n")
+    client = QwenChatClient(model="qwen-plus", base_url="http://127.0.0.1:9/api/v1")
+    assert client.service.api_key.get_secret_value() == GOOD
+
+
+@pytest.mark.parametrize("name", list(KEY_CLIENTS))
+@pytest.mark.parametrize(
+    ("inside", "said"),
+    [
+        ("\n", "a line feed (U+000A) at character 9"),
+        ("\r", "a carriage return (U+000D) at character 9"),
+        ("\x00", "a NUL (U+0000) at character 9"),
+        (" ", "a space (U+0020) at character 9"),
+        ("é", "a non-ASCII character, latin small letter e with acute, (U+00E9) at character 9"),
+        ("\u200b", "a non-ASCII character, zero width space, (U+200B) at character 9"),
+    ],
+)
+def test_a_key_with_a_character_a_header_cannot_carry_is_refused_without_echoing_it(
+    name: str, inside: str, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    emulator, make = KEY_CLIENTS[name]
+    key = GOOD[:8] + inside + GOOD[8:]
+    caplog.set_level(logging.DEBUG)
+    with emulator(api_key=GOOD) as emu, pytest.raises(ValueError, match=r"api_key has .* at character 9") as info:
+        make(emu, key)
+    assert said in str(info.value)
+    assert "api_key" in str(info.value)
+    for secret in (GOOD[:8], GOOD[8:]):
+        assert all(secret not in f"{link}{link!r}" for link in _chain(info.value))
+        assert all(secret not in record.getMessage() for record in caplog.records)
+    assert not emu.requests
+
+
+@pytest.mark.parametrize("name", list(KEY_CLIENTS))
+async def test_a_transport_error_that_quotes_the_key_is_masked_in_the_text_the_chain_and_the_logs(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Defence in depth: a key that got past the check (here set behind the constructor's back) makes httpx raise
+    "Illegal header value b'Bearer sk-…\\n'"; the caller's exception, its repr, every exception of its chain and the
+    records of MAF's and this package's loggers show it masked."""
+    import dataclasses
+
+    from agent_framework import SecretString
+
+    emulator, make = KEY_CLIENTS[name]
+    bad = SecretString(GOOD[:10] + "\n" + GOOD[10:] + "\n")  # google-genai strips the ends itself; not the middle
+    caplog.set_level(logging.DEBUG)
+    with emulator(api_key=GOOD) as emu:
+        client = make(emu, GOOD)
+        client._api_key = bad
+        if hasattr(client, "service"):
+            client.service = dataclasses.replace(client.service, api_key=bad)
+        with pytest.raises(ChatClientException) as info:
+            await _ask(client, stream=name != "qwen")
+        assert not emu.requests
+    texts = [f"{link}{link!r}{link.args!r}" for link in _chain(info.value)]
+    assert "***" in str(info.value)
+    for part in (GOOD[:10], GOOD[10:]):
+        assert all(part not in text for text in texts), texts
+        ours = ("agent_framework", "clients", "qwen3")
+        logged = [r.getMessage() for r in caplog.records if r.name.split(".")[0] in ours]
+        assert all(part not in message for message in logged)
