@@ -1,4 +1,10 @@
-"""What DashScope does with a model family: which endpoint serves it, how it thinks, which JSON mode it takes.
+"""The model catalogue: every fact about a DashScope model, declared once, that the clients and the emulators read.
+
+- `MODEL_FAMILIES`: what DashScope does with a model family: which endpoint serves it, how it thinks, which JSON
+  mode it takes, whether ``cache_control`` markers take effect, its media and context window.
+- `NAMED_MODELS`: the names that some API lists one by one, and which lists name them; `RESPONSES_MODELS`,
+  `BATCH_MODELS` and `AGENT_SEARCH_ONLY` are read from it.
+- `EMBEDDING_MODELS`: the embedding models (`QwenEmbeddingClient`).
 
 Endpoints: the "vision model routing" users keep tripping on.
 
@@ -20,18 +26,29 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
+    "AGENT_SEARCH_ONLY",
+    "BATCH_MODELS",
     "CONSOLE_COPIES",
+    "EMBEDDING_MODELS",
     "ENDPOINT_PATHS",
     "MODEL_FAMILIES",
+    "NAMED_MODELS",
+    "OUTPUT_TYPES",
+    "RESPONSES_MODELS",
     "SOURCES",
     "UNKNOWN_FAMILY",
+    "BatchRegion",
+    "EmbeddingEndpoint",
+    "EmbeddingModel",
     "Endpoint",
     "InputKind",
     "ModelFamily",
+    "NamedModel",
     "ThinkingMode",
     "endpoint_for_model",
     "is_url_error",
@@ -91,6 +108,7 @@ SOURCES: dict[str, str] = {
     "file-interface": "https://www.alibabacloud.com/help/en/model-studio/openai-file-interface",
     "compatible-reference": "https://help.aliyun.com/zh/model-studio/compatibility-of-openai-with-dashscope",
     "omni": "https://www.alibabacloud.com/help/en/model-studio/qwen-omni",
+    "kimi": "https://www.alibabacloud.com/help/en/model-studio/kimi-api",
     **{
         f"console-{model}": f"{_CONSOLE_COPY}/{model}.json"
         for model in ("qwen3-max", "qwen-flash", "qwen3-vl-plus", "qwen-vl-max", "qwen-vl-plus")
@@ -315,7 +333,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         "none",
         explicit_cache=True,
         sources=("context-cache", "structured-output"),
-        names=("qwen3-coder-plus", "qwen3-coder-flash"),
+        names=("qwen3-coder-plus", "qwen3-coder-flash", "qwen3-coder-next"),
     ),
     # ---- commercial Qwen (Qwen3 inside)
     ModelFamily(
@@ -400,6 +418,30 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily(
         r"deepseek-v[34](\.\d+)?", _TEXT, "hybrid", sources=("deep-thinking",), names=("deepseek-v3", "deepseek-v3.1")
     ),
+    ModelFamily(
+        r"kimi-k2\.5",
+        _MM,
+        "hybrid",
+        explicit_cache=True,
+        inputs=frozenset({"image"}),
+        context_window=262_144,
+        max_output_tokens=32_768,
+        sources=("kimi", "context-cache"),
+        note="figures: kimi (262,144 context, 32,768 response); thinking on or off by enable_thinking, its default "
+        "not stated on the page read: off assumed",
+        names=("kimi-k2.5",),
+    ),
+    ModelFamily(
+        r"kimi-k2\.6",
+        _MM,
+        "hybrid",
+        inputs=frozenset({"image"}),
+        sources=("kimi",),
+        note="multimodal endpoint per the Kimi page; not on the explicit-cache lists read",
+        names=("kimi-k2.6",),
+    ),
+    ModelFamily(r"kimi-k2-thinking", _TEXT, "only", sources=("kimi",), names=("kimi-k2-thinking",)),
+    ModelFamily(r"moonshot-kimi-k2-instruct", _TEXT, "none", sources=("kimi",), names=("moonshot-kimi-k2-instruct",)),
 )
 """Model families, most specific first: the first row whose ``pattern`` matches a model name describes it. Edit a
 row, not the code, when Alibaba's lists change; docs/models.md prints the table with its sources."""
@@ -421,11 +463,11 @@ def model_family(model: str) -> ModelFamily:
 
 # What may follow a row's pattern in a name DashScope serves: "-"-separated parts of the kinds Model Studio's model
 # list spells: snapshots (``-latest``, ``-preview``, dated ``-2025-07-28`` / ``-0919`` / ``-2507``), sizes
-# (``-72b``, ``-a22b``, ``-1.5b``, ``-1m``), checkpoints (``-instruct``, ``-thinking``), tiers (``-plus``…) and
-# variants (``-realtime``, ``-captioner``, ``-character``, ``-us``…).
+# (``-72b``, ``-a22b``, ``-1.5b``, ``-1m``), checkpoints (``-instruct``, ``-thinking``), tiers (``-plus``,
+# ``-next``…) and variants (``-realtime``, ``-captioner``, ``-character``, ``-us``…).
 _NAME_PARTS = re.compile(
     r"(-(latest|preview|exp|\d{4}(-\d{2}-\d{2})?|a?\d+(\.\d+)?[bkm]|instruct|thinking|chat|max|plus|flash|turbo|lite|"
-    r"pro|coder|math|realtime|ocr|edit|captioner|character|us|distill-(qwen|llama)))*"
+    r"pro|coder|next|math|realtime|ocr|edit|captioner|character|us|distill-(qwen|llama)))*"
 )
 
 
@@ -452,9 +494,11 @@ def known_family(model: str) -> ModelFamily | None:
 
 
 def similar_models(model: str) -> list[str]:
-    """Up to three model names of the table (`ModelFamily.names`) that look like ``model``, closest first (for a
-    misspelt name: ``qwen-vl-maxx`` → ``["qwen-vl-max"]``, ``qwen-plus-lates`` → ``["qwen-plus-latest"]``)."""
+    """Up to three model names of the catalogue (`ModelFamily.names`, `NAMED_MODELS`) that look like ``model``,
+    closest first (for a misspelt name: ``qwen-vl-maxx`` → ``["qwen-vl-max"]``, ``qwen-plus-lates`` →
+    ``["qwen-plus-latest"]``)."""
     names = [name + latest for family in MODEL_FAMILIES for name in family.names for latest in ("", "-latest")]
+    names += [named.name for named in NAMED_MODELS if named.name not in names]
     return difflib.get_close_matches(model.strip().lower(), names, n=3, cutoff=0.8)
 
 
@@ -479,3 +523,144 @@ def supports_json_schema(model: str) -> bool:
     """Whether DashScope documents ``response_format: {"type": "json_schema"}`` for the model (qwen-plus, qwen-flash,
     qwen3-max, qwen-long, deepseek-v3.2); others get ``json_object`` with the schema in the prompt."""
     return model_family(model).json_schema
+
+
+# ---------------------------------------------------------------------------------------------- named models
+
+BatchRegion = Literal["cn-beijing", "ap-southeast-1"]
+"""The regions of the Batch API (``qwen3.service.REGIONS`` ids whose ``batch`` is true)."""
+
+_CN: frozenset[BatchRegion] = frozenset({"cn-beijing"})
+_BOTH: frozenset[BatchRegion] = frozenset({"cn-beijing", "ap-southeast-1"})
+
+
+@dataclass(frozen=True)
+class NamedModel:
+    """One model name as Model Studio spells it (a family's alias or a snapshot) and the lists beyond native chat
+    that name it. Every name falls in a `MODEL_FAMILIES` row by `known_family` (tests/qwen3/test_routing.py), so
+    what the family table says of it (endpoint, thinking, explicit cache) holds on every API."""
+
+    name: str
+    responses: bool = False
+    """On the Responses API's model list (Model Studio "OpenAI Responses API", newest copy read: docs/responses.md)."""
+    batch: frozenset[BatchRegion] = frozenset()
+    """The regions whose Batch API takes it (Model Studio "Batch inference" and "OpenAI compatible - Batch (file
+    input)", "Supported models", 2026: text generation, image and video understanding, text extraction)."""
+    agent_search_only: bool = False
+    """Searches with ``search_strategy: "agent"`` only, not ``agent_max`` (Model Studio "Web search": "agent only")."""
+
+
+NAMED_MODELS: tuple[NamedModel, ...] = (
+    NamedModel("qwen3.8-max", batch=_CN),
+    NamedModel("qwen3.7-max", batch=_CN),
+    NamedModel("qwen3.7-plus", batch=_CN),
+    NamedModel("qwen3.7-flash", batch=_CN),
+    NamedModel("qwen3.6-plus", responses=True, batch=_CN),
+    NamedModel("qwen3.6-plus-2026-04-02", responses=True),
+    NamedModel("qwen3.6-flash", batch=_CN),
+    NamedModel("qwen3.5-plus", responses=True, batch=_CN),
+    NamedModel("qwen3.5-plus-2026-02-15", responses=True),
+    NamedModel("qwen3.5-flash", responses=True, batch=_CN),
+    NamedModel("qwen3.5-flash-2026-02-23", responses=True),
+    NamedModel("qwen3.5-397b-a17b", responses=True),
+    NamedModel("qwen3.5-122b-a10b", responses=True),
+    NamedModel("qwen3.5-27b", responses=True),
+    NamedModel("qwen3.5-35b-a3b", responses=True),
+    NamedModel("qwen3-max", responses=True, batch=_CN),
+    NamedModel("qwen3-max-2026-01-23", responses=True),
+    NamedModel("qwen3-max-2025-09-23", agent_search_only=True),
+    NamedModel("qwen3-coder-plus", responses=True),
+    NamedModel("qwen3-coder-flash", responses=True),
+    NamedModel("qwen3-coder-next", responses=True),
+    NamedModel("qwen3-vl-plus", batch=_CN),
+    NamedModel("qwen3-vl-flash", batch=_CN),
+    NamedModel("qwen-max", batch=_BOTH),
+    NamedModel("qwen-max-latest", batch=_CN),
+    NamedModel("qwen-plus", responses=True, batch=_BOTH),
+    NamedModel("qwen-plus-latest", batch=_CN),
+    NamedModel("qwen-flash", responses=True, batch=_BOTH),
+    NamedModel("qwen-turbo", batch=_BOTH),
+    NamedModel("qwen-turbo-latest", batch=_CN),
+    NamedModel("qwen-long", batch=_CN),
+    NamedModel("qwen-long-latest", batch=_CN),
+    NamedModel("qwq-plus", batch=_CN),
+    NamedModel("qwen-vl-max", batch=_CN),
+    NamedModel("qwen-vl-max-latest", batch=_CN),
+    NamedModel("qwen-vl-plus", batch=_CN),
+    NamedModel("qwen-vl-plus-latest", batch=_CN),
+    NamedModel("qwen-vl-ocr", batch=_CN),
+    NamedModel("deepseek-r1", batch=_CN),
+    NamedModel("deepseek-v3", batch=_CN),
+    NamedModel("deepseek-v3.2", batch=_CN),
+)
+"""The model names some API lists one by one. The lists below are read from it, never written apart: edit a row when
+Alibaba's pages change (the Batch and Responses lists grow; docs/models.md)."""
+
+RESPONSES_MODELS: frozenset[str] = frozenset(named.name for named in NAMED_MODELS if named.responses)
+"""The models the Responses API serves (`NamedModel.responses`)."""
+
+BATCH_MODELS: Mapping[BatchRegion, frozenset[str]] = {
+    region: frozenset(named.name for named in NAMED_MODELS if region in named.batch) for region in get_args(BatchRegion)
+}
+"""Chat models the Batch API takes, per region (`NamedModel.batch`); no other region offers the Batch API."""
+
+AGENT_SEARCH_ONLY: frozenset[str] = frozenset(named.name for named in NAMED_MODELS if named.agent_search_only)
+"""Models that search with ``search_strategy: "agent"`` only (`NamedModel.agent_search_only`)."""
+
+
+# ---------------------------------------------------------------------------------------------- embedding models
+
+EmbeddingEndpoint = Literal["text", "multimodal"]
+OUTPUT_TYPES = ("dense", "sparse", "dense&sparse")
+"""``parameters.output_type`` values of text-embedding-v3/v4 (Model Studio "Text embedding synchronous API")."""
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """One embedding model: its ``endpoint``, the vector ``dimensions`` it takes (first: its default; empty: not
+    known, any is sent), the most ``rows`` one call may carry, and the parameters it takes."""
+
+    name: str
+    endpoint: EmbeddingEndpoint
+    dimensions: tuple[int, ...] = ()
+    rows: int = 10
+    takes_dimension: bool = True
+    takes_instruct: bool = False
+    output_types: tuple[str, ...] = ("dense",)
+    image_bytes: int | None = None
+    """The largest image it takes, in bytes (None: not known); an inline image over it is refused before sending."""
+
+
+_3_MB, _5_MB = 3 * 1024 * 1024, 5 * 1024 * 1024  # the multimodal page's image size limits
+_V4_SIZES = (1024, 2048, 1536, 768, 512, 256, 128, 64)
+EMBEDDING_MODELS: dict[str, EmbeddingModel] = {
+    model.name: model
+    for model in (
+        # Model Studio "Text embedding synchronous API" (Dec 2025 and Mar 2026; rows: "Maximum rows")
+        EmbeddingModel("text-embedding-v4", "text", _V4_SIZES, 10, True, True, OUTPUT_TYPES),
+        EmbeddingModel("text-embedding-v3", "text", (1024, 768, 512, 256, 128, 64), 10, True, False, OUTPUT_TYPES),
+        EmbeddingModel("text-embedding-v2", "text", (1536,), 25, takes_dimension=False, output_types=()),
+        EmbeddingModel("text-embedding-v1", "text", (1536,), 25, takes_dimension=False, output_types=()),
+        EmbeddingModel(
+            "qwen3.7-text-embedding", "text", (1024, 2560, 2048, 1536, 768, 512, 256), 20, True, True, OUTPUT_TYPES
+        ),
+        # Model Studio "Multimodal embedding API details": v1 takes one combination per call; the vision models
+        # take at most 8 images per call; qwen3-vl-embedding one image
+        EmbeddingModel("multimodal-embedding-v1", "multimodal", (1024,), 1, False, image_bytes=_3_MB),
+        EmbeddingModel(
+            "tongyi-embedding-vision-plus", "multimodal", (1152, 1024, 512, 256, 128, 64), 8, image_bytes=_3_MB
+        ),
+        EmbeddingModel("tongyi-embedding-vision-flash", "multimodal", (768, 512, 256, 128, 64), 8, image_bytes=_3_MB),
+        EmbeddingModel(
+            "qwen3-vl-embedding",
+            "multimodal",
+            (2560, 2048, 1536, 1024, 768, 512, 256),
+            1,
+            True,
+            True,
+            image_bytes=_5_MB,
+        ),
+        EmbeddingModel("qwen2.5-vl-embedding", "multimodal", (), 1, True, True),
+    )
+}
+"""The embedding models this client knows; another name is sent as given (`embedding_model`)."""

@@ -17,7 +17,7 @@ from agent_framework import ChatOptions
 from pydantic import BaseModel
 
 from clients.core.convert import MAF_OPTIONS, ResponseModelT, as_list, function_tools, invalid, refuse_unsupported
-from qwen3.models import supports_json_schema, thinking_mode, thinks_by_default
+from qwen3.models import AGENT_SEARCH_ONLY, supports_json_schema, thinking_mode, thinks_by_default
 
 logger = logging.getLogger("agent_framework.qwen3")
 
@@ -328,7 +328,6 @@ _SEARCH_OPTION_TYPES: dict[str, tuple[type, ...]] = {
 }
 _PARAMETER_KEYS = frozenset({"enable_text_image_mixed"})  # web-search keys that belong in `parameters`
 _TOOL_METADATA = frozenset({"type", "name", "description"})  # a tool dict's own keys, with no DashScope counterpart
-_AGENT_ONLY_MODELS = frozenset({"qwen3-max-2025-09-23"})  # Model Studio "Web search": "agent only"
 
 
 def web_search_tool(**options: Any) -> dict[str, Any]:
@@ -453,7 +452,7 @@ def resolve_hosted_tools(options: Mapping[str, Any], model: str) -> Mapping[str,
         resolved.update(parameters)
     if code:
         resolved["enable_code_interpreter"] = True
-    if strategy == "agent_max" and model.strip().lower() in _AGENT_ONLY_MODELS:
+    if strategy == "agent_max" and model.strip().lower() in AGENT_SEARCH_ONLY:
         raise invalid(f"{model!r} searches with search_strategy 'agent' only (Model Studio 'Web search').")
     if code or strategy == "agent_max":
         need = "The code interpreter" if code else "search_strategy 'agent_max'"

@@ -16,8 +16,9 @@ Decisions and sources: docs/batch.md.
 """
 
 from qwen3.batch.client import QwenBatchClient
-from qwen3.batch.lines import BATCH_MODELS, TEST_MODEL, BatchRequest, Region, batch_region, build_line, check_lines
+from qwen3.batch.lines import TEST_MODEL, BatchRequest, Region, batch_region, build_line, check_lines
 from qwen3.batch.results import BatchJob, BatchLineError, BatchResult, parse_result_line
+from qwen3.models import BATCH_MODELS
 
 __all__ = [
     "BATCH_MODELS",

@@ -12,60 +12,17 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
 from qwen3.convert import build_request, conversation_has_media
-from qwen3.models import endpoint_for_model
+from qwen3.models import BATCH_MODELS, BatchRegion, endpoint_for_model
 from qwen3.service import REGIONS, DashScopeService, is_alibaba
 
-Region = Literal["cn-beijing", "ap-southeast-1"]
+Region = BatchRegion
 """The regions of the Batch API (``qwen3.service.REGIONS`` ids whose ``batch`` is true)."""
-
-BATCH_MODELS: Mapping[Region, frozenset[str]] = {
-    # Model Studio "Batch inference" (https://www.alibabacloud.com/help/en/model-studio/batch-inference) and "OpenAI
-    # compatible - Batch (file input)", "Supported models", China (Beijing), 2026 snapshots: text generation,
-    # image and video understanding, text extraction (embedding models are not chat requests, so not listed here)
-    "cn-beijing": frozenset(
-        {
-            "qwen3.8-max",
-            "qwen3.7-max",
-            "qwen3-max",
-            "qwen-max",
-            "qwen-max-latest",
-            "qwen3.7-plus",
-            "qwen3.6-plus",
-            "qwen3.5-plus",
-            "qwen-plus",
-            "qwen-plus-latest",
-            "qwen3.7-flash",
-            "qwen3.6-flash",
-            "qwen3.5-flash",
-            "qwen-flash",
-            "qwen-turbo",
-            "qwen-turbo-latest",
-            "qwen-long",
-            "qwen-long-latest",
-            "qwq-plus",
-            "deepseek-r1",
-            "deepseek-v3",
-            "deepseek-v3.2",
-            "qwen3-vl-plus",
-            "qwen3-vl-flash",
-            "qwen-vl-max",
-            "qwen-vl-max-latest",
-            "qwen-vl-plus",
-            "qwen-vl-plus-latest",
-            "qwen-vl-ocr",
-        }
-    ),
-    # same pages, International (Singapore): "Supported models: qwen-max, qwen-plus, qwen-flash, qwen-turbo"
-    "ap-southeast-1": frozenset({"qwen-max", "qwen-plus", "qwen-flash", "qwen-turbo"}),
-}
-"""Chat models the Batch API takes, per region, as Alibaba lists them (the list grows: ``extra_models=`` adds
-names it has added since). No other region offers the Batch API."""
 
 TEST_MODEL = "batch-test-model"
 """Alibaba's free dry-run model: "returns a fixed response to verify your API call chain and data format without

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_framework import Content, EmbeddingGenerationOptions
 from agent_framework.exceptions import IntegrationInvalidRequestException
 
-from qwen3.models import known_family
+from qwen3.models import EMBEDDING_MODELS, OUTPUT_TYPES, EmbeddingEndpoint, EmbeddingModel, known_family
 
 __all__ = [
     "EMBEDDING_MODELS",
@@ -35,12 +34,10 @@ __all__ = [
     "request_parameters",
 ]
 
-EmbeddingEndpoint = Literal["text", "multimodal"]
 EMBEDDING_PATHS: dict[EmbeddingEndpoint, str] = {  # relative to the native base ``…/api/v1`` (the dashscope SDK source)
     "text": "/services/embeddings/text-embedding/text-embedding",
     "multimodal": "/services/embeddings/multimodal-embedding/multimodal-embedding",
 }
-OUTPUT_TYPES = ("dense", "sparse", "dense&sparse")
 TEXT_TYPES = ("query", "document")
 MULTIMODAL_EXAMPLE = "tongyi-embedding-vision-plus"
 
@@ -62,56 +59,6 @@ class QwenEmbeddingOptions(EmbeddingGenerationOptions, total=False):
     output_type: Literal["dense", "sparse", "dense&sparse"]
     instruct: str
 
-
-@dataclass(frozen=True)
-class EmbeddingModel:
-    """One embedding model: its ``endpoint``, the vector ``dimensions`` it takes (first: its default; empty: not
-    known, any is sent), the most ``rows`` one call may carry, and the parameters it takes."""
-
-    name: str
-    endpoint: EmbeddingEndpoint
-    dimensions: tuple[int, ...] = ()
-    rows: int = 10
-    takes_dimension: bool = True
-    takes_instruct: bool = False
-    output_types: tuple[str, ...] = ("dense",)
-    image_bytes: int | None = None
-    """The largest image it takes, in bytes (None: not known); an inline image over it is refused before sending."""
-
-
-_3_MB, _5_MB = 3 * 1024 * 1024, 5 * 1024 * 1024  # the multimodal page's image size limits
-_V4_SIZES = (1024, 2048, 1536, 768, 512, 256, 128, 64)
-EMBEDDING_MODELS: dict[str, EmbeddingModel] = {
-    model.name: model
-    for model in (
-        # Model Studio "Text embedding synchronous API" (Dec 2025 and Mar 2026; rows: "Maximum rows")
-        EmbeddingModel("text-embedding-v4", "text", _V4_SIZES, 10, True, True, OUTPUT_TYPES),
-        EmbeddingModel("text-embedding-v3", "text", (1024, 768, 512, 256, 128, 64), 10, True, False, OUTPUT_TYPES),
-        EmbeddingModel("text-embedding-v2", "text", (1536,), 25, takes_dimension=False, output_types=()),
-        EmbeddingModel("text-embedding-v1", "text", (1536,), 25, takes_dimension=False, output_types=()),
-        EmbeddingModel(
-            "qwen3.7-text-embedding", "text", (1024, 2560, 2048, 1536, 768, 512, 256), 20, True, True, OUTPUT_TYPES
-        ),
-        # Model Studio "Multimodal embedding API details": v1 takes one combination per call; the vision models
-        # take at most 8 images per call; qwen3-vl-embedding one image
-        EmbeddingModel("multimodal-embedding-v1", "multimodal", (1024,), 1, False, image_bytes=_3_MB),
-        EmbeddingModel(
-            "tongyi-embedding-vision-plus", "multimodal", (1152, 1024, 512, 256, 128, 64), 8, image_bytes=_3_MB
-        ),
-        EmbeddingModel("tongyi-embedding-vision-flash", "multimodal", (768, 512, 256, 128, 64), 8, image_bytes=_3_MB),
-        EmbeddingModel(
-            "qwen3-vl-embedding",
-            "multimodal",
-            (2560, 2048, 1536, 1024, 768, 512, 256),
-            1,
-            True,
-            True,
-            image_bytes=_5_MB,
-        ),
-        EmbeddingModel("qwen2.5-vl-embedding", "multimodal", (), 1, True, True),
-    )
-}
-"""The embedding models this client knows; another name is sent as given (`embedding_model`)."""
 
 MULTIMODAL_HINTS = ("multimodal", "vision", "-vl-")
 

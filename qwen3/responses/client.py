@@ -326,7 +326,7 @@ class QwenResponsesClient(
         print(await agent.run("What happened in Hangzhou today?"))
 
     Keyword Args:
-        model: a model the Responses API serves (``qwen3.responses.convert.RESPONSES_MODELS``), e.g.
+        model: a model the Responses API serves (``qwen3.models.RESPONSES_MODELS``), e.g.
             ``"qwen3.5-plus"``; default from ``DASHSCOPE_MODEL``.
         api_key, base_url, region, workspace, env_file_path, env_file_encoding: as every DashScope client
             (``qwen3.service``); the request goes to ``{host}/compatible-mode/v1/responses`` of that region

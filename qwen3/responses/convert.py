@@ -29,7 +29,6 @@ from clients.core.media import MediaError, media_kind, media_uri
 __all__ = [
     "HOSTED_TOOL_TYPES",
     "MAX_MCP_SERVERS",
-    "RESPONSES_MODELS",
     "code_interpreter_tool",
     "file_search_tool",
     "image_search_tool",
@@ -39,30 +38,6 @@ __all__ = [
     "web_extractor_tool",
     "web_search_tool",
 ]
-
-RESPONSES_MODELS = frozenset(
-    {
-        # Model Studio "OpenAI Responses接口兼容" (help.aliyun.com, newest copy: lists qwen3.6-plus-2026-04-02)
-        "qwen3-max",
-        "qwen3-max-2026-01-23",
-        "qwen3.6-plus",
-        "qwen3.6-plus-2026-04-02",
-        "qwen3.5-plus",
-        "qwen3.5-plus-2026-02-15",
-        "qwen3.5-flash",
-        "qwen3.5-flash-2026-02-23",
-        "qwen3.5-397b-a17b",
-        "qwen3.5-122b-a10b",
-        "qwen3.5-27b",
-        "qwen3.5-35b-a3b",
-        "qwen-plus",
-        "qwen-flash",
-        "qwen3-coder-plus",
-        "qwen3-coder-flash",
-        "qwen3-coder-next",
-    }
-)
-"""The models the Responses API serves, per the newest page (docs/responses.md)."""
 
 MAX_INLINE_BYTES = 10 * 1024 * 1024
 """A data-URI image at most this large (DashScope's inline limit elsewhere: 10 MB; ASSUMPTION here)."""

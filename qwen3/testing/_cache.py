@@ -15,8 +15,9 @@ What the page states, and this module does:
   ("If a new cache contains an existing cache as a prefix, only the increment is billed"); both inside
   ``input_tokens``. ``cache_type: "ephemeral"`` marks explicit mode; ``cache_creation.ephemeral_5m_input_tokens``
   repeats the creation count (the shape of the Java SDK's ``GenerationUsage`` and the page's Responses example).
-* Only the models on the page's list cache; "Q: Is the explicit cache shared between different models under the
-  same account? A: No."; accounts are isolated (here: by the request's ``Authorization`` header).
+* Only the models on the page's list cache (here: the explicit-cache column of the product's model table,
+  ``qwen3.models.MODEL_FAMILIES``); "Q: Is the explicit cache shared between different models under the same
+  account? A: No."; accounts are isolated (here: by the request's ``Authorization`` header).
 
 Tokens are the emulator's estimates (``_wire.block_tokens``), so the numbers are consistent with ``input_tokens``.
 """
@@ -29,28 +30,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any
+
+from qwen3.models import model_family
 
 MIN_TOKENS = 1024
 MAX_MARKERS = 4
 LOOKBACK = 20
 TTL_SECONDS = 300.0
-
-EXPLICIT_CACHE_MODELS: tuple[str, ...] = (
-    # Model Studio "Context cache" (Mar 2026, all regions) and Qwen Cloud's later list (qwen3.6-plus)
-    "qwen3-max*",
-    "qwen3.5-plus*",
-    "qwen3.5-flash*",
-    "qwen3.6-plus*",
-    "qwen-plus*",
-    "qwen-flash*",
-    "qwen3-coder-plus*",
-    "qwen3-coder-flash*",
-    "qwen3-vl-plus*",
-    "deepseek-v3.2*",
-    "kimi-k2.5*",
-)
 
 
 @dataclass(frozen=True)
@@ -90,8 +77,9 @@ def has_markers(messages: list[Any]) -> bool:
 
 
 def caches(model: str) -> bool:
-    """Whether ``model`` is on the explicit-cache list."""
-    return any(fnmatchcase(model.lower(), pattern) for pattern in EXPLICIT_CACHE_MODELS)
+    """Whether ``model`` is on the explicit-cache list: the product's (`qwen3.models.ModelFamily.explicit_cache`), so
+    the emulator caches exactly where the client expects DashScope to."""
+    return model_family(model).explicit_cache
 
 
 class ContextCache:

@@ -316,7 +316,7 @@ class ResponsesMode:
         model = body.get("model")
         if not isinstance(model, str) or not model:
             return error_answer(400, "invalid_request_error", "you must provide a model parameter.", request_id)
-        from qwen3.responses.convert import RESPONSES_MODELS  # the model list of the newest page
+        from qwen3.models import RESPONSES_MODELS  # the model list of the newest page
 
         if model not in RESPONSES_MODELS and model not in self.emulator.models:
             return error_answer(404, "model_not_found", model_not_found(model), request_id)

@@ -1,5 +1,5 @@
-"""The model-family table (qwen3.models.MODEL_FAMILIES): each row cites its sources, and the facts the sources state
-come out for the models they name."""
+"""The model catalogue (qwen3.models): each family row cites its sources, the facts the sources state come out for the
+models they name, and every other model list (Responses, Batch, embeddings, the emulator's cache) is read from it."""
 
 from __future__ import annotations
 
@@ -9,15 +9,22 @@ from pathlib import Path
 import pytest
 
 from qwen3.models import (
+    AGENT_SEARCH_ONLY,
+    BATCH_MODELS,
+    EMBEDDING_MODELS,
     MODEL_FAMILIES,
+    NAMED_MODELS,
+    RESPONSES_MODELS,
     SOURCES,
     UNKNOWN_FAMILY,
     endpoint_for_model,
+    known_family,
     model_family,
     supports_json_schema,
     thinking_mode,
     thinks_by_default,
 )
+from qwen3.testing._cache import caches
 
 
 def test_every_row_cites_a_known_source_and_compiles() -> None:
@@ -131,3 +138,53 @@ def test_docs_print_the_table() -> None:
     assert END in text, "docs/models.md lost its table markers"
     shown = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
     assert shown == render_table(), "docs/models.md's table differs from MODEL_FAMILIES: paste render_table()'s output"
+
+
+# ------------------------------------------------------------------------------------------------ one catalogue
+
+
+def test_every_named_model_falls_in_a_family_row() -> None:
+    # NAMED_MODELS and the family table are one catalogue: a name some API lists is a name the chat client (and the
+    # emulator's "Model not exist." check) knows, so the family's endpoint, thinking and cache rules hold for it
+    unknown = [named.name for named in NAMED_MODELS if known_family(named.name) is None]
+    assert unknown == []
+    assert len({named.name for named in NAMED_MODELS}) == len(NAMED_MODELS), "a name listed twice"
+
+
+def test_the_api_lists_are_read_from_the_catalogue() -> None:
+    from qwen3.batch import BATCH_MODELS as batch_models
+
+    assert {named.name for named in NAMED_MODELS if named.responses} == RESPONSES_MODELS
+    assert batch_models is BATCH_MODELS
+    assert set(BATCH_MODELS) == {"cn-beijing", "ap-southeast-1"}
+    for region, names in BATCH_MODELS.items():
+        assert names == {named.name for named in NAMED_MODELS if region in named.batch}
+    assert BATCH_MODELS["ap-southeast-1"] == {"qwen-max", "qwen-plus", "qwen-flash", "qwen-turbo"}
+    assert {"qwen3-max-2025-09-23"} == AGENT_SEARCH_ONLY
+
+
+def test_embedding_models_live_in_the_catalogue() -> None:
+    from qwen3 import embeddings
+    from qwen3.embeddings import convert
+
+    assert embeddings.EMBEDDING_MODELS is EMBEDDING_MODELS is convert.EMBEDDING_MODELS
+    assert all(known_family(name) is None for name in EMBEDDING_MODELS), "an embedding model read as a chat family"
+
+
+@pytest.mark.parametrize("model", [m for f in MODEL_FAMILIES for m in f.names] + [n.name for n in NAMED_MODELS])
+def test_the_emulator_caches_where_the_product_does(model: str) -> None:
+    # the emulator kept its own explicit-cache list and drifted (kimi-k2.5 cached there, unknown to the product)
+    assert caches(model) is model_family(model).explicit_cache
+
+
+def test_kimi_rows() -> None:
+    # Model Studio "Kimi" (kimi-api): kimi-k2.5 / kimi-k2.6 on the multimodal endpoint, image input, thinking on or
+    # off; kimi-k2-thinking thinking-only on text; Moonshot-Kimi-K2-Instruct no thinking. kimi-k2.5 is on the
+    # "Context cache" page's explicit list.
+    k25 = model_family("kimi-k2.5")
+    assert (k25.endpoint, k25.thinking, k25.explicit_cache, k25.inputs) == ("multimodal", "hybrid", True, {"image"})
+    assert (k25.context_window, k25.max_output_tokens) == (262_144, 32_768)
+    assert model_family("kimi-k2.6").endpoint == "multimodal"
+    assert not model_family("kimi-k2.6").explicit_cache
+    assert (endpoint_for_model("kimi-k2-thinking"), thinking_mode("kimi-k2-thinking")) == ("text", "only")
+    assert thinking_mode("Moonshot-Kimi-K2-Instruct") == "none"
