@@ -1,7 +1,7 @@
 """``OUT/backtest.html``: the backtest's record on one self-contained page (styles inline, the two plots as PNG data
-URIs): the scores of the model and of each baseline per horizon, the calibration table and plot, the long/flat
-equity curves, the Wyckoff phases against what followed, the candlestick patterns against TA-Lib, every reading, and
-every as-of date skipped with its reason."""
+URIs): the scores of the model and of each baseline per horizon, the calibration table and plot, the portfolios'
+returns and equity curves, the Wyckoff phases against what followed, the candlestick patterns against TA-Lib, every
+reading, and every as-of date skipped with its reason."""
 
 from __future__ import annotations
 
@@ -16,14 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from kline import scoring
+from kline import portfolio, scoring
 from kline.patterns import PRIOR_TREND, RECENT, TALIB_FUNCTIONS, patterns_text, wyckoff_text
 from kline.provenance import Provenance
 from kline.report import data_line, generated_banner
 from kline.walkforward import AsOf
 
 MODEL = "model"
-COLORS = {MODEL: "#d62728", "MA5/MA20 cross": "#1f77b4", "20-session momentum": "#2ca02c", "always up": "#7f7f7f"}
+COLORS = {
+    MODEL: "#d62728",
+    "MA5/MA20 cross": "#1f77b4",
+    "20-session momentum": "#2ca02c",
+    "always up": "#7f7f7f",
+    "equal weight": "#000000",
+}
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC",sans-serif;margin:24px;color:#222;
@@ -71,6 +77,8 @@ class Page:
     skipped: Sequence[tuple[str, AsOf]] = ()
     readings: Iterable[Reading] = ()
     generated: tuple[int, int] = (0, 0)  # tickers whose prices are generated, of all tickers: the page says so
+    returns: Mapping[int, portfolio.Evaluation] = field(default_factory=dict)  # per horizon: the portfolios
+    costs: portfolio.Costs = field(default_factory=portfolio.Costs)
 
 
 def _esc(value: Any) -> str:
@@ -157,19 +165,21 @@ def plots(page: Page) -> tuple[str, str]:
 
     equity = Figure(figsize=(6.4, 4.2))
     ax = equity.add_subplot()
-    for source, calls in page.calls.items():
-        curve = scoring.equity_curve(calls, horizon)
-        if curve:
-            when = np.array([d for d, _ in curve], dtype="datetime64[D]")
-            ax.plot(
-                when, [e for _, e in curve], marker=".", color=COLORS.get(source), label=_label(source, page.emulated)
-            )
+    evaluation = page.returns.get(horizon)
+    curves = {} if evaluation is None else {s: b.returns for s, b in evaluation.books.items()}
+    if evaluation is not None and len(evaluation.days):
+        curves[BENCHMARK] = evaluation.benchmark
+    for source, returns in curves.items():
+        if len(returns):
+            when = np.array(evaluation.days if evaluation is not None else (), dtype="datetime64[D]")
+            ax.plot(when, np.cumprod(1.0 + returns), color=COLORS.get(source), label=_label(source, page.emulated))
     ax.axhline(1.0, color="#ccc", lw=0.8)
     ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=7))
     ax.xaxis.set_major_formatter(ConciseDateFormatter(ax.xaxis.get_major_locator()))
-    ax.set(xlabel="as-of date (calendar)", ylabel="equity (start = 1)")
-    ax.set_title(f"Long/flat: long {horizon} sessions after an 'up' call, else flat", fontsize=11)
-    ax.legend(fontsize=8)
+    ax.set(xlabel="session (calendar)", ylabel="equity (start = 1)")
+    ax.set_title(f"Long {horizon} sessions after an 'up' call, else cash; after costs", fontsize=11)
+    if curves:
+        ax.legend(fontsize=8)
     equity.tight_layout()
     return _png(calibration), _png(equity)
 
@@ -199,17 +209,63 @@ def _scores(page: Page) -> str:
             f"{pct(s.resistance_held, 0)}{interval(s.resistance_held_ci, digits=0)} "
             f"<small>({s.resistance_calls})</small>",
             " / ".join(pct(s.bias[t], 0) for t in ("up", "down", "sideways")),
-            f"{pct(s.total_return, 1, signed=True)}{interval(s.total_return_ci, 'signed-pct')}",
         ]
-        row = "".join(f"<td>{c}</td>" if i == 0 else f'<td class="num">{c}</td>' for i, c in enumerate(cells))
-        rows.append(f'<tr class="{"model" if s.source == MODEL else ""}">{row}</tr>')
+        rows.append(_source_row(s.source, cells))
     headers = ["Source", "Horizon", "Pairs", "Hit rate [95 %] (directional)", "Rank IC [95 %]"]
     headers += ["Support held [95 %] (calls)", "Resistance held [95 %] (calls)", "Bias up / down / sideways"]
-    headers += ["Long/flat return [95 %]"]
     return _table(headers, rows, "scores")
 
 
-METRIC_LABELS = {"hit_rate": "hit rate", "rank_ic": "rank IC", "total_return": "long/flat return"}
+def _source_row(source: str, cells: Sequence[str]) -> str:
+    """A table row of one source: its name, then numbers (the model's row highlighted)."""
+    row = "".join(f"<td>{c}</td>" if i == 0 else f'<td class="num">{c}</td>' for i, c in enumerate(cells))
+    return f'<tr class="{"model" if source == MODEL else ""}">{row}</tr>'
+
+
+def _returns(page: Page) -> str:
+    rows = []
+    for horizon, evaluation in sorted(page.returns.items()):
+        for r in evaluation.rows.values():
+            cells = [
+                _esc(_label(r.source, page.emulated)),
+                str(horizon),
+                f"{pct(r.total_return, 1, signed=True)}{interval(r.total_return_ci, 'signed-pct')}",
+                f"{points(r.excess_return)}{interval(r.excess_return_ci, 'signed-pct')}",
+                f"{number(r.sharpe, 2)}{interval(r.sharpe_ci, 'number', 2)}",
+                f"{pct(r.max_drawdown, 1)}{interval(r.max_drawdown_ci)}",
+                "–" if _undefined(r.turnover) else f"{r.turnover:.1f}×",
+                f"{r.positions} <small>({r.not_filled} not filled, {r.delayed} exits delayed)</small>",
+            ]
+            rows.append(_source_row(r.source, cells))
+    headers = ["Source", "Horizon", "Total return [95 %]", "Excess over equal weight [95 %]", "Sharpe [95 %]"]
+    headers += ["Max drawdown [95 %]", "Turnover a year", "Positions"]
+    return _table(headers, rows, "returns")
+
+
+def _returns_note(page: Page) -> str:
+    if not page.returns:
+        return ""
+    any_ = next(iter(page.returns.values()))
+    benchmark = ", ".join(
+        f"{h} sessions {pct(e.rows[next(iter(e.rows))].benchmark_return, 1, signed=True)} over {len(e.days)} days"
+        for h, e in sorted(page.returns.items())
+        if e.rows
+    )
+    commission, duty = page.costs.commission * 100, page.costs.stamp_duty * 100
+    return (
+        '<p class="note">Each "up" call buys at the next session\'s open and sells at the close the row\'s horizon '
+        "of sessions after the as-of date; each position gets 1/(tickers × the most windows of one ticker open at "
+        "once) of the equity, the rest is cash at 0 (a calendar-time portfolio, one return a day). "
+        f"Costs: commission {commission:.3f} % a side, A-share stamp duty {duty:.3f} % on sells; A-shares keep T+1 "
+        "and are not bought at a limit-up open nor sold at a limit-down close. Excess: over the equal-weight "
+        f"portfolio of the same tickers on the same days, daily rebalanced, no costs ({benchmark}). "
+        f"Sharpe: risk-free rate 0, annualised with {any_.per_year:.0f} sessions a year (the tickers' median). "
+        "Intervals: a circular block bootstrap of the days, blocks of the horizon's sessions.</p>"
+    )
+
+
+METRIC_LABELS = {"hit_rate": "hit rate", "rank_ic": "rank IC", "total_return": "portfolio return"}
+BENCHMARK = "equal weight"
 
 
 def _differences(page: Page) -> str:
@@ -318,18 +374,19 @@ that sign (sideways calls not counted), with its 95 % Wilson interval. Rank IC: 
 confidence with the forward return (0 is no skill; undefined without spread), with a 95 % bootstrap interval that
 resamples as-of dates, not pairs. Levels held: the forward low stayed at or above the nearest support at or below the
 as-of close, the forward high at or below the nearest resistance at or above it (levels on the wrong side are
-ignored). Long/flat: long for the row's horizon after each 'up' call, flat otherwise; each calendar as-of date's
-positions equally weighted, compounded date after date (the 5-session row holds 5-session windows, the 20-session row
-20-session ones), with a bootstrap interval over dates. "–" is undefined.</p>
+ignored). "–" is undefined.</p>
+<h2>Returns a trader could have earned</h2>{_returns(page)}{_returns_note(page)}
 <h2>The model against the best baseline</h2>{_differences(page)}
 <p class="note">Per score and horizon, the baseline that scored best on the whole sample, and the model's score minus
-its (hit rate and return in percentage points), with a 95 % bootstrap interval over as-of dates (both measured on
-the same resampled dates). An interval that spans 0 is "within noise": no evidence of skill beyond the rule.</p>
+its (hit rate and return in percentage points), with a 95 % bootstrap interval (hit rate and rank IC: over as-of
+dates; the portfolio's return: over its days, in blocks), both measured on the same resamples. An interval that
+spans 0 is "within noise": no evidence of skill beyond the rule.</p>
 <h2>Calibration and equity</h2>
 <div class="plots"><img id="calibration-plot" alt="calibration plot" src="{calibration_png}">
 <img id="equity-plot" alt="equity curves" src="{equity_png}"></div>
 <p class="note">Calibration: each point is a confidence bucket, its bar the hit rate's 95 % Wilson interval, n its
-calls. Equity: the long/flat rule at the longest horizon ({max(page.horizons)} sessions) on calendar as-of dates.</p>
+calls. Equity: each source's portfolio at the longest horizon ({max(page.horizons)} sessions), after costs, and
+the equal-weight portfolio of the same tickers, at each day's close.</p>
 {_calibration(page)}
 <h2>Wyckoff phases against what followed</h2>{_phases(page)}
 <p class="note">Accumulation and markup expect a rise, distribution and markdown a fall: the hit rate is that

@@ -13,10 +13,9 @@ outcome (:class:`Outcome`: the return and the price range over the next N sessio
   its count and Wilson interval;
 - **levels held**: of the calls with a support at or below the as-of close (a resistance at or above it), the share
   where the forward low (high) stayed at or above (at or below) the nearest such level (`nearest`);
-- **bias**: the shares of up, down and sideways calls;
-- **long/flat**: long for the next N sessions after each "up" call, flat otherwise; per calendar as-of date the
-  positions opened that day, equally weighted, compounded date after date (`date_returns`), with a bootstrap
-  interval over dates.
+- **bias**: the shares of up, down and sideways calls.
+
+What the calls would have earned as a portfolio (long after "up", costs, the exchange's rules) is `kline.portfolio`'s.
 """
 
 from __future__ import annotations
@@ -194,32 +193,10 @@ def bias(calls: Iterable[Call]) -> dict[str, float]:
     return {t: (trends.count(t) / len(trends) if trends else math.nan) for t in DIRECTION}
 
 
-def date_returns(calls: Iterable[Call], horizon: int) -> dict[str, float]:
-    """The long/flat rule per calendar as-of date, oldest first: the mean over that date's calls of the ``horizon``
-    return when the call said up, 0 (flat) otherwise."""
-    by_date: dict[str, list[float]] = {}
-    for call in calls:
-        if horizon in call.outcomes:
-            by_date.setdefault(call.as_of, []).append(call.outcomes[horizon].ret if call.direction > 0 else 0.0)
-    return {date: float(np.mean(by_date[date])) for date in sorted(by_date)}
-
-
-def equity_curve(calls: Iterable[Call], horizon: int) -> list[tuple[str, float]]:
-    """The long/flat rule's equity (start 1) after each calendar as-of date's positions, oldest date first: each
-    date's calls that said up held for ``horizon`` sessions, equally weighted. Dates ``horizon`` sessions apart
-    (the default walk at its longest horizon) follow one another; closer ones (other markets' calendars, a shorter
-    horizon) overlap and the compounding is then an idealisation, further ones leave the money idle in between."""
-    equity, out = 1.0, []
-    for date, ret in date_returns(calls, horizon).items():
-        equity *= 1.0 + ret
-        out.append((date, equity))
-    return out
-
-
 @dataclass(frozen=True)
 class Summary:
     """One source's scores at one horizon (a row of the report's main table and of ``scores.json``): counts, each
-    score with its 95 % interval (NaN where undefined), the bias and the long/flat rule's return."""
+    score with its 95 % interval (NaN where undefined) and the bias."""
 
     source: str
     horizon: int
@@ -237,23 +214,15 @@ class Summary:
     resistance_held_ci: Interval
     resistance_calls: int
     bias: Mapping[str, float]
-    total_return: float  # the long/flat rule's, over the calendar dates
-    total_return_ci: Interval  # bootstrap over dates
 
 
-METRICS = ("hit_rate", "rank_ic", "total_return")
+METRICS = ("hit_rate", "rank_ic")
 """The scores the model is compared with the best baseline on, each with a bootstrap interval of the difference."""
 
 
 def resampled(metric: str, calls: Sequence[Call], horizon: int, boot: stats.DateBootstrap) -> np.ndarray:
     """``metric`` (one of `METRICS`) of ``calls`` in each of ``boot``'s resamples of the as-of dates."""
     scored = [c for c in calls if horizon in c.outcomes]
-    if metric == "total_return":
-        per_date = date_returns(scored, horizon)
-        weights = boot.weights(list(per_date))
-        with np.errstate(divide="ignore"):
-            logs = np.log1p(np.array(list(per_date.values()), dtype="float64"))
-        return np.expm1(weights @ logs) if per_date else np.full(len(boot.counts), 0.0)
     weights = boot.weights([c.as_of for c in scored])
     if metric == "hit_rate":
         directional = np.array([c.direction != 0 for c in scored], dtype="float64")
@@ -267,12 +236,11 @@ def resampled(metric: str, calls: Sequence[Call], horizon: int, boot: stats.Date
 def summarize(source: str, calls: Sequence[Call], horizon: int, boot: stats.DateBootstrap | None = None) -> Summary:
     """``source``'s scores at ``horizon``; ``boot`` (resamples of the run's as-of dates) gives the bootstrap intervals
     (a new one over these calls' dates when not given). A score with nothing to score (no call, no directional call)
-    is NaN, never a 0 that reads like a result (the long/flat return of no call is not +0.0 %)."""
+    is NaN, never a 0 that reads like a result."""
     scored = [c for c in calls if horizon in c.outcomes]
     boot = boot if boot is not None else stats.DateBootstrap(c.as_of for c in scored)
     hits, directional = hit_count(scored, horizon)
     held = levels_held(scored, horizon)
-    curve = equity_curve(scored, horizon)
 
     def share(n: int, total: int) -> float:
         return n / total if total else math.nan
@@ -294,10 +262,6 @@ def summarize(source: str, calls: Sequence[Call], horizon: int, boot: stats.Date
         resistance_held_ci=stats.wilson(*held["resistance"]),
         resistance_calls=held["resistance"][1],
         bias=bias(scored),
-        total_return=curve[-1][1] - 1.0 if curve else math.nan,
-        total_return_ci=stats.percentile(resampled("total_return", scored, horizon, boot))
-        if scored
-        else stats.NO_INTERVAL,
     )
 
 
@@ -337,10 +301,7 @@ def point(metric: str, calls: Sequence[Call], horizon: int) -> float:
     """``metric`` (one of `METRICS`) of ``calls`` on the whole sample (NaN where undefined)."""
     if metric == "hit_rate":
         return hit_rate(calls, horizon)[0]
-    if metric == "rank_ic":
-        return rank_ic(calls, horizon)
-    curve = equity_curve(calls, horizon)
-    return curve[-1][1] - 1.0 if curve else math.nan
+    return rank_ic(calls, horizon)
 
 
 @dataclass(frozen=True)

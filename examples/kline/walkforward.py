@@ -30,6 +30,7 @@ from kline.baselines import BASELINES, Reading
 from kline.data import load_csv
 from kline.layouts import DataError
 from kline.patterns import RECENT, detected, talib_available
+from kline.portfolio import Prices, market_of, prices_of
 from kline.scoring import Outcome, outcome
 
 TOO_FEW, PAST_END, GAP, JUMP = "too few sessions", "forward window past the end", "gap", "price jump over 40 %"
@@ -174,6 +175,7 @@ class Plan:
     baselines: dict[int, dict[str, Reading]] = field(default_factory=dict)
     recent: dict[int, list[str]] = field(default_factory=dict)
     truth: dict[int, list[tuple[str, str]]] | None = None
+    prices: Prices | None = None  # the sessions from the earliest usable as-of date on, as the portfolio trades them
 
 
 def digest(data: pd.DataFrame) -> str:
@@ -202,4 +204,6 @@ def plan_ticker(csv: str, walk: Walk) -> Plan:
         plan.recent[at] = [f"{d:%Y-%m-%d}" for d in upto.index[-RECENT:]]
         if plan.truth is not None:
             plan.truth[at] = sorted(detected(upto, RECENT))
+    if plan.closes:
+        plan.prices = prices_of(symbol, data, data, market_of(symbol), start=min(plan.closes))
     return plan

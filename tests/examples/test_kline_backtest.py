@@ -90,7 +90,7 @@ def test_calibration_buckets_by_stated_confidence() -> None:
     assert math.isnan(table[1].hit_rate)
 
 
-def test_levels_held_bias_and_the_long_flat_equity_curve() -> None:
+def test_levels_held_and_bias() -> None:
     calls = [
         _call("up", 0.7, 0.10, step=1, support=95.0, resistance=105.0),  # low 99, high 111: support held, not R
         _call("down", 0.7, -0.10, step=1, support=95.0),  # low 89: broke support
@@ -100,11 +100,6 @@ def test_levels_held_bias_and_the_long_flat_equity_curve() -> None:
     assert held["support"] == (1, 2)
     assert held["resistance"] == (1, 2)
     assert scoring.bias(calls) == {"up": pytest.approx(2 / 3), "down": pytest.approx(1 / 3), "sideways": 0.0}
-    # 2024-01-02 first: long the up call, flat the down one -> +5 %; then 2024-02-01: -5 %
-    assert scoring.equity_curve(calls, 5) == [
-        ("2024-01-02", pytest.approx(1.05)),
-        ("2024-02-01", pytest.approx(1.05 * 0.95)),
-    ]
 
 
 def test_the_nearest_level_is_the_one_below_or_above_the_close_not_the_first_listed() -> None:
@@ -114,21 +109,6 @@ def test_the_nearest_level_is_the_one_below_or_above_the_close_not_the_first_lis
     assert scoring.nearest([103.0], 100.0, "support") is None  # above the close: ignored, not counted
     assert scoring.nearest([110.0, 104.0, 97.0], 100.0, "resistance") == 104.0
     assert scoring.nearest(["x", None, float("nan"), 100.0], 100.0, "resistance") == 100.0
-
-
-def test_the_long_flat_curve_runs_on_calendar_dates_not_walk_steps() -> None:
-    """Two files of different eras: step 0 is 2024 in one and 2008 in the other. The curve compounds 2008 before
-    2024 (it pooled them by step, 2008 with 2024)."""
-    calls = [
-        _call("up", 0.9, 0.10, step=0, as_of="2024-05-02"),
-        _call("up", 0.9, -0.20, step=1, as_of="2024-04-02"),
-        _call("up", 0.9, 0.30, step=0, as_of="2008-05-02"),
-        _call("down", 0.9, 0.50, step=1, as_of="2008-04-01"),
-    ]
-    curve = scoring.equity_curve(calls, 5)
-    assert [date for date, _ in curve] == ["2008-04-01", "2008-05-02", "2024-04-02", "2024-05-02"]
-    assert [e for _, e in curve] == pytest.approx([1.0, 1.3, 1.3 * 0.8, 1.3 * 0.8 * 1.1])
-    assert scoring.point("total_return", calls, 5) == pytest.approx(1.3 * 0.8 * 1.1 - 1)
 
 
 def test_outcome_reads_only_the_sessions_after_the_as_of_date() -> None:
@@ -181,9 +161,9 @@ def test_a_source_with_no_calls_shows_no_return_on_the_page(tmp_path: Path) -> N
     table = html.split('<table id="scores">')[1].split("</table>")[0]
     model_row, baseline_row = table.split("<tr")[2:4]
     assert "model (EMULATED)" in model_row
-    assert "%" not in model_row  # 0 calls: every score "–", the long/flat return too (it showed "+0.0 %")
-    assert "+2.0 %" in baseline_row
-    assert math.isnan(scoring.summarize(MODEL, [], 5).total_return)
+    assert "%" not in model_row  # 0 calls: every score "–"
+    assert "100 % / 0 % / 0 %" in baseline_row
+    assert math.isnan(scoring.summarize(MODEL, [], 5).hit_rate)
 
 
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
@@ -705,7 +685,7 @@ def _expanded(calls: list[Call], boot: stats.DateBootstrap, resample: int) -> li
 
 
 def test_the_date_bootstrap_recomputed_by_expanding_each_resample() -> None:
-    """Each resampled hit rate, rank IC and long/flat return is the plain statistic of the resample written out
+    """Each resampled hit rate and rank IC is the plain statistic of the resample written out
     (every pair of each drawn date, as often as it was drawn); the interval is the 2.5 and 97.5 percentiles."""
     rng = np.random.default_rng(5)
     days = [f"2024-{m:02d}-{d:02d}" for m in (1, 2, 3) for d in (3, 10, 17, 24)]
@@ -730,7 +710,7 @@ def test_the_date_bootstrap_recomputed_by_expanding_each_resample() -> None:
     assert summary.hit_rate_ci == stats.wilson(hits, directional)
     assert summary.rank_ic_ci == stats.percentile(scoring.resampled("rank_ic", model, 5, boot))
     assert summary.dates == len(days)
-    (hit, ic, ret) = scoring.versus_best(model, {"rule": rule}, 5, boot)
+    (hit, ic) = scoring.versus_best(model, {"rule": rule}, 5, boot)
     assert hit.baseline == "rule"
     assert hit.difference == pytest.approx(scoring.hit_rate(model, 5)[0] - scoring.hit_rate(rule, 5)[0])
     paired = [
@@ -738,7 +718,6 @@ def test_the_date_bootstrap_recomputed_by_expanding_each_resample() -> None:
         for r in range(100)
     ]
     assert ic.interval == pytest.approx(tuple(np.nanpercentile(paired, [2.5, 97.5])))
-    assert ret.interval[0] <= ret.difference <= ret.interval[1]
 
 
 def test_scores_json_keeps_every_key_with_null_where_undefined(offline: dict[str, Any]) -> None:
@@ -752,7 +731,7 @@ def test_scores_json_keeps_every_key_with_null_where_undefined(offline: dict[str
     assert always["rank_ic_ci"] == [None, None]
     assert always["vs_best_baseline"] is None
     model = next(s for s in scores if s["source"] == "model" and s["horizon"] == 20)
-    assert set(model["vs_best_baseline"]) == set(scoring.METRICS)
+    assert set(model["vs_best_baseline"]) == {*scoring.METRICS, "total_return"}
     for difference in model["vs_best_baseline"].values():
         assert difference["baseline"] in baselines.BASELINES
     low, high = model["hit_rate_ci"]
