@@ -380,6 +380,14 @@ async def test_emulator_refuses_what_dashscope_refuses_and_records_what_it_ignor
 # ---------------------------------------------------------------------------------------------- service
 
 
+@pytest.mark.parametrize("model", ["qwen3.7-plus", "qwen3.7-max-2026-06-08", "qwen3.6-flash", "qwen-plus-character"])
+async def test_the_newest_reference_models_are_served(emu: DashScopeEmulator, model: str):
+    """The Responses API's list as Qwen Cloud's newest reference gives it (qwen3.models.NAMED_MODELS)."""
+    client = QwenResponsesClient(model=model, api_key=KEY, base_url=emu.base_url, max_retries=0)
+    assert (await client.get_response("hi")).text.endswith("You said: hi")
+    assert _last(emu).model == model
+
+
 async def test_a_misspelt_model_gets_the_did_you_mean_of_every_qwen_client(emu: DashScopeEmulator):
     """DashScope's error (``code``, ``message``) for a model it does not serve → the advice ``qwen3.errors`` gives on
     the other Qwen clients: the catalogue's closest names."""
