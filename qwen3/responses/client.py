@@ -146,7 +146,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         """The model, key and the compatible-mode base URL of `service`."""
-        return str(self.service.model), self.service.api_key, self.service.compatible_base_url
+        return str(self.service.model), self.service.api_key, self.service.compatible_request_url
 
     def _label(self) -> str:
         return "DashScope"
