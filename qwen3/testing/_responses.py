@@ -28,8 +28,10 @@ Shapes, each from its page (docs/responses.md lists them with their dates):
   ``server_protocol: "sse"`` or more than 10 of them (400, Model Studio "MCP"), an unknown ``previous_response_id``
   (400, ASSUMPTION), a ``function_call_output`` for a call the conversation never made (400, ASSUMPTION).
 
-Stored responses: each answered request with ``store`` not false keeps its input and output under its id, and a later
-``previous_response_id`` puts them before its own input (`ResponsesRecordedRequest.context`).
+Stored responses: each answered request with ``store`` not false keeps its input and output under its id (OpenAI's
+default; ASSUMPTION: the pages read give no default for ``store``), and a later ``previous_response_id`` puts them
+before its own input (`ResponsesRecordedRequest.context`); the instructions are not kept ([QC-REF]). An id is valid
+for 7 days on DashScope ([QC-REF]); the emulator keeps its ids for its lifetime.
 """
 
 from __future__ import annotations
