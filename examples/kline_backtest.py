@@ -41,6 +41,18 @@ def _horizons(text: str) -> list[int]:
     return values
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction of the trade's value like 0.0003, not {text!r}"
+        ) from None
+    if not 0 <= value < 0.1:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 0.1 (0.0003 = 0.03 %), not {text!r}")
+    return value
+
+
 def _dates(text: str) -> list[str]:
     import datetime
 
@@ -79,6 +91,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--max-gap-days", type=positive(int), default=15, help="skip a date whose sessions have a longer gap (15)"
     )
     walk.add_argument("--limit", type=positive(int), help="at most this many CSVs (in name order)")
+    trade = parser.add_argument_group("the portfolio (kline/portfolio.py)")
+    trade.add_argument(
+        "--commission", type=_fraction, default=0.0003, help="commission a side, a fraction of the trade (0.0003)"
+    )
+    trade.add_argument(
+        "--stamp-duty", type=_fraction, default=0.0005, help="A-share stamp duty on sells, since 2023-08-28 (0.0005)"
+    )
     ask = parser.add_argument_group("asking (as kline_watchlist.py)")
     ask.add_argument("--batch", action="store_true", help="use DashScope's Batch API (half price, within hours)")
     ask.add_argument("--concurrency", type=positive(int), default=4, help="charts analysed at once (default 4)")
@@ -101,12 +120,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--data (or --tickers) is required")
     if args.days < 2:
         parser.error("--days must be at least 2")
-    if not args.dates and args.every < max(args.horizons):
-        parser.error(
-            f"--every {args.every} is shorter than the {max(args.horizons)}-session horizon: forward windows would "
-            f"overlap and the intervals would not cover; use --every {max(args.horizons)} or more, or --horizons up "
-            f"to {args.every}"
-        )
     return args
 
 

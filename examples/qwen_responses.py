@@ -3,7 +3,8 @@ over a conversation DashScope stores.
 
 ``QwenResponsesClient`` swaps in for ``QwenChatClient`` in an ``Agent``; its hosted tools (``get_web_search_tool``,
 ``get_file_search_tool``, ``get_mcp_tool``) run on DashScope's side, and with ``store=True`` each turn sends only the
-new message and ``previous_response_id`` (docs/responses.md).
+instructions (DashScope does not carry them over) and the new message, with ``previous_response_id``
+(docs/responses.md).
 
 Offline by default: the loopback DashScope emulator (``qwen3.testing``) answers each turn from a script (the search's
 sources, the knowledge base's passages, the MCP server's answer are made up, not a model's), and the output says
@@ -65,7 +66,8 @@ def _report(response: AgentResponse) -> list[str]:
                 lines.append(f"  MCP call: {content.server_name}.{content.tool_name}({content.arguments})")
             for annotation in content.annotations or []:
                 source = annotation.get("url") or annotation.get("file_id")
-                lines.append(f"  citation ({annotation.get('tool_name')}): {annotation.get('title')} <{source}>")
+                title = f"{annotation['title']} " if annotation.get("title") else ""  # web sources: a URL only
+                lines.append(f"  citation ({annotation.get('tool_name')}): {title}<{source}>")
     return lines
 
 

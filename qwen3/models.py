@@ -542,7 +542,8 @@ class NamedModel:
 
     name: str
     responses: bool = False
-    """On the Responses API's model list (Model Studio "OpenAI Responses API", newest copy read: docs/responses.md)."""
+    """On the Responses API's model list (Qwen Cloud "OpenAI responses", read 2026-12-05, and the Model Studio pages
+    before it: docs/responses.md)."""
     batch: frozenset[BatchRegion] = frozenset()
     """The regions whose Batch API takes it (Model Studio "Batch inference" and "OpenAI compatible - Batch (file
     input)", "Supported models", 2026: text generation, image and video understanding, text extraction)."""
@@ -552,13 +553,21 @@ class NamedModel:
 
 NAMED_MODELS: tuple[NamedModel, ...] = (
     NamedModel("qwen3.8-max", batch=_CN),
-    NamedModel("qwen3.7-max", batch=_CN),
-    NamedModel("qwen3.7-plus", batch=_CN),
+    NamedModel("qwen3.7-max", responses=True, batch=_CN),
+    NamedModel("qwen3.7-max-2026-06-08", responses=True),
+    NamedModel("qwen3.7-max-2026-05-20", responses=True),
+    NamedModel("qwen3.7-max-preview", responses=True),
+    NamedModel("qwen3.7-max-2026-05-17", responses=True),
+    NamedModel("qwen3.7-plus", responses=True, batch=_CN),
+    NamedModel("qwen3.7-plus-2026-05-26", responses=True),
     NamedModel("qwen3.7-flash", batch=_CN),
     NamedModel("qwen3.6-plus", responses=True, batch=_CN),
     NamedModel("qwen3.6-plus-2026-04-02", responses=True),
-    NamedModel("qwen3.6-flash", batch=_CN),
+    NamedModel("qwen3.6-flash", responses=True, batch=_CN),
+    NamedModel("qwen3.6-flash-2026-04-16", responses=True),
+    NamedModel("qwen3.6-35b-a3b", responses=True),
     NamedModel("qwen3.5-plus", responses=True, batch=_CN),
+    NamedModel("qwen3.5-plus-2026-04-20", responses=True),
     NamedModel("qwen3.5-plus-2026-02-15", responses=True),
     NamedModel("qwen3.5-flash", responses=True, batch=_CN),
     NamedModel("qwen3.5-flash-2026-02-23", responses=True),
@@ -579,6 +588,8 @@ NAMED_MODELS: tuple[NamedModel, ...] = (
     NamedModel("qwen-plus", responses=True, batch=_BOTH),
     NamedModel("qwen-plus-latest", batch=_CN),
     NamedModel("qwen-flash", responses=True, batch=_BOTH),
+    NamedModel("qwen-plus-character", responses=True),
+    NamedModel("qwen-flash-character", responses=True),
     NamedModel("qwen-turbo", batch=_BOTH),
     NamedModel("qwen-turbo-latest", batch=_CN),
     NamedModel("qwen-long", batch=_CN),

@@ -16,7 +16,6 @@ from agent_framework import Annotation, ChatResponse, ChatResponseUpdate, Conten
 from clients.core.parse import (
     LeadingThinkSplitter,
     StreamedToolCalls,
-    split_think,
     text_delta,
     think_contents,
     tool_call_fragments,
@@ -146,7 +145,8 @@ def parse_response(
 ) -> ChatResponse[Any]:
     """A non-streamed DashScope JSON body → ``ChatResponse`` (Model Studio "Qwen API reference").
 
-    ``reasoning_content`` → ``text_reasoning``; ``content`` → ``text``; ``tool_calls`` → ``function_call``
+    ``reasoning_content`` → ``text_reasoning``; ``content`` → ``text``, read as a stream's is (`StreamState.answer`:
+    only an answer that opens with ``<think>`` is split; docs/thinking.md); ``tool_calls`` → ``function_call``
     (arguments kept as the JSON string DashScope sent); ``request_id`` → ``response_id`` and ``message_id``;
     ``usage`` → ``usage_details``. ``conversation_id`` stays None: DashScope is stateless. Hosted tools:
     ``output.search_info`` sources → citation annotations on the text (markers of ``citation_format`` located,
@@ -160,7 +160,10 @@ def parse_response(
     if message.get("reasoning_content"):
         contents.append(Content.from_text_reasoning(text=message["reasoning_content"]))
     contents.extend(code_interpreter_calls(output.get("tool_info"), 0, request_id))
-    contents.extend(_split_inline_think(_output_contents(message.get("content"))))
+    if answer := message.get("content"):  # read as a stream of one event is: one <think> rule for both
+        state = StreamState()
+        state.answer(answer, contents)
+        contents.extend(think_contents(state.think.flush()))
     tool_calls = message.get("tool_calls") or []
     contents.extend(tool_call_fragments(StreamedToolCalls(), tool_calls))
     for content in contents:
@@ -176,28 +179,6 @@ def parse_response(
         response_format=response_format,
         raw_representation=body,
     )
-
-
-def _split_inline_think(contents: list[Content]) -> list[Content]:
-    """Text carrying ``<think>…</think>`` → ``text_reasoning`` + ``text`` (``clients.core.parse.split_think``).
-
-    DashScope itself sends reasoning in ``reasoning_content`` and never inlines tags (Model Studio "Deep thinking");
-    open-source
-    Qwen3/QwQ served elsewhere do, often without the opening tag. Only text that contains ``</think>`` or starts
-    with ``<think>`` is touched.
-    """
-    out: list[Content] = []
-    for content in contents:
-        text = content.text or ""
-        if content.type == "text" and ("</think>" in text or text.lstrip().startswith("<think>")):
-            reasoning, answer = split_think(text)
-            if reasoning:
-                out.append(Content.from_text_reasoning(text=reasoning))
-            if answer:
-                out.append(Content.from_text(answer))
-        else:
-            out.append(content)
-    return out
 
 
 @dataclass

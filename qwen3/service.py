@@ -34,7 +34,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple, TypeAlias, TypedDict, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -58,6 +58,7 @@ from clients.core.transport import (
     redact,
     retry_advice,
     scrubbed,
+    shown_url,
     within,
 )
 
@@ -312,17 +313,25 @@ class _EnvSettings(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class DashScopeService:
-    """Where and as whom a DashScope client talks: what `resolve_service` found. Never repr'd with its key."""
+    """Where and as whom a DashScope client talks: what `resolve_service` found. Never repr'd with its key, nor with
+    the secret of a base URL's userinfo (``http://user:token@proxy/api/v1``)."""
 
     api_key: SecretString
-    base_url: str
-    """The native API base (``…/api/v1`` for Alibaba's hosts), without a trailing ``/``."""
+    request_url: str = field(repr=False)
+    """The native API base as requests go to it (``…/api/v1`` for Alibaba's hosts), without a trailing ``/``: with the
+    credentials of its userinfo, if any, so only what sends reads it; every message shows `base_url`."""
     region: DashScopeRegion | None
     """The base URL's region (`region_of`), or the one ``region=`` named for a host this package cannot place."""
     workspace: str | None
     """Sent as ``X-DashScope-WorkSpace`` on every request."""
     model: str | None
     """The model setting read (``model=`` or its variable), None when none was."""
+    base_url: str = field(init=False)
+    """`request_url` as shown: the secret of its userinfo masked (``http://user:***@proxy/api/v1``,
+    ``clients.core.transport.shown_url``, as every client shows its base URL)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_url", shown_url(self.request_url))
 
     def __repr__(self) -> str:
         region = self.region.id if self.region else None
@@ -331,13 +340,22 @@ class DashScopeService:
     @property
     def compatible_base_url(self) -> str:
         """DashScope's OpenAI-compatible base on the same host (where the Batch API, the document store and the
-        Responses API live): ``…/api/v1`` → ``…/compatible-mode/v1``.
+        Responses API live): ``…/api/v1`` → ``…/compatible-mode/v1``, as shown (`base_url`'s masking).
 
         Raises:
             ValueError: a base URL that does not end in ``/api/v1`` (a proxy with another layout: pass its
                 compatible base to the compatible-mode client itself).
         """
-        parts = urlsplit(self.base_url)
+        return shown_url(self.compatible_request_url)
+
+    @property
+    def compatible_request_url(self) -> str:
+        """`compatible_base_url` as requests go to it (with the userinfo of `request_url`).
+
+        Raises:
+            ValueError: as `compatible_base_url`.
+        """
+        parts = urlsplit(self.request_url)
         if not parts.path.endswith(NATIVE_PATH):
             raise ValueError(
                 f"base_url {self.base_url!r} does not end in {NATIVE_PATH}: DashScope's OpenAI-compatible API "
@@ -358,7 +376,7 @@ class DashScopeService:
         unless a request says otherwise."""
         return dashscope.AsyncClient(
             api_key=self.api_key.get_secret_value(),
-            base_url=self.base_url,
+            base_url=self.request_url,
             workspace=self.workspace or "",
             timeout=timeout,
             max_retries=0,
@@ -434,21 +452,21 @@ def resolve_service(
     url = str(url).strip().rstrip("/") if url else _region_base_url(chosen or REGIONS[DEFAULT_REGION], space)
     scheme, _, rest = url.partition("://")
     if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
-        raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {url!r}")
+        raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {shown_url(url)!r}")
     if url.endswith(COMPATIBLE_PATH) or "/compatible-mode/" in url:
         if not compatible:
-            raise ValueError(compatible_mode_refused(url))
+            raise ValueError(compatible_mode_refused(shown_url(url)))
         url = url[: url.index("/compatible-mode/")] + NATIVE_PATH
     placed = region_of(url)
     if chosen is not None and placed is not None and placed != chosen:
         raise ValueError(
-            f"region={chosen.id!r} ({chosen.name}) but base_url {url!r} is in {placed.id!r} ({placed.name}): "
-            "requests go to one region only; give the one you mean."
+            f"region={chosen.id!r} ({chosen.name}) but base_url {shown_url(url)!r} is in {placed.id!r} "
+            f"({placed.name}): requests go to one region only; give the one you mean."
         )
     found = settings.get(model_setting)  # type: ignore[misc]
     return DashScopeService(
         api_key=checked_api_key(key, "api_key" if given.api_key is not None else "DASHSCOPE_API_KEY"),
-        base_url=url,
+        request_url=url,
         region=placed or chosen,
         workspace=space,
         model=str(found) if found else None,

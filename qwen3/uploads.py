@@ -193,7 +193,7 @@ def _sdk_upload(
         file_path=str(path),
         api_key=service.api_key.get_secret_value(),
         upload_certificate=certificate,  # type: ignore[arg-type]  # None (fetch a policy) is what it defaults to
-        base_address=service.base_url,
+        base_address=service.request_url,
         workspace=service.workspace,
     )
     return str(url), dict(used)
@@ -405,7 +405,7 @@ async def upload_document(
         ValueError: a ``base_url`` that does not end in ``/api/v1``.
     """
     file = Path(path)
-    files = f"{transport.service.compatible_base_url}/files"
+    files = f"{transport.service.compatible_request_url}/files"
     data = _document_bytes(file)
 
     async def upload() -> dict[str, Any]:

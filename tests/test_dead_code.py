@@ -27,6 +27,7 @@ CALLED_FROM_OUTSIDE: dict[str, str] = {
     "_update_agent_name_and_description": "MAF's Agent calls it on its client",
     "agent_description": "MAF's agent-name hook's other half, read by callers",
     "service_url": "MAF's BaseChatClient / embedding client API",
+    "_inner_get_response": "MAF's BaseChatClient.get_response calls it",
     "OTEL_PROVIDER_NAME": "MAF's telemetry layer reads it",
     "get_embeddings": "MAF's embedding client API",
     "count_tokens": "MAF's tokenizer protocol (compaction)",

@@ -38,7 +38,7 @@ from clients.anthropic.parse import StreamState, parse_response, parse_stream_ev
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import json_object
-from clients.core.transport import EventStream, Failure, SSEDecoder, aiter_events
+from clients.core.transport import EventStream, Failure, SSEDecoder, aiter_events, shown_url
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
 
@@ -140,8 +140,8 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
             logger.warning(
                 "base_url %r ends with /v1, but Anthropic's SDK wants the bare host (it adds /v1/messages itself): "
                 "using %r.",
-                resolved_url,
-                resolved_url[:-3],
+                shown_url(resolved_url),
+                shown_url(resolved_url[:-3]),
             )
             resolved_url = resolved_url[:-3]
         return str(chosen_model), key, resolved_url
@@ -184,7 +184,7 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         return self._per_loop(
             lambda: AsyncAnthropic(
                 api_key=self._api_key.get_secret_value(),
-                base_url=self.base_url,
+                base_url=self._url,
                 timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
                 max_retries=0,
             )

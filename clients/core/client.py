@@ -58,6 +58,7 @@ from clients.core.transport import (
     shown_url,
     to_chat_client_exception,
     transport_cause,
+    url_secrets,
     within,
 )
 
@@ -201,7 +202,12 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {shown_url(url)!r}")
         default_timeout, default_connect, default_idle = self._DEFAULT_TIMEOUTS
         self.model: str = checked_model(resolved_model, self._PROVIDER, error=ValueError)
-        self.base_url: str = url
+        self._url: str = url
+        """The base URL as requests go to it: with the credentials of its userinfo (``http://user:token@host/v1``,
+        sent by httpx as HTTP Basic auth), if any; for the SDK only."""
+        self.base_url: str = shown_url(url)
+        """The base URL as ``repr``, messages and telemetry show it: the secret of its userinfo masked
+        (``http://user:***@host/v1``, `shown_url`)."""
         self.timeout: float = seconds("timeout", settings.timeout, default_timeout)
         self.connect_timeout: float = seconds("connect_timeout", settings.connect_timeout, default_connect)
         self.stream_idle_timeout: float = seconds("stream_idle_timeout", settings.stream_idle_timeout, default_idle)
@@ -210,6 +216,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         max_retries = settings.max_retries
         self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
         self._api_key: SecretString = checked_api_key(key, "api_key" if settings.api_key is not None else "the API key")
+        self._secrets = (self._api_key.get_secret_value(), *url_secrets(url))  # what `hide` masks for each request
         max_event_bytes = settings.max_event_bytes
         if max_event_bytes is not None and (
             isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes <= 0
@@ -433,7 +440,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         **kwargs: Any,
     ) -> Awaitable[ChatResponse[Any]] | ResponseStream[ChatResponseUpdate, ChatResponse[Any]]:
         """MAF's entry: ``kwargs`` are the call's ``client_kwargs`` (and what MAF passes down without its layers)."""
-        hide(self._api_key.get_secret_value())  # a key a server echoes back never reaches an error, log or span
+        for secret in self._secrets:  # a key (or a base URL's token) a server echoes never reaches an error or log
+            hide(secret)
         if stream:
             return self._build_response_stream(
                 self._stream(messages, options, kwargs), response_format=options.get("response_format")

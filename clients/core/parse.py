@@ -33,8 +33,10 @@ DashScope itself never puts ``<think>`` in ``content``: its reasoning arrives in
 "Qwen API reference"). Open-source QwQ, Qwen3 and DeepSeek-R1 distills served elsewhere (vLLM, Ollama, llama.cpp without
 a reasoning parser) put the reasoning inline in ``content`` as ``<think>…</think>``; often the opening ``<think>`` is
 missing because the chat template pre-fills it in the prompt; Qwen3 renders an empty ``<think>\n\n</think>\n\n`` block
-when thinking is off (Model Studio "Qwen API reference"). ``split_think`` splits a whole text, ``ThinkSplitter`` a
-stream; for every text and every way of cutting it into chunks they agree (a property test holds them to it).
+when thinking is off (Model Studio "Qwen API reference"). ``ThinkSplitter`` is the one scanner: it splits a stream,
+and ``split_think`` / ``think_pieces`` split a whole text as a stream of one chunk, so for every text and every way
+of cutting it into chunks they agree (a property test holds them to it); ``LeadingThinkSplitter`` and
+``split_leading_think`` likewise.
 
 Rules (tags are matched exactly, lower case, as the models emit them):
 
@@ -215,82 +217,34 @@ def split_think(text: str, *, assume_open: bool = False, detect_missing_open: bo
 def think_pieces(text: str, *, assume_open: bool = False, detect_missing_open: bool = True) -> list[ThinkPiece]:
     """``split_think``'s split in the order of the text: ``("reasoning" | "text", str)`` pieces, adjacent pieces
     of a kind joined, none empty; joined by kind they are ``split_think``'s pair (a block's reasoning stripped and
-    led by the blank line of rule 1 after earlier reasoning), as a ``ThinkSplitter``'s pieces of the same text are.
-    Linear in the text's length (``str.find`` from a position; no copy of the rest per block).
+    led by the blank line of rule 1 after earlier reasoning).
+
+    The whole text is one chunk of a `ThinkSplitter`: there is one scanner for whole and streamed text, so a stream
+    cut anywhere gives these pieces (tests/core/test_think.py holds it to that for every chunking). Linear in the
+    text's length (`ThinkSplitter.feed` reads a long chunk in slices).
 
     Example:
         >>> think_pieces("Sure.\\n<think>plan</think>answer")
         [('text', 'Sure.\\n'), ('reasoning', 'plan'), ('text', 'answer')]
     """
-    # each block (not yet stripped) and each answer text, in the text's order: strings and flags, which the
-    # garbage collector does not track (a list of 200,000 pieces as tuples made it 5 times slower)
-    texts: list[str] = []
-    blocks: list[bool] = []
-    pos = 0
-    in_block = assume_open
-    stripped = text.lstrip()
-    if stripped.startswith(OPEN):  # rule 4, and the swallowed echo of rule 5
-        pos = len(text) - len(stripped) + len(OPEN)
-        in_block = True
-    elif not assume_open and detect_missing_open:
-        first_close = text.find(CLOSE)
-        first_open = text.find(OPEN)
-        in_block = first_close != -1 and (first_open == -1 or first_close < first_open)
-    while True:
-        if in_block:
-            while text.startswith(OPEN, start := _skip_space(text, pos)):  # rule 1: a repeated opening tag
-                pos = start + len(OPEN)
-            end = text.find(CLOSE, pos)
-            if end == -1:
-                texts.append(text[pos:])  # rule 6
-                blocks.append(True)
-                break
-            texts.append(text[pos:end])
-            blocks.append(True)
-            pos = _skip_space(text, end + len(CLOSE))  # rule 3
-            in_block = False
-            continue
-        open_at = text.find(OPEN, pos)
-        close_at = text.find(CLOSE, pos)
-        if close_at != -1 and (open_at == -1 or close_at < open_at):  # stray close tag (rule 5)
-            texts.append(text[pos:close_at])
-            blocks.append(False)
-            pos = _skip_space(text, close_at + len(CLOSE))
-            continue
-        if open_at == -1:
-            texts.append(text[pos:])
-            blocks.append(False)
-            break
-        texts.append(text[pos:open_at])
-        blocks.append(False)
-        pos = open_at + len(OPEN)
-        in_block = True
-    pieces: list[ThinkPiece] = []
-    run: list[str] = []  # the texts of the current kind, joined once
-    run_block = False
-    seen = False  # reasoning came before (rule 1's separator)
-    for piece, block in zip(texts, blocks, strict=True):
-        if block:
-            piece = piece.strip()
-            if piece and seen:
-                piece = _SEPARATOR + piece
-            seen = seen or bool(piece)
-        if not piece:
-            continue
-        if run and block != run_block:
-            pieces.append(("reasoning" if run_block else "text", "".join(run)))
+    splitter = ThinkSplitter(assume_open, detect_missing_open=detect_missing_open)
+    return _merged(splitter.feed(text) + splitter.flush())
+
+
+def _merged(pieces: Iterable[ThinkPiece]) -> list[ThinkPiece]:
+    """``pieces`` with adjacent pieces of a kind joined (each run joined once: linear)."""
+    out: list[ThinkPiece] = []
+    run: list[str] = []
+    run_kind: ThinkKind = "text"
+    for kind, piece in pieces:
+        if run and kind != run_kind:
+            out.append((run_kind, "".join(run)))
             run = []
         run.append(piece)
-        run_block = block
+        run_kind = kind
     if run:
-        pieces.append(("reasoning" if run_block else "text", "".join(run)))
-    return pieces
-
-
-def _skip_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return pos
+        out.append((run_kind, "".join(run)))
+    return out
 
 
 def _partial_tag_length(text: str, tags: tuple[str, ...]) -> int:
@@ -385,19 +339,7 @@ class ThinkSplitter:
         tiny blocks took 15 s; one of 17 MB now 1.5 s, as ``split_think``)."""
         if len(delta) <= _SLICE:
             return self._feed(delta)
-        pieces: list[ThinkPiece] = []
-        run: list[str] = []  # the current kind's pieces, joined once
-        run_kind: ThinkKind = "text"
-        for at in range(0, len(delta), _SLICE):
-            for kind, piece in self._feed(delta[at : at + _SLICE]):
-                if run and kind != run_kind:
-                    pieces.append((run_kind, "".join(run)))
-                    run = []
-                run.append(piece)
-                run_kind = kind
-        if run:
-            pieces.append((run_kind, "".join(run)))
-        return pieces
+        return _merged(piece for at in range(0, len(delta), _SLICE) for piece in self._feed(delta[at : at + _SLICE]))
 
     def _feed(self, delta: str) -> list[ThinkPiece]:
         if self._quiet(delta):
@@ -543,11 +485,12 @@ def split_leading_think(text: str) -> tuple[str, str]:
     text comes back as ``("", text)`` untouched, a literal ``<think>`` later in it included.
 
     For servers whose model may inline its reasoning (OpenAI-compatible servers running open-weight models) but
-    whose answers may also quote the tag: only an answer that starts with a block is split.
+    whose answers may also quote the tag: only an answer that starts with a block is split. The whole text is one
+    chunk of a `LeadingThinkSplitter`, so whole and streamed answers split alike.
     """
-    if not text.lstrip().startswith(OPEN):
-        return "", text
-    return split_think(text, detect_missing_open=False)
+    splitter = LeadingThinkSplitter()
+    pieces = splitter.feed(text) + splitter.flush()
+    return "".join(p for kind, p in pieces if kind == "reasoning"), "".join(p for kind, p in pieces if kind == "text")
 
 
 class LeadingThinkSplitter:

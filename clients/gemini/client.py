@@ -48,7 +48,7 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import WRONG_SHAPE, json_object
-from clients.core.transport import EventStream, Failure, as_text, event_too_long
+from clients.core.transport import EventStream, Failure, as_text, event_too_long, shown_url
 from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions
@@ -285,8 +285,8 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         resolved_url = str(gemini.get("base_url") or google.get("gemini_base_url") or DEFAULT_BASE_URL).rstrip("/")
         if "aiplatform.googleapis.com" in resolved_url:
             raise ValueError(
-                f"base_url {resolved_url!r} is Vertex AI, which this client does not speak; use the Developer API "
-                f"({DEFAULT_BASE_URL}) or MAF's agent_framework_gemini client for Vertex AI."
+                f"base_url {shown_url(resolved_url)!r} is Vertex AI, which this client does not speak; use the "
+                f"Developer API ({DEFAULT_BASE_URL}) or MAF's agent_framework_gemini client for Vertex AI."
             )
         return str(resolved_model), key, resolved_url
 
@@ -364,7 +364,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             api_key=self._api_key.get_secret_value(),
             vertexai=False,  # the Developer API, whatever GOOGLE_GENAI_USE_VERTEXAI says
             http_options=types.HttpOptions(
-                base_url=self.base_url,
+                base_url=self._url,
                 # v1beta on every SDK major (google-genai 3 defaults to v1): the API version the recorded exchanges
                 # and Google's Gemini API reference show for thinking, system_instruction and JSON schemas
                 api_version="v1beta",

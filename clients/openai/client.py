@@ -41,10 +41,8 @@ from clients.core.transport import (
     Failure,
     SSEDecoder,
     aiter_events,
-    hide,
     redact,
     shown_url,
-    url_secrets,
 )
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
@@ -156,15 +154,6 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     _ENDPOINT: ClassVar[str] = "/chat/completions"
     """The path below the base URL the requests go to (a redirect's message suggests the base it found)."""
 
-    def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
-        """As ``ProviderChatClient``; a ``base_url`` with credentials in it (``http://user:token@host/v1``, sent as
-        HTTP Basic auth by httpx) is shown as ``http://user:***@host/v1`` in ``base_url``, ``repr`` and every
-        message, the token registered with ``hide`` for each request."""
-        super().__init__(settings=settings, **kwargs)
-        self._url = self.base_url  # with its credentials: for the SDK only
-        self._url_secrets = url_secrets(self.base_url)
-        self.base_url = shown_url(self.base_url)
-
     def _label(self) -> str:
         """The server's name in messages about what it sent."""
         return self._PROVIDER
@@ -228,11 +217,6 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         return parse_stream_event(event, state, model=request.model)
 
     # ------------------------------------------------------------------------------------------- transport
-
-    def _inner_get_response(self, **kwargs: Any) -> Any:
-        for secret in self._url_secrets:  # the token of a base_url's userinfo, like the API key
-            hide(secret)
-        return super()._inner_get_response(**kwargs)
 
     def _client(self) -> openai.AsyncOpenAI:
         """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them), its

@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kline import scoring
+from kline import portfolio, scoring
 from kline.backtest_report import MODEL, Page, Reading, summaries, write_page
 from kline.baselines import BASELINES
 from kline.chart import file_style
@@ -36,7 +36,7 @@ from kline.provenance import of as provenance_of
 from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import Store, Ticker, analysis_key, chart_settings
-from kline.walkforward import KINDS, AsOf, Plan, Walk, overlapping, plan_ticker
+from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, service
 from qwen3.testing import DashScopeEmulator
 
@@ -118,8 +118,6 @@ async def run(
     workers = make_pool(args.workers) if pool is None else pool
     try:
         plans = await plan_all(workers, files, walk)
-        if problem := overlapping(plans, walk.horizon):
-            raise ValueError(problem)  # before anything is asked: exit 2
         skipped = [(p, d) for p in plans for d in p.dates if d.problem]
         with service(emulator) as (api_key, base_url, emu):
             emulated = emu is not None
@@ -168,6 +166,7 @@ def write_results(
     styles = {plan.file: file_style(plan.file, colors, plan.symbol or Path(plan.file).stem) for plan in plans}
     rows = store.rows(p.key for p in pairs)
     calls: dict[str, list[scoring.Call]] = {MODEL: [], **{name: [] for name in BASELINES}}
+    orders: dict[str, list[portfolio.Order]] = {source: [] for source in calls}
     readings: list[Reading] = []
     tally = scoring.PatternTally() if talib_available() else None
     left_out = {"failed": 0, "not answered": 0, "no baseline reading": 0}
@@ -188,8 +187,10 @@ def write_results(
         resistance = scoring.nearest(verdict.get("resistance") or (), close, "resistance")
         phase = (verdict.get("wyckoff") or {}).get("phase")
         calls[MODEL].append(replace(call, support=support, resistance=resistance, phase=phase))
+        orders[MODEL].append(portfolio.Order(plan.file, pair.as_of, call.trend == "up"))
         for source, (trend, confidence) in plan.baselines[at].items():
             calls[source].append(_call(source, plan, as_of, trend, confidence))
+            orders[source].append(portfolio.Order(plan.file, pair.as_of, trend == "up"))
         chart = f"charts/{pair.key.split(':')[0]}.png"
         returns = {h: o.ret for h, o in plan.outcomes[at].items()}
         readings.append(
@@ -216,6 +217,23 @@ def write_results(
     }
     skipped = [(plan.symbol or Path(plan.file).stem, d) for plan in plans for d in plan.dates if d.problem]
     baselines = {name: c for name, c in calls.items() if name != MODEL}
+    prices = {plan.file: plan.prices for plan in plans if plan.prices is not None}
+    costs = portfolio.Costs(
+        getattr(args, "commission", portfolio.COMMISSION), getattr(args, "stamp_duty", portfolio.STAMP_DUTY)
+    )
+    books = {
+        h: portfolio.evaluate(
+            {s: [o for o, c in zip(orders[s], calls[s], strict=True) if h in c.outcomes] for s in calls},
+            prices,
+            h,
+            costs,
+        )
+        for h in args.horizons
+    }
+    differences = []
+    for h in args.horizons:
+        differences += scoring.versus_best(calls[MODEL], baselines, h, boot)
+        differences.append(scoring.Difference("total_return", h, *portfolio.versus_best(books[h], MODEL)))
     page = Page(
         title=f"K-line backtest: {args.data.name or args.data}",
         emulated=run.emulated,
@@ -223,10 +241,9 @@ def write_results(
         calls=calls,
         totals=totals,
         summaries=[scoring.summarize(s, c, h, boot) for h in args.horizons for s, c in calls.items()],
-        differences=scoring.holm_adjusted(
-            [d for h in args.horizons for d in scoring.versus_best(calls[MODEL], baselines, h, boot)]
-        ),
-        boot=boot,
+        differences=differences,
+        returns=books,
+        costs=costs,
         patterns=tally,
         patterns_note="" if tally is not None else TALIB_MISSING,
         skipped=skipped,
@@ -254,11 +271,21 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _portfolio_keys(page: Page, source: str, horizon: int) -> dict[str, Any]:
+    evaluation = page.returns.get(horizon)
+    row = evaluation.rows.get(source) if evaluation is not None else None
+    if row is None:
+        return {f.name: None for f in dataclasses.fields(portfolio.Row) if f.name not in ("source", "horizon")}
+    return {k: v for k, v in dataclasses.asdict(row).items() if k not in ("source", "horizon")}
+
+
 def write_scores(path: Path, page: Page) -> Path:
     """The main table as JSON, one object per source and horizon, every key in every object (``null`` where a value is
     undefined): the counts (``calls``: pairs, ``dates``: distinct as-of dates), each score and its 95 % interval
-    (``*_ci``: ``[low, high]``), the bias, ``emulated``, and on the model's rows ``vs_best_baseline``: per metric the
-    best baseline, the difference and its interval (``null`` on the baselines' rows)."""
+    (``*_ci``: ``[low, high]``), the bias, the portfolio's scores (`kline.portfolio.Row`: ``total_return``,
+    ``excess_return``, ``sharpe``, ``max_drawdown``, ``turnover``...), ``emulated``, and on the model's rows
+    ``vs_best_baseline``: per metric the best baseline, the difference and its interval (``null`` on the baselines'
+    rows)."""
     differences: dict[int, dict[str, Any]] = {}
     for d in page.differences:
         differences.setdefault(d.horizon, {})[d.metric] = {
@@ -268,6 +295,7 @@ def write_scores(path: Path, page: Page) -> Path:
         }
     out = [
         dataclasses.asdict(s)
+        | _portfolio_keys(page, s.source, s.horizon)
         | {
             "emulated": page.emulated and s.source == MODEL,
             "vs_best_baseline": differences.get(s.horizon) if s.source == MODEL else None,

@@ -21,8 +21,7 @@ def _trend(value: float) -> str:
 
 
 def _clip(value: float) -> float:
-    """The confidence within [0, 1], not rounded: a rounded 0.19996 would land in the 0.2-0.4 calibration bucket."""
-    return min(1.0, max(0.0, value))
+    return round(min(1.0, max(0.0, value)), 4)
 
 
 def ma_cross(data: pd.DataFrame) -> Reading | None:

@@ -20,7 +20,6 @@ split-adjusted prices.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +30,7 @@ from kline.baselines import BASELINES, Reading
 from kline.data import load_csv
 from kline.layouts import DataError
 from kline.patterns import RECENT, detected, talib_available
+from kline.portfolio import Prices, market_of, prices_of
 from kline.scoring import Outcome, outcome
 
 TOO_FEW, PAST_END, GAP, JUMP = "too few sessions", "forward window past the end", "gap", "price jump over 40 %"
@@ -175,6 +175,7 @@ class Plan:
     baselines: dict[int, dict[str, Reading]] = field(default_factory=dict)
     recent: dict[int, list[str]] = field(default_factory=dict)
     truth: dict[int, list[tuple[str, str]]] | None = None
+    prices: Prices | None = None  # the sessions from the earliest usable as-of date on, as the portfolio trades them
 
 
 def digest(data: pd.DataFrame) -> str:
@@ -203,21 +204,6 @@ def plan_ticker(csv: str, walk: Walk) -> Plan:
         plan.recent[at] = [f"{d:%Y-%m-%d}" for d in upto.index[-RECENT:]]
         if plan.truth is not None:
             plan.truth[at] = sorted(detected(upto, RECENT))
+    if plan.closes:
+        plan.prices = prices_of(symbol, data, data, market_of(symbol), start=min(plan.closes))
     return plan
-
-
-def overlapping(plans: Sequence[Plan], horizon: int) -> str:
-    """Why these as-of dates cannot be scored together, or ``""``: two usable as-of dates of one ticker fewer than
-    ``horizon`` sessions apart, whose forward windows overlap (``--dates`` chosen close together). The scores'
-    intervals resample as-of dates as independent clusters; overlapping windows break that (docs/backtest.md: in
-    simulated markets a block bootstrap still covered under 90 %), so the backtest refuses them."""
-    for plan in plans:
-        usable = sorted((d.position, d.date) for d in plan.dates if not d.problem)
-        for (first, day), (second, later) in itertools.pairwise(usable):
-            if second - first < horizon:
-                return (
-                    f"as-of dates {day} and {later} of {plan.symbol or plan.file} are {second - first} sessions "
-                    f"apart, fewer than the {horizon}-session horizon: their forward windows overlap and the "
-                    f"intervals would not cover; choose dates at least {horizon} sessions apart, or shorter --horizons"
-                )
-    return ""

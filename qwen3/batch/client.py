@@ -156,7 +156,8 @@ class QwenBatchClient:
             raise no_model("model", "qwen-plus", "model for the batch")
         self.model = checked_model(service.model, "DashScope", error=ValueError)
         self.service = service
-        self.base_url = service.compatible_base_url
+        self.base_url = service.compatible_base_url  # as shown: requests go to the service's request URL
+        self._url = service.compatible_request_url
         self.region: Region | None = batch_region(service)
         self.extra_models = frozenset(extra_models)
         self.timeout, self.connect_timeout = settings.timeouts(120.0)
@@ -185,7 +186,7 @@ class QwenBatchClient:
         (429, no connection)."""
 
         async def attempt() -> dict[str, Any]:
-            return _json(await self._transport.send(method, f"{self.base_url}/{path}", limit=MAX_JSON_BYTES, **kwargs))
+            return _json(await self._transport.send(method, f"{self._url}/{path}", limit=MAX_JSON_BYTES, **kwargs))
 
         return await self._retrying(attempt, unsent_only if only_unsent else retry_advice)
 
@@ -222,7 +223,7 @@ class QwenBatchClient:
         async def attempt() -> dict[str, Any]:
             spool.seek(0)
             files = {"file": (filename, spool, "application/jsonl")}
-            url = f"{self.base_url}/files"
+            url = f"{self._url}/files"
             return _json(await self._transport.send("POST", url, limit=MAX_JSON_BYTES, files=files, data=BATCH))
 
         return await self._retrying(attempt, retry_advice)
@@ -316,7 +317,7 @@ class QwenBatchClient:
         hide(self.service.api_key.get_secret_value())
         http = self._transport.client().transport.http_client
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-        url = f"{self.base_url}/files/{id_segment(file_id)}/content"
+        url = f"{self._url}/files/{id_segment(file_id)}/content"
         async with http.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 400:
                 content = await read_limited(response, MAX_JSON_BYTES, "DashScope")

@@ -24,15 +24,23 @@ from agent_framework import (
     Message,
     SecretString,
 )
-from agent_framework.exceptions import ChatClientInvalidResponseException
+from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.transport import PERMANENT_CODES, Failure, SSEDecoder, aiter_events, as_text, redact
+from clients.core.transport import (
+    PERMANENT_CODES,
+    Failure,
+    SSEDecoder,
+    aiter_events,
+    as_text,
+    redact,
+    to_chat_client_exception,
+)
 from clients.providers import PROVIDERS
-from qwen3.errors import AUTH_CODES, FILTER_CODES, parse_error
+from qwen3.errors import AUTH_CODES, FILTER_CODES, explained, parse_error
 from qwen3.responses.convert import (
     code_interpreter_tool,
     file_search_tool,
@@ -55,15 +63,13 @@ with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the opena
 __all__ = ["QwenResponsesClient", "QwenResponsesOptions", "QwenResponsesSettings", "RawQwenResponsesClient"]
 
 
-_REMEMBERED = 1024
-"""How many stored responses' instructions a client remembers (older ones are sent again: harmless, a repeat)."""
-
-
 class QwenResponsesOptions(ChatOptions[Any], total=False):
     """MAF's ``ChatOptions`` plus what DashScope's Responses API reads of its own (docs/responses.md):
 
-    - ``enable_thinking``: the model reasons first; its reasoning arrives as ``text_reasoning`` (MAF's
-      ``reasoning={"effort": …}`` maps here: ``"none"`` off, any other on).
+    - ``reasoning``: MAF's ``{"effort": …}``, sent as ``reasoning.effort`` (DashScope's levels ``none``,
+      ``minimum``, ``low``, ``medium``, ``high``, ``xhigh``); the reasoning arrives as ``text_reasoning``.
+    - ``enable_thinking``: on or off, sent as ``reasoning.effort`` (``True`` → ``"medium"``, ``False`` →
+      ``"none"``): DashScope's reference replaces the ``enable_thinking`` parameter by ``reasoning.effort``.
     - ``store``: DashScope keeps the response: the answer's ``conversation_id`` is its id, and a MAF session's next
       turn sends only the new messages with ``previous_response_id``. Default: not stored, the whole history sent.
     """
@@ -136,13 +142,11 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
         self.service: DashScopeService = resolve_service(own, compatible=True)
         if self.service.model is None:
             raise no_model("model", "qwen3.5-plus")
-        self._instructions: dict[str, str] = {}
-        """Stored response id → the instructions it was given (`_remember`), the latest `_REMEMBERED`."""
         super().__init__(settings=settings, **kwargs)
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         """The model, key and the compatible-mode base URL of `service`."""
-        return str(self.service.model), self.service.api_key, self.service.compatible_base_url
+        return str(self.service.model), self.service.api_key, self.service.compatible_request_url
 
     def _label(self) -> str:
         return "DashScope"
@@ -206,7 +210,8 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
         headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """An MCP server DashScope calls (MAF's ``SupportsMCPTool``): ``server_protocol: "sse"`` added (required by
-        DashScope, Model Studio "MCP"), ``headers`` and ``allowed_tools`` as given. Approvals: none on DashScope."""
+        DashScope, Model Studio "MCP"), ``headers`` as given. Approvals and ``allowed_tools``: none on DashScope
+        (refused, `qwen3.responses.convert.mcp_tool`)."""
         return mcp_tool(
             name=name,
             url=url,
@@ -219,24 +224,11 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     # ------------------------------------------------------------------------------------------ conversion
 
     def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """MAF messages → Responses ``input`` items (``qwen3.responses.convert.input_items``). A turn that continues a
-        stored response (``conversation_id``) leaves out the instructions that response was given (DashScope has
-        them in the stored input); changed ones, or unknown ones, go again as a system item."""
-        instructions = options.get("instructions")
-        previous = options.get("conversation_id")
-        if previous is not None and instructions is not None and self._instructions.get(previous) == instructions:
-            instructions = None
-        return input_items(messages, instructions=instructions)
-
-    def _remember(self, response_id: str | None, request: ProviderRequest) -> None:
-        """The instructions in effect for a stored response (its own, or those of the one it continued)."""
-        if response_id is None or request.body.get("store") is not True:
-            return
-        instructions = request.options.get("instructions")
-        if instructions is not None:
-            self._instructions[response_id] = instructions
-            while len(self._instructions) > _REMEMBERED:
-                self._instructions.pop(next(iter(self._instructions)))
+        """MAF messages → Responses ``input`` items (``qwen3.responses.convert.input_items``). The instructions go on
+        every turn, a continued stored one too: DashScope does not carry a previous turn's instructions over ("When
+        ``previous_response_id`` is used, the instructions specified in the previous turn are not carried over",
+        Model Studio "Create a response")."""
+        return input_items(messages, instructions=options.get("instructions"))
 
     def _request_body(
         self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
@@ -244,14 +236,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
         return request_body(converted, options, model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
-        response = parse_response(
-            body,
-            model=request.model,
-            stored=request.body.get("store") is True,
-            response_format=request.options.get("response_format"),
-        )
-        self._remember(response.response_id, request)
-        return response
+        return parse_response(body, model=request.model, stored=request.body.get("store") is True)
 
     def _stream_state(self, request: ProviderRequest) -> StreamState:  # type: ignore[override]
         return StreamState(stored=request.body.get("store") is True)
@@ -263,10 +248,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     def _parse_stream_event(  # type: ignore[override]
         self, event: Mapping[str, Any], state: StreamState, request: ProviderRequest
     ) -> ChatResponseUpdate | None:
-        update = parse_stream_event(event, state, model=request.model)
-        if update is not None and update.finish_reason is not None:
-            self._remember(state.response_id, request)
-        return update
+        return parse_stream_event(event, state, model=request.model)
 
     # ------------------------------------------------------------------------------------------- transport
 
@@ -298,6 +280,12 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
         """DashScope's error body or event → `Failure` (`_failure`, with DashScope's codes and hints)."""
         return _failure(status, body, headers)
+
+    def _exception(self, failure: Failure, request: ProviderRequest) -> ChatClientException:
+        """DashScope's error as MAF's exception with the advice every Qwen client gives (`qwen3.errors.explained`):
+        a did-you-mean for a misspelt model, the workspace sent for a workspace error."""
+        error = explained(failure.error, model=request.model, media=False, headers=self.service.headers)
+        return to_chat_client_exception(error)
 
     def _events(self, http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any], None]:
         """The Responses events of the stream (`_events`): an ``error`` / ``response.failed`` event raises."""

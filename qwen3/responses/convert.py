@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_framework import Content, FunctionTool, Message
-from pydantic import BaseModel
 
 from clients.core.convert import (
     as_list,
@@ -20,7 +19,6 @@ from clients.core.convert import (
     invalid,
     json_object_arguments,
     refuse_unsupported,
-    response_schema,
     result_text,
     sendable,
 )
@@ -63,6 +61,8 @@ IGNORED = {
     "truncation": "not a parameter of DashScope's Responses API; it would be ignored.",
     "include": "not a parameter of DashScope's Responses API; web-search sources come without it.",
     "service_tier": "not a parameter of DashScope's Responses API; it would be ignored.",
+    "response_format": "DashScope's Responses API lists no structured output (no text.format), so it would answer "
+    "free text; use qwen3.QwenChatClient, whose response_format DashScope reads (json_schema or json_object).",
 }
 """Options DashScope would ignore in silence ("Unlisted OpenAI parameters are ignored"): refused before sending."""
 READ = frozenset(
@@ -74,8 +74,6 @@ READ = frozenset(
         "max_tokens",
         "tools",
         "tool_choice",
-        "allow_multiple_tool_calls",
-        "response_format",
         "enable_thinking",
         "reasoning",
         "store",
@@ -140,12 +138,13 @@ def mcp_tool(
     headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """An MCP server DashScope calls: ``{"type": "mcp", "server_protocol": "sse", "server_label", "server_url",
-    "server_description", "headers", "allowed_tools"}`` (Model Studio "MCP": SSE servers only, ``server_protocol``
-    required). The arguments are MAF's ``SupportsMCPTool.get_mcp_tool``'s.
+    "server_description", "headers"}`` (Model Studio "MCP" and "Create a response": SSE servers only,
+    ``server_protocol`` required). The arguments are MAF's ``SupportsMCPTool.get_mcp_tool``'s.
 
     Raises:
-        ChatClientInvalidRequestException: no name or an http(s) URL missing, or an ``approval_mode`` asking for
-            approvals (DashScope's page has none; ``"never_require"`` is what it does and is accepted).
+        ChatClientInvalidRequestException: no name or an http(s) URL missing, an ``approval_mode`` asking for
+            approvals (DashScope's page has none; ``"never_require"`` is what it does and is accepted), or
+            ``allowed_tools`` (not on DashScope's pages: it would be ignored and every tool of the server offered).
     """
     if not isinstance(name, str) or not name.strip():
         raise invalid("get_mcp_tool: name (the server's label) is required.")
@@ -155,6 +154,11 @@ def mcp_tool(
         raise invalid(
             "get_mcp_tool: DashScope calls MCP tools without asking for approval (Model Studio 'MCP' has no "
             f"require_approval); approval_mode={approval_mode!r} cannot be honoured."
+        )
+    if allowed_tools is not None:
+        raise invalid(
+            f"get_mcp_tool: DashScope's MCP tool has no allowed_tools (Model Studio 'MCP'); it would offer every tool "
+            f"of {name!r} anyway. Leave allowed_tools out, or serve only those tools from the server."
         )
     tool: dict[str, Any] = {
         "type": "mcp",
@@ -166,8 +170,6 @@ def mcp_tool(
         tool["server_description"] = description
     if headers:
         tool["headers"] = dict(headers)
-    if allowed_tools is not None:
-        tool["allowed_tools"] = list(allowed_tools)
     return tool
 
 
@@ -222,7 +224,8 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
     hosted ones by `_hosted`.
 
     Raises:
-        ChatClientInvalidRequestException: another kind of tool, more than `MAX_MCP_SERVERS` MCP servers.
+        ChatClientInvalidRequestException: another kind of tool, more than `MAX_MCP_SERVERS` MCP servers, a web
+            extractor without a web search.
     """
     out: list[dict[str, Any]] = []
     for tool in as_list(tools):
@@ -238,19 +241,55 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
             raise invalid(f"Tool {tool!r} is neither a function tool nor a hosted tool dict.")
     if sum(1 for t in out if t["type"] == "mcp") > MAX_MCP_SERVERS:
         raise invalid(f"At most {MAX_MCP_SERVERS} MCP servers per request (Model Studio 'MCP').")
+    kinds = {t["type"] for t in out}
+    if "web_extractor" in kinds and "web_search" not in kinds:
+        raise invalid(
+            "web_extractor must be used with the web_search tool (Model Studio 'Create a response'): add "
+            "get_web_search_tool() to the tools."
+        )
     return out
 
 
-def _tool_choice(value: Any) -> Any:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        mode = value.get("mode")
-        name = value.get("required_function_name")
-        if mode == "required" and name:
-            return {"type": "function", "name": name}
-        return mode
-    raise invalid(f"tool_choice must be 'auto', 'none', 'required' or a mapping, not {value!r}.")
+def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> Any:
+    """MAF's ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a ``ToolMode``) → the forms DashScope's
+    reference lists: ``"auto"``, ``"none"``, ``"required"`` ("available only when there is a single tool in the
+    tools list") and the object that limits the model to some tools (``{"type": "allowed_tools", "mode", "tools"}``).
+    A required function (``required_function_name``) → ``allowed_tools`` with mode ``required`` and that one
+    function; MAF's ``allowed_tools`` → the same object with its mode.
+
+    Raises:
+        ChatClientInvalidRequestException: ``required`` with more than one tool and no function named, a name that
+            is not a function tool of the request, another shape.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"mode": value}
+    if not isinstance(value, Mapping) or value.get("mode") not in ("auto", "none", "required"):
+        raise invalid(f"tool_choice must be 'auto', 'none', 'required' or MAF's ToolMode, not {value!r}.")
+    mode = value["mode"]
+    named = value.get("required_function_name")
+    allowed = value.get("allowed_tools")
+    if named is not None:
+        allowed = [named]
+    if allowed is not None and mode == "none":
+        raise invalid("tool_choice: mode 'none' allows no tools; give no allowed_tools or required_function_name.")
+    if allowed is not None:
+        functions = {t.get("name") for t in tools if t["type"] == "function"}
+        unknown = [name for name in allowed if name not in functions]
+        if unknown or not allowed:
+            raise invalid(
+                f"tool_choice names {unknown or allowed!r}, which are not function tools of this request "
+                f"({sorted(str(f) for f in functions)})."
+            )
+        return {"type": "allowed_tools", "mode": mode, "tools": [{"type": "function", "name": n} for n in allowed]}
+    if mode == "required" and len(tools) != 1:
+        raise invalid(
+            f"tool_choice='required' with {len(tools)} tools: DashScope's Responses API takes 'required' only when "
+            "there is a single tool (Model Studio 'Create a response'); name the function "
+            "(tool_choice={'mode': 'required', 'required_function_name': …}) or send one tool."
+        )
+    return mode
 
 
 # ---------------------------------------------------------------------------------------------- messages
@@ -348,36 +387,45 @@ def input_items(messages: Sequence[Message], *, instructions: str | None = None)
 # ---------------------------------------------------------------------------------------------- the body
 
 
-def _thinking(options: Mapping[str, Any]) -> bool | None:
-    """``enable_thinking`` from our option, else from MAF's ``reasoning={"effort": …}`` (``"none"`` → off, any
-    other effort → on). DashScope reads ``enable_thinking`` only (docs/responses.md)."""
+REASONING_EFFORTS = ("none", "minimum", "low", "medium", "high", "xhigh")
+"""``reasoning.effort``'s levels (ASSUMPTION: the reference read names the parameter, not its levels; these are the
+ones DashScope's own 400 answer lists, docs/responses.md), ``"none"`` no reasoning."""
+THINKING_EFFORT = "medium"
+"""The level ``enable_thinking=True`` asks for (our choice, the middle level: docs/responses.md)."""
+
+
+def _reasoning(options: Mapping[str, Any]) -> dict[str, str] | None:
+    """``reasoning: {"effort"}`` from MAF's ``reasoning={"effort": …}`` (sent as given; MAF's ``"max"`` refused,
+    DashScope's highest is ``"xhigh"``) or from our ``enable_thinking`` (``False`` → ``"none"``, ``True`` →
+    `THINKING_EFFORT`). DashScope's newest reference replaces ``enable_thinking`` by ``reasoning.effort``
+    (docs/responses.md); neither given → nothing sent, the model's default.
+
+    Raises:
+        ChatClientInvalidRequestException: a ``reasoning`` field other than ``effort`` (``summary``: not listed), a
+            level DashScope does not list, ``enable_thinking`` not a bool or disagreeing with the effort.
+    """
     reasoning = options.get("reasoning")
     thinking = options.get("enable_thinking")
-    if reasoning is not None:
-        if not isinstance(reasoning, Mapping) or set(reasoning) - {"effort"}:
-            raise invalid(
-                "reasoning: DashScope's Responses API reads enable_thinking only; reasoning={'effort': …} is mapped "
-                f"to it, other fields would be ignored ({reasoning!r})."
-            )
-        effort_on = reasoning.get("effort") not in (None, "none")
-        if thinking is not None and thinking != effort_on:
-            raise invalid("enable_thinking and reasoning.effort disagree: give one.")
-        thinking = effort_on if reasoning.get("effort") is not None else thinking
     if thinking is not None and not isinstance(thinking, bool):
         raise invalid(f"enable_thinking must be True or False, not {thinking!r}.")
-    return thinking
-
-
-def _text_format(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    schema = response_schema(value)
-    if schema is None:
-        if isinstance(value, Mapping) and value.get("type") == "json_object":
-            return {"format": {"type": "json_object"}}
-        return None
-    name = value.__name__ if isinstance(value, type) and issubclass(value, BaseModel) else "response"
-    return {"format": {"type": "json_schema", "name": name, "schema": schema, "strict": True}}
+    if reasoning is None:
+        return None if thinking is None else {"effort": THINKING_EFFORT if thinking else "none"}
+    if not isinstance(reasoning, Mapping) or set(reasoning) - {"effort"}:
+        raise invalid(
+            "reasoning: DashScope's Responses API reads reasoning.effort only; other fields would be ignored "
+            f"({reasoning!r})."
+        )
+    effort = reasoning.get("effort")
+    if effort is None:
+        return None if thinking is None else {"effort": THINKING_EFFORT if thinking else "none"}
+    if effort not in REASONING_EFFORTS:
+        raise invalid(
+            f"reasoning.effort {effort!r} is not one of DashScope's levels {', '.join(REASONING_EFFORTS)} "
+            "(its highest is 'xhigh')."
+        )
+    if thinking is not None and thinking != (effort != "none"):
+        raise invalid("enable_thinking and reasoning.effort disagree: give one (reasoning.effort replaces it).")
+    return {"effort": effort}
 
 
 def request_body(
@@ -385,8 +433,8 @@ def request_body(
 ) -> dict[str, Any]:
     """The whole body of ``POST …/responses``: ``model``, ``input`` (`input_items`), ``stream`` and the options
     DashScope reads: ``temperature``, ``top_p``, ``max_tokens`` → ``max_output_tokens``, ``tools``,
-    ``tool_choice``, ``allow_multiple_tool_calls`` → ``parallel_tool_calls``, ``response_format`` → ``text.format``,
-    ``enable_thinking`` (or MAF's ``reasoning``), ``store`` (always sent: false unless asked, so that DashScope keeps
+    ``tool_choice`` (`_tool_choice`), MAF's ``reasoning`` or our ``enable_thinking`` → ``reasoning.effort``
+    (`_reasoning`), ``store`` (always sent: false unless asked, so that DashScope keeps
     nothing of a conversation the client resends whole), ``conversation_id`` → ``previous_response_id``.
 
     Raises:
@@ -418,17 +466,12 @@ def request_body(
         )
     if tools:
         body["tools"] = tools
-        choice = _tool_choice(options.get("tool_choice"))
+        choice = _tool_choice(options.get("tool_choice"), tools)
         if choice is not None:
             body["tool_choice"] = choice
-        if options.get("allow_multiple_tool_calls") is not None:
-            body["parallel_tool_calls"] = bool(options["allow_multiple_tool_calls"])
-    text = _text_format(options.get("response_format"))
-    if text is not None:
-        body["text"] = text
-    thinking = _thinking(options)
-    if thinking is not None:
-        body["enable_thinking"] = thinking
+    reasoning = _reasoning(options)
+    if reasoning is not None:
+        body["reasoning"] = reasoning
     store = options.get("store")
     if store is not None and not isinstance(store, bool):
         raise invalid(f"store must be True or False, not {store!r}.")

@@ -4,11 +4,11 @@
 Output items (docs/responses.md has the pages): ``message`` (``output_text`` parts → text), ``reasoning`` (its
 ``reasoning_text`` content or ``summary_text`` summary → ``text_reasoning``), ``function_call`` → ``function_call``,
 and the built-in tools' calls: ``web_search_call`` (``action.sources`` → citation annotations on the answer, and
-``search_tool_call`` / ``search_tool_result`` contents), ``web_extractor_call`` (search-tool contents named
-``web_extractor``), ``code_interpreter_call`` (``code_interpreter_tool_call`` with the code, ``…_result`` with its
-logs), ``file_search_call`` (search-tool contents named ``file_search``, each passage a citation), ``mcp_call``
-(``mcp_server_tool_call`` / ``mcp_server_tool_result``). An unknown item type is kept as its raw representation on
-nothing: it is skipped (a newer tool), never an error.
+``search_tool_call`` (``action.query`` / ``.queries`` its arguments) / ``search_tool_result`` contents),
+``web_extractor_call`` (search-tool contents named ``web_extractor``), ``code_interpreter_call``
+(``code_interpreter_tool_call`` with the code, ``…_result`` with its logs), ``file_search_call`` (search-tool contents
+named ``file_search``, each passage a citation), ``mcp_call`` (``mcp_server_tool_call`` / ``mcp_server_tool_result``).
+An unknown item type is kept as its raw representation on nothing: it is skipped (a newer tool), never an error.
 """
 
 from __future__ import annotations
@@ -102,6 +102,17 @@ def _images(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return _maps(output)
 
 
+def _arguments(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An image search's ``arguments``: a JSON object as text (``{"queries": […]}`` for text to image,
+    ``{"img_idx", "bbox"}`` for image to image, Qwen Cloud "OpenAI responses"), or None."""
+    raw = item.get("arguments")
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except (ValueError, RecursionError):
+        return None
+    return dict(value) if isinstance(value, Mapping) else None
+
+
 def citations_of(item: Mapping[str, Any]) -> list[Annotation]:
     """The citations a built-in tool's call item carries: a web search's ``action.sources`` (url, title), a
     knowledge-base search's ``results`` (file id, file name, passage)."""
@@ -159,15 +170,21 @@ def item_contents(item: Mapping[str, Any]) -> list[Content]:
         status = as_text(item.get("status") or "") or None
         images = [{"title": i.get("title"), "url": i.get("url")} for i in _images(item)]
         return [
-            Content.from_search_tool_call(call_id, tool_name=tool, status=status, raw_representation=item),
+            Content.from_search_tool_call(
+                call_id, tool_name=tool, arguments=_arguments(item), status=status, raw_representation=item
+            ),
             Content.from_search_tool_result(call_id, tool_name=tool, result=images, status=status),
         ]
     if kind in ("web_search_call", "web_extractor_call", "file_search_call"):
         tool = kind.removesuffix("_call")
         action = item.get("action")
         if kind == "web_search_call":
-            query = action.get("query") if isinstance(action, Mapping) else None
-            arguments: Any = {"query": as_text(query)} if query else None
+            action = action if isinstance(action, Mapping) else {}
+            queries = [as_text(q) for q in _list(action.get("queries")) if q]
+            query = as_text(action.get("query") or "")
+            arguments: Any = {"query": query} if query else None
+            if queries:
+                arguments = {**(arguments or {}), "queries": queries}
             result: Any = [{"url": c.get("url"), "title": c.get("title")} for c in citations_of(item)]
         elif kind == "web_extractor_call":
             arguments = {"urls": [as_text(u) for u in _list(item.get("urls"))]}

@@ -1,32 +1,42 @@
 """DashScope's Responses API on the emulator: ``POST {root}/compatible-mode/v1/responses`` (and the legacy
 ``{root}/api/v2/apps/protocols/compatible-mode/v1/responses``), answered from the same script as the other routes.
 
-Shapes, each from its page (docs/responses.md lists them with their dates):
+Shapes, each from its page (docs/responses.md lists them with their URLs and read dates; [QC-REF] is Qwen Cloud's
+"OpenAI responses", https://docs.qwencloud.com/api-reference/chat/openai-responses, [MS-REF] Model Studio's
+"Create a response", https://help.aliyun.com/en/model-studio/qwen-api-via-openai-responses):
 
 * The request: ``model``, ``input`` (a string, or items: ``{"role", "content"}`` messages whose content is a string or
   ``input_text`` / ``input_image`` / ``output_text`` parts, ``function_call`` and ``function_call_output`` items),
-  ``stream``, ``tools``, ``tool_choice``, ``temperature``, ``top_p``, ``max_output_tokens``, ``text.format``,
-  ``previous_response_id``, ``store``, and DashScope's ``enable_thinking`` (Model Studio "OpenAI Responses API
-  reference", https://www.alibabacloud.com/help/en/model-studio/qwen-api-via-openai-responses). Every other key is
-  ignored, as DashScope ignores it ("Unlisted OpenAI parameters are ignored", same page), and listed in
-  `ResponsesRecordedRequest.ignored` — ``instructions`` among them (the Feb 2026 page: not supported).
+  ``instructions``, ``previous_response_id``, ``conversation``, ``stream``, ``tools``, ``tool_choice``,
+  ``temperature``, ``top_p``, ``enable_thinking`` ([QC-REF]) and ``reasoning.effort`` ([MS-REF]); ``store`` and
+  ``max_output_tokens`` are read too (ASSUMPTION: OpenAI's; the copies read do not list them). Every other key
+  (``text``, ``parallel_tool_calls``…) is ignored, as DashScope ignores it ("Any OpenAI parameters not mentioned are
+  ignored", [QC-REF]), and listed in `ResponsesRecordedRequest.ignored`.
 * The answer: a ``response`` object (``id`` ``resp_…``, ``status``, ``output`` items, ``usage`` with ``input_tokens``,
-  ``output_tokens``, ``total_tokens``, ``output_tokens_details.reasoning_tokens``): ``reasoning`` (its text in a
-  ``reasoning_text`` part), hosted-tool calls (``web_search_call`` whose ``action.sources`` hold the sources, Model
-  Studio "Web search"; ``web_extractor_call``; ``code_interpreter_call`` with ``code`` and ``outputs``;
-  ``file_search_call`` with ``results``, https://help.aliyun.com/zh/model-studio/file-search; ``mcp_call``,
-  https://www.alibabacloud.com/help/en/model-studio/mcp), the ``message`` and ``function_call`` items.
+  ``output_tokens``, ``total_tokens``, ``output_tokens_details.reasoning_tokens``, [QC-REF]): ``reasoning`` (its
+  text as ``summary`` ``[{"type": "summary_text", "text"}]``), hosted-tool calls (``web_search_call`` whose
+  ``action.sources`` hold ``{type, url}``; ``web_extractor_call`` with ``urls`` and ``output``;
+  ``code_interpreter_call`` with ``code`` and ``outputs``; ``file_search_call`` with ``queries`` and ``results``;
+  ``mcp_call``; ``web_search_image_call`` / ``image_search_call`` with ``name``, ``arguments`` and ``output``, all
+  [QC-REF]), the ``message`` and ``function_call`` items. ``response.created`` carries the response with status
+  ``in_progress`` (one of [QC-REF]'s statuses; OpenAI's event).
 * The stream: ``response.created``, ``response.in_progress``, ``response.output_item.added`` / ``.done``,
-  ``response.reasoning_text.delta`` / ``.done``, ``response.content_part.added`` / ``.done``,
-  ``response.output_text.delta`` / ``.done``, ``response.function_call_arguments.delta`` / ``.done``,
-  ``response.completed`` (ASSUMPTION where the pages show no sample: OpenAI's event names and fields).
-* Image search: a ``web_search_image_call`` / ``image_search_call`` whose ``output`` is a JSON array (as text) of
-  ``{index, title, url}`` (Model Studio "文搜图", https://help.aliyun.com/zh/model-studio/web-search-image).
-* Refused as DashScope refuses (compatible mode's error body, ``_compatible.error_body``): a wrong key (401), no
-  model (400), a model the Responses API does not serve (404), ``background`` (400: "only synchronous calls"), a
+  ``response.reasoning_summary_text.delta`` / ``.done`` (Qwen Cloud "Thinking": "reasoning_summary_text events
+  (Responses API)"), ``response.content_part.added`` / ``.done``, ``response.output_text.delta`` / ``.done``,
+  ``response.function_call_arguments.delta`` / ``.done``, ``response.completed`` (ASSUMPTION where the pages show no
+  sample: OpenAI's event names and fields).
+* Image search: the call's ``output`` is a JSON array (as text) of ``{index, title, url}``, its ``arguments``
+  ``{"queries": […]}`` (text to image) or ``{"img_idx", "bbox"}`` (image to image) ([QC-REF]; Model Studio "文搜图",
+  https://help.aliyun.com/zh/model-studio/web-search-image).
+* Refused as DashScope refuses (compatible mode's error body, ``_compatible.error_body``; ASSUMPTION: the pages give
+  the response's ``error`` object, ``code`` and ``message``, not the HTTP error body): a wrong key (401), no model
+  (400), a model the Responses API does not serve (404), ``background`` (400: "only synchronous calls"), a
   ``file_search`` tool with other than one knowledge base id (400, "知识检索"), an ``mcp`` tool without
-  ``server_protocol: "sse"`` or more than 10 of them (400, Model Studio "MCP"), an unknown ``previous_response_id``
-  (400, ASSUMPTION), a ``function_call_output`` for a call the conversation never made (400, ASSUMPTION).
+  ``server_protocol: "sse"`` or more than 10 of them (400, Model Studio "MCP"), a ``web_extractor`` without
+  ``web_search`` ("It must be used with the web_search tool", [QC-REF]; 400 ASSUMPTION), ``tool_choice:
+  "required"`` with other than one tool ("Available only when there is a single tool", [QC-REF]; 400 ASSUMPTION), an
+  unknown ``previous_response_id`` (400, ASSUMPTION), a ``function_call_output`` for a call the conversation never
+  made (400, ASSUMPTION).
 
 Stored responses: each answered request with ``store`` not false keeps its input and output under its id (OpenAI's
 default; ASSUMPTION: the pages read give no default for ``store``), and a later ``previous_response_id`` puts them
@@ -80,21 +90,24 @@ READ_KEYS = frozenset(
     {
         "model",
         "input",
+        "instructions",
+        "previous_response_id",
+        "conversation",
         "stream",
         "tools",
         "tool_choice",
         "temperature",
         "top_p",
-        "max_output_tokens",
-        "text",
-        "previous_response_id",
-        "store",
         "enable_thinking",
-        "parallel_tool_calls",
+        "reasoning",
         "background",
+        "max_output_tokens",
+        "store",
     }
 )
-"""The request keys the reference documents; the rest are ignored (recorded in ``ignored``)."""
+"""The request keys the reference documents (Qwen Cloud "OpenAI responses", Model Studio "Create a response": no
+``text`` and no ``parallel_tool_calls``); the rest are ignored (recorded in ``ignored``). ``max_output_tokens`` and
+``store``: ASSUMPTION, read (OpenAI's; the copies read do not list them)."""
 MAX_MCP_SERVERS = 10
 SSE_CONTENT_TYPE = "text/event-stream;charset=UTF-8"
 
@@ -188,9 +201,9 @@ def items_turns(items: Any) -> list[Turn]:
 
 @dataclass(frozen=True)
 class ResponsesRecordedRequest(RecordedRequest):
-    """One request to the Responses route. ``turns``: the conversation the model sees, the stored ``context`` of its
-    ``previous_response_id`` first, then ``input_turns`` (this request's own input); ``ignored``: the keys DashScope
-    does not read."""
+    """One request to the Responses route. ``turns``: the conversation the model sees, its ``instructions``, the
+    stored ``context`` of its ``previous_response_id``, then ``input_turns`` (this request's own input); ``ignored``:
+    the keys DashScope does not read."""
 
     provider = "DashScope Responses"
     context: tuple[Turn, ...] = ()
@@ -202,7 +215,11 @@ class ResponsesRecordedRequest(RecordedRequest):
 
     @property
     def turns(self) -> list[Turn]:
-        return [*self.context, *self.input_turns]
+        """This request's ``instructions`` ("inserted at the beginning of the context", not carried over from a
+        previous turn: Qwen Cloud "OpenAI responses"), the stored ``context``, then ``input_turns``."""
+        instructions = self.body.get("instructions")
+        system = [Turn(role="system", text=instructions)] if isinstance(instructions, str) and instructions else []
+        return [*system, *self.context, *self.input_turns]
 
     @property
     def ignored(self) -> list[str]:
@@ -219,15 +236,11 @@ class ResponsesRecordedRequest(RecordedRequest):
         return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
 
     @property
-    def response_schema(self) -> dict[str, Any] | None:
-        text = self.body.get("text")
-        fmt = text.get("format") if isinstance(text, dict) else None
-        schema = fmt.get("schema") if isinstance(fmt, dict) and fmt.get("type") == "json_schema" else None
-        return schema if isinstance(schema, dict) else None
-
-    @property
     def thinking(self) -> bool:
-        return self.body.get("enable_thinking") is True
+        """``reasoning.effort`` other than ``"none"``, or the older ``enable_thinking: true``."""
+        reasoning = self.body.get("reasoning")
+        effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+        return effort not in (None, "none") if effort is not None else self.body.get("enable_thinking") is True
 
     @property
     def last_user_text(self) -> str:
@@ -259,6 +272,11 @@ def _refusal(body: dict[str, Any], known_calls: set[str], stored: Mapping[str, A
             return _bad("mcp tool: server_protocol is required and must be 'sse'.")
         if not tool.get("server_url") or not tool.get("server_label"):
             return _bad("mcp tool: server_label and server_url are required.")
+    kinds = [t.get("type") for t in tools if isinstance(t, dict)]
+    if "web_extractor" in kinds and "web_search" not in kinds:
+        return _bad("web_extractor must be used with the web_search tool.")
+    if body.get("tool_choice") == "required" and len(kinds) != 1:
+        return _bad("tool_choice 'required' is available only when there is a single tool in the tools list.")
     for tool in tools:
         if isinstance(tool, dict) and tool.get("type") == "file_search":
             ids = tool.get("vector_store_ids")
@@ -370,7 +388,7 @@ class _Rendering:
         tools = {t.get("type") for t in self.request.tools}
         out: list[dict[str, Any]] = []
         if reply.search_results and "web_search" in tools:
-            sources = [{"type": "url", "url": s.url, "title": s.title} for s in reply.search_results]
+            sources = [{"type": "url", "url": s.url} for s in reply.search_results]  # "a type field and a url field"
             query = hosted.search_query if hosted else ""
             action = {"type": "search", "query": query or self.request.last_user_text, "sources": sources}
             out.append({"type": "web_search_call", "id": _id("ws"), "status": "completed", "action": action})
@@ -415,7 +433,18 @@ class _Rendering:
             if hosted and hosted.images and kind in tools:
                 found = [{"index": n, "title": i.title, "url": i.url} for n, i in enumerate(hosted.images, 1)]
                 output = json.dumps(found, ensure_ascii=False)
-                out.append({"type": f"{kind}_call", "id": _id("is"), "status": "completed", "output": output})
+                query = hosted.search_query or self.request.last_user_text
+                arguments = {"queries": [query]} if kind == "web_search_image" else {"img_idx": 0}
+                out.append(
+                    {
+                        "type": f"{kind}_call",
+                        "id": _id("is"),
+                        "status": "completed",
+                        "name": kind,
+                        "arguments": json.dumps(arguments, ensure_ascii=False),
+                        "output": output,
+                    }
+                )
         labels = {t.get("server_label") for t in self.request.tools if t.get("type") == "mcp"}
         for call in hosted.mcp_calls if hosted else ():
             if call.server_label in labels:
@@ -437,9 +466,9 @@ class _Rendering:
             return self._output
         reply = self.reply
         out: list[dict[str, Any]] = []
-        if reply.reasoning:
-            text = [{"type": "reasoning_text", "text": reply.reasoning}]
-            out.append({"type": "reasoning", "id": _id("rs"), "summary": [], "content": text})
+        if reply.reasoning:  # the reasoning as its summary (Qwen Cloud "OpenAI responses": output.summary)
+            summary = [{"type": "summary_text", "text": reply.reasoning}]
+            out.append({"type": "reasoning", "id": _id("rs"), "summary": summary})
         out.extend(self._hosted())
         if reply.text or not reply.tool_calls:
             part = {"type": "output_text", "text": reply.text, "annotations": []}
@@ -524,26 +553,26 @@ class _Rendering:
         yield event("response.in_progress", response=self.body(final=False))
         for index, item in enumerate(self.output()):
             kind = item["type"]
-            opened = {**item, "status": "in_progress"} if kind != "reasoning" else {**item, "content": []}
+            opened = {**item, "status": "in_progress"} if kind != "reasoning" else {**item, "summary": []}
             if kind == "message":
                 opened["content"] = []
             if kind == "function_call":
                 opened["arguments"] = ""
             yield event("response.output_item.added", output_index=index, item=opened)
             if kind == "reasoning":
-                for piece in pieces(reply.reasoning, reply.chunks):
+                for piece in pieces(reply.reasoning, reply.chunks):  # Qwen Cloud "Thinking": reasoning_summary_text
                     yield event(
-                        "response.reasoning_text.delta",
+                        "response.reasoning_summary_text.delta",
                         item_id=item["id"],
                         output_index=index,
-                        content_index=0,
+                        summary_index=0,
                         delta=piece,
                     )
                 yield event(
-                    "response.reasoning_text.done",
+                    "response.reasoning_summary_text.done",
                     item_id=item["id"],
                     output_index=index,
-                    content_index=0,
+                    summary_index=0,
                     text=reply.reasoning,
                 )
             elif kind == "message":

@@ -592,9 +592,21 @@ class CityInfo(BaseModel):
 @scenario("Structured output .value")
 async def structured_output(target: Target, server: LoopbackServer) -> None:
     """``response_format`` a Pydantic model, streamed and not: ``.value`` is the parsed model, the server got
-    the JSON schema."""
+    the JSON schema. Where the provider reads no schema (DashScope's Responses API), a
+    ``ChatClientInvalidRequestException`` before anything is sent: never a schema dropped in silence."""
     wanted = CityInfo(city="Paris", country="France", population_millions=2.1)
     client = target.client(server)
+    if not target.structured_output:
+        server.script(Reply(text=wanted.model_dump_json()))
+        try:
+            await respond(
+                client, [Message("user", ["Facts about Paris?"])], stream=False, options={"response_format": CityInfo}
+            )
+        except ChatClientInvalidRequestException:
+            requests(server, 0)
+            return
+        sent = [r.body for r in server.requests]
+        raise AssertionError(f"a schema the provider does not read raised no error; it sent {short(sent, 160)}")
     for stream in (False, True):
         server.clear()
         server.script(Reply(text=wanted.model_dump_json()))

@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from typing_extensions import NotRequired
+
 from clients.providers import PROVIDERS, Provider
 from clients.testing import LoopbackServer
 from qwen3 import QwenChatClient
@@ -118,6 +120,8 @@ class Target:
         server_options: keywords of the emulator besides ``api_key`` (the self-hosted emulator's server and model).
         route: the emulator's second API the target speaks, where its capabilities differ from the emulator's main
             one (``"Responses API"`` on the DashScope emulator); empty for the main one.
+        structured_output: the provider reads a JSON schema for the answer; where it does not (DashScope's Responses
+            API lists no ``text.format``), a client must refuse ``response_format`` before sending.
     """
 
     name: str
@@ -140,6 +144,7 @@ class Target:
     server_options: Mapping[str, Any] = field(default_factory=dict)
     feature_options: Mapping[Feature, Mapping[str, Any]] = field(default_factory=dict)
     route: str = ""
+    structured_output: bool = True
 
     def options_for(self, feature: Feature) -> dict[str, Any]:
         """The chat options turning ``feature`` on with this client (a fresh copy)."""
@@ -325,6 +330,7 @@ class _Provider(TypedDict):
     call_ids: bool
     filter_as_error: bool
     features: frozenset[Feature]
+    structured_output: NotRequired[bool]
 
 
 _QWEN: _Provider = {
@@ -353,6 +359,7 @@ _RESPONSES: _Provider = {
     "features": frozenset(
         {"web_search", "code_interpreter", "stored_conversation", "file_search", "mcp", "web_extractor", "image_search"}
     ),
+    "structured_output": False,
 }
 _KNOWLEDGE_BASE = {"type": "file_search", "vector_store_ids": ["kb_conformance"]}
 _MCP_SERVER = {"type": "mcp", "server_label": "fetch", "server_url": "https://mcp.example/sse"}

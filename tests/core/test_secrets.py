@@ -186,7 +186,7 @@ async def test_a_transport_error_that_quotes_the_key_is_masked_in_the_text_the_c
     caplog.set_level(logging.DEBUG)
     with emulator(api_key=GOOD) as emu:
         client = make(emu, GOOD)
-        client._api_key = bad
+        client._api_key, client._secrets = bad, (bad.get_secret_value(),)
         if hasattr(client, "service"):
             client.service = dataclasses.replace(client.service, api_key=bad)
         with pytest.raises(ChatClientException) as info:
@@ -199,3 +199,88 @@ async def test_a_transport_error_that_quotes_the_key_is_masked_in_the_text_the_c
         ours = ("agent_framework", "clients", "qwen3")
         logged = [r.getMessage() for r in caplog.records if r.name.split(".")[0] in ours]
         assert all(part not in message for message in logged)
+
+
+# ------------------------------------------------------------------------------------------ a base URL's userinfo
+
+TOKEN = "pr0xy-s3cret-token"
+
+
+def _dashscope_clients(url: str) -> list[Any]:
+    from qwen3 import QwenEmbeddingClient, QwenVLChatClient
+    from qwen3.batch import QwenBatchClient
+    from qwen3.responses import QwenResponsesClient
+
+    common = {"api_key": KEY, "base_url": url}
+    return [
+        QwenChatClient(model="qwen-plus", **common),
+        QwenVLChatClient(model="qwen-vl-max", **common),
+        QwenResponsesClient(model="qwen-plus", **common),
+        QwenEmbeddingClient(model="text-embedding-v4", **common),
+        QwenBatchClient(model="qwen-plus", **common),
+    ]
+
+
+def test_the_secret_of_a_base_urls_userinfo_never_shows_in_a_dashscope_client_or_its_service() -> None:
+    """As the OpenAI-compatible clients already showed it: ``repr``, ``base_url`` and ``service`` mask it."""
+    url = f"http://proxy:{TOKEN}@127.0.0.1:9/api/v1"
+    for client in _dashscope_clients(url):
+        service = client.service
+        shown = [repr(client), client.base_url, repr(service), service.base_url, service.compatible_base_url]
+        assert all(TOKEN not in text for text in shown), shown
+        assert service.base_url == "http://proxy:***@127.0.0.1:9/api/v1"
+        assert service.request_url == url  # what is sent keeps it
+
+
+@pytest.mark.parametrize(
+    ("url", "region"),
+    [
+        (f"ftp://proxy:{TOKEN}@127.0.0.1:9/api/v1", None),
+        (f"http://proxy:{TOKEN}@127.0.0.1:9/compatible-mode/v1", None),
+        (f"https://proxy:{TOKEN}@dashscope-intl.aliyuncs.com/api/v1", "cn-beijing"),
+    ],
+)
+def test_a_constructor_error_about_a_base_url_masks_its_userinfo(url: str, region: str | None) -> None:
+    with pytest.raises(ValueError, match="base_url") as info:
+        QwenChatClient(model="qwen-plus", api_key=KEY, base_url=url, region=region)
+    assert TOKEN not in str(info.value)
+    assert "proxy:***@" in str(info.value)
+
+
+async def test_a_dashscope_request_still_goes_to_the_base_url_with_its_userinfo() -> None:
+    """Masked for show only: the request carries the credentials the URL gave (httpx sends them as Basic auth)."""
+    import base64
+
+    from qwen3.responses import QwenResponsesClient
+
+    with DashScopeEmulator() as emu:
+        url = emu.base_url.replace("http://", f"http://proxy:{TOKEN}@")
+        emu.script(Reply(text="one"), Reply(text="two"))
+        for client in (
+            QwenChatClient(model="qwen-plus", api_key=KEY, base_url=url),
+            QwenResponsesClient(model="qwen-plus", api_key=KEY, base_url=url),
+        ):
+            await _ask(client, stream=False)
+        basic = "Basic " + base64.b64encode(f"proxy:{TOKEN}".encode()).decode()
+        assert [request.headers.get("authorization") for request in emu.requests] == [basic, basic]
+
+
+@pytest.mark.parametrize("name", list(KEY_CLIENTS))
+def test_every_chat_client_shows_its_base_url_with_the_userinfo_masked(name: str) -> None:
+    """One implementation (``ProviderChatClient``: `shown_url`), where only the OpenAI-compatible clients had it."""
+    emulator, make = KEY_CLIENTS[name]
+    with emulator() as emu:
+        url = f"http://proxy:{TOKEN}@{emu.base_url.removeprefix('http://')}"
+        client = make(_Base(url), GOOD)
+        shown = [repr(client), client.base_url, client.service_url(), repr(getattr(client, "service", None))]
+    assert all(TOKEN not in text for text in shown), shown
+    assert "proxy:***@" in client.base_url
+
+
+class _Base:
+    """An emulator's place with another base URL (what the factories of `KEY_CLIENTS` read)."""
+
+    def __init__(self, url: str) -> None:
+        self.base_url = url
+        self.compatible_base_url = url.replace("/api/v1", "/compatible-mode/v1")
+        self.model = "Qwen/Qwen3-8B"

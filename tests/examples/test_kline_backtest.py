@@ -90,7 +90,7 @@ def test_calibration_buckets_by_stated_confidence() -> None:
     assert math.isnan(table[1].hit_rate)
 
 
-def test_levels_held_bias_and_the_long_flat_equity_curve() -> None:
+def test_levels_held_and_bias() -> None:
     calls = [
         _call("up", 0.7, 0.10, step=1, support=95.0, resistance=105.0),  # low 99, high 111: support held, not R
         _call("down", 0.7, -0.10, step=1, support=95.0),  # low 89: broke support
@@ -100,11 +100,6 @@ def test_levels_held_bias_and_the_long_flat_equity_curve() -> None:
     assert held["support"] == (1, 2)
     assert held["resistance"] == (1, 2)
     assert scoring.bias(calls) == {"up": pytest.approx(2 / 3), "down": pytest.approx(1 / 3), "sideways": 0.0}
-    # 2024-01-02 first: long the up call, flat the down one -> +5 %; then 2024-02-01: -5 %
-    assert scoring.equity_curve(calls, 5) == [
-        ("2024-01-02", pytest.approx(1.05)),
-        ("2024-02-01", pytest.approx(1.05 * 0.95)),
-    ]
 
 
 def test_the_nearest_level_is_the_one_below_or_above_the_close_not_the_first_listed() -> None:
@@ -114,21 +109,6 @@ def test_the_nearest_level_is_the_one_below_or_above_the_close_not_the_first_lis
     assert scoring.nearest([103.0], 100.0, "support") is None  # above the close: ignored, not counted
     assert scoring.nearest([110.0, 104.0, 97.0], 100.0, "resistance") == 104.0
     assert scoring.nearest(["x", None, float("nan"), 100.0], 100.0, "resistance") == 100.0
-
-
-def test_the_long_flat_curve_runs_on_calendar_dates_not_walk_steps() -> None:
-    """Two files of different eras: step 0 is 2024 in one and 2008 in the other. The curve compounds 2008 before
-    2024 (it pooled them by step, 2008 with 2024)."""
-    calls = [
-        _call("up", 0.9, 0.10, step=0, as_of="2024-05-02"),
-        _call("up", 0.9, -0.20, step=1, as_of="2024-04-02"),
-        _call("up", 0.9, 0.30, step=0, as_of="2008-05-02"),
-        _call("down", 0.9, 0.50, step=1, as_of="2008-04-01"),
-    ]
-    curve = scoring.equity_curve(calls, 5)
-    assert [date for date, _ in curve] == ["2008-04-01", "2008-05-02", "2024-04-02", "2024-05-02"]
-    assert [e for _, e in curve] == pytest.approx([1.0, 1.3, 1.3 * 0.8, 1.3 * 0.8 * 1.1])
-    assert scoring.point("total_return", calls, 5) == pytest.approx(1.3 * 0.8 * 1.1 - 1)
 
 
 def test_outcome_reads_only_the_sessions_after_the_as_of_date() -> None:
@@ -181,9 +161,9 @@ def test_a_source_with_no_calls_shows_no_return_on_the_page(tmp_path: Path) -> N
     table = html.split('<table id="scores">')[1].split("</table>")[0]
     model_row, baseline_row = table.split("<tr")[2:4]
     assert "model (EMULATED)" in model_row
-    assert "%" not in model_row  # 0 calls: every score "–", the long/flat return too (it showed "+0.0 %")
-    assert "+2.0 %" in baseline_row
-    assert math.isnan(scoring.summarize(MODEL, [], 5).total_return)
+    assert "%" not in model_row  # 0 calls: every score "–"
+    assert "100 % / 0 % / 0 %" in baseline_row
+    assert math.isnan(scoring.summarize(MODEL, [], 5).hit_rate)
 
 
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
@@ -705,7 +685,7 @@ def _expanded(calls: list[Call], boot: stats.DateBootstrap, resample: int) -> li
 
 
 def test_the_date_bootstrap_recomputed_by_expanding_each_resample() -> None:
-    """Each resampled hit rate, rank IC and long/flat return is the plain statistic of the resample written out
+    """Each resampled hit rate and rank IC is the plain statistic of the resample written out
     (every pair of each drawn date, as often as it was drawn); the interval is the 2.5 and 97.5 percentiles."""
     rng = np.random.default_rng(5)
     days = [f"2024-{m:02d}-{d:02d}" for m in (1, 2, 3) for d in (3, 10, 17, 24)]
@@ -726,25 +706,18 @@ def test_the_date_bootstrap_recomputed_by_expanding_each_resample() -> None:
         finite = slow[np.isfinite(slow)]
         assert stats.percentile(fast) == pytest.approx(tuple(np.percentile(finite, [2.5, 97.5])))
     summary = scoring.summarize("model", model, 5, boot)
-    for name in ("hit_rate", "all_calls", "brier", "support_held", "resistance_held"):
-        slow = np.array([scoring.point(name, _expanded(model, boot, r), 5) for r in range(100)])
-        share = getattr(summary, name)
-        if not math.isnan(share):
-            half = stats.t_quantile(0.975, 11) * math.sqrt(12 / 11) * float(np.std(slow[np.isfinite(slow)]))
-            assert getattr(summary, f"{name}_ci") == pytest.approx((max(0, share - half), min(1, share + half)))
+    hits, directional = scoring.hit_count(model, 5)
+    assert summary.hit_rate_ci == stats.wilson(hits, directional)
+    assert summary.rank_ic_ci == stats.percentile(scoring.resampled("rank_ic", model, 5, boot))
     assert summary.dates == len(days)
-    versus = {d.metric: d for d in scoring.versus_best(model, {"rule": rule}, 5, boot)}
-    hit, ic, ret = versus["hit_rate"], versus["rank_ic"], versus["total_return"]
+    (hit, ic) = scoring.versus_best(model, {"rule": rule}, 5, boot)
     assert hit.baseline == "rule"
     assert hit.difference == pytest.approx(scoring.hit_rate(model, 5)[0] - scoring.hit_rate(rule, 5)[0])
     paired = [
         scoring.point("rank_ic", _expanded(model, boot, r), 5) - scoring.point("rank_ic", _expanded(rule, boot, r), 5)
         for r in range(100)
     ]
-    finite = np.array(paired)[np.isfinite(paired)]
-    half = stats.t_quantile(0.975, 11) * math.sqrt(12 / 11) * float(np.std(finite))
-    assert ic.interval == pytest.approx((ic.difference - half, ic.difference + half))
-    assert ret.interval[0] <= ret.difference <= ret.interval[1]
+    assert ic.interval == pytest.approx(tuple(np.nanpercentile(paired, [2.5, 97.5])))
 
 
 def test_scores_json_keeps_every_key_with_null_where_undefined(offline: dict[str, Any]) -> None:
@@ -758,7 +731,7 @@ def test_scores_json_keeps_every_key_with_null_where_undefined(offline: dict[str
     assert always["rank_ic_ci"] == [None, None]
     assert always["vs_best_baseline"] is None
     model = next(s for s in scores if s["source"] == "model" and s["horizon"] == 20)
-    assert set(model["vs_best_baseline"]) == set(scoring.METRICS)
+    assert set(model["vs_best_baseline"]) == {*scoring.METRICS, "total_return"}
     for difference in model["vs_best_baseline"].values():
         assert difference["baseline"] in baselines.BASELINES
     low, high = model["hit_rate_ci"]
@@ -886,7 +859,7 @@ def test_the_backtest_page_renders_in_headless_chromium(offline: dict[str, Any])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto((offline["out"] / "backtest.html").as_uri(), wait_until="load")
             assert page.locator("#scores tbody tr").count() == 8
-            assert page.locator("#versus tbody tr").count() == len(scoring.METRICS) * 2  # per metric and horizon
+            assert page.locator("#versus tbody tr").count() == 3 * 2  # hit rate, rank IC, long/flat per horizon
             assert page.locator("#scores small.ci").count() >= 8  # the intervals show
             assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # no sideways scrolling
             assert page.locator("#readings tbody tr").count() == offline["record"].pairs

@@ -3,9 +3,12 @@ off a ``ChatResponse`` or a stream's updates, for the shapes the recorded-exchan
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from agent_framework import ChatResponse, ChatResponseUpdate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qwen3.parse import StreamState, finish_reason, marker_pattern, parse_response, parse_stream_event, parse_usage
 
@@ -236,3 +239,43 @@ def test_sources_of_the_wrong_shape_are_ignored() -> None:
         )
         assert response.text == "x[ref_1]"
         assert citations(response) == []
+
+
+# ------------------------------------------------------------------------------ one <think> rule, whole and streamed
+
+
+def _by_kind(response: ChatResponse[Any]) -> tuple[str, str]:
+    contents = [content for message in response.messages for content in message.contents]
+    return (
+        "".join(c.text or "" for c in contents if c.type == "text_reasoning"),
+        "".join(c.text or "" for c in contents if c.type == "text"),
+    )
+
+
+def test_a_lone_close_tag_reads_the_same_whole_and_streamed() -> None:
+    # DashScope separates reasoning itself (reasoning_content), and a request that thinks is always streamed, so a
+    # non-streamed answer comes from a request that does not think: a lone </think> there closes no pre-filled block
+    # (vLLM's Qwen3 parser reads text before it as reasoning only when thinking is on) and stays answer text, as a
+    # stream always kept it. Before: the whole answer was split into reasoning "Let me see." and text "Hello!".
+    text = "Let me see.\n</think>\n\nHello!"
+    assert _by_kind(parse_response(body({"content": text}))) == ("", text)
+    _, streamed = stream(
+        event({"content": "Let me"}), event({"content": " see.\n</th"}), event({"content": "ink>\n\nHello!"}, "stop")
+    )
+    assert _by_kind(streamed) == ("", text)
+    # an answer that opens with <think> is split, whole and streamed alike
+    assert _by_kind(parse_response(body({"content": "<think>plan</think>\n\nHi"}))) == ("plan", "Hi")
+
+
+_PIECES = ["<think>", "</think>", "</th", "ink>", "<", "a", "b", "\n", " "]
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PIECES), max_size=12), cuts=st.lists(st.integers(0, 60), max_size=6))
+def test_whole_and_streamed_answers_split_alike(pieces: list[str], cuts: list[int]) -> None:
+    """Any answer, cut into events anywhere: the stream reads as the whole body does."""
+    text = "".join(pieces)
+    bounds = [0, *sorted(min(cut, len(text)) for cut in cuts), len(text)]
+    chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    events = [event({"content": chunk}) for chunk in chunks] + [event({"content": ""}, "stop")]
+    assert _by_kind(stream(*events)[1]) == _by_kind(parse_response(body({"content": text})))

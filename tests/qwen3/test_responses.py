@@ -71,7 +71,8 @@ async def test_system_text_goes_in_input_and_thinking_is_read(emu: DashScopeEmul
     assert body["input"][0] == {"role": "system", "content": "Answer in one word."}
     assert "instructions" not in body
     assert _last(emu).ignored == []
-    assert body["enable_thinking"] is True
+    assert body["reasoning"] == {"effort": "medium"}  # enable_thinking goes as reasoning.effort (its replacement)
+    assert "enable_thinking" not in body
     kinds = [c.type for c in response.messages[-1].contents]
     assert kinds[:2] == ["text_reasoning", "text"]
     assert response.text == "Hi."
@@ -87,8 +88,27 @@ async def test_stream_gives_reasoning_then_text_and_usage(emu: DashScopeEmulator
     assert "".join(u.text for u in updates) == "Fifty-six."
     assert updates[-1].finish_reason == "stop"
     assert any(c.type == "usage" for c in updates[-1].contents)
-    assert _last(emu).body["enable_thinking"] is True
-    assert "reasoning" not in _last(emu).body
+    assert _last(emu).body["reasoning"] == {"effort": "low"}
+    assert "enable_thinking" not in _last(emu).body
+
+
+@pytest.mark.parametrize(
+    ("options", "sent"),
+    [
+        ({"enable_thinking": False}, {"effort": "none"}),
+        ({"reasoning": {"effort": "xhigh"}}, {"effort": "xhigh"}),
+        ({"reasoning": {"effort": "none"}, "enable_thinking": False}, {"effort": "none"}),
+        ({}, None),
+    ],
+)
+async def test_reasoning_goes_as_reasoning_effort(
+    emu: DashScopeEmulator, client: QwenResponsesClient, options: dict[str, object], sent: object
+):
+    await client.get_response("hi", options=options)
+    body = _last(emu).body
+    assert body.get("reasoning") == sent
+    assert "enable_thinking" not in body
+    assert _last(emu).ignored == []
 
 
 async def test_images_go_as_input_image(emu: DashScopeEmulator, client: QwenResponsesClient):
@@ -100,17 +120,24 @@ async def test_images_go_as_input_image(emu: DashScopeEmulator, client: QwenResp
     assert parts[1] == {"type": "input_image", "image_url": "https://example.com/cat.png"}
 
 
-async def test_structured_output_goes_in_text_format(emu: DashScopeEmulator, client: QwenResponsesClient):
+@pytest.mark.parametrize("stream", [False, True])
+async def test_structured_output_is_refused_naming_qwen_chat_client(
+    emu: DashScopeEmulator, client: QwenResponsesClient, stream: bool
+):
+    """DashScope's Responses reference lists no ``text.format``: a schema sent there would be ignored and the answer
+    free text, so ``response_format`` is refused before sending, pointing at QwenChatClient."""
+
     class City(BaseModel):
         name: str
 
-    emu.script('{"name": "Hangzhou"}')
-    response = await client.get_response("A city?", options={"response_format": City})
-    fmt = _last(emu).body["text"]["format"]
-    assert fmt["type"] == "json_schema"
-    assert fmt["name"] == "City"
-    assert fmt["schema"]["required"] == ["name"]
-    assert response.value == City(name="Hangzhou")
+    from tests.conformance.scenarios import respond
+
+    for response_format in (City, {"type": "json_object"}):
+        with pytest.raises(ChatClientInvalidRequestException, match="QwenChatClient"):
+            await respond(
+                client, [Message("user", ["A city?"])], stream=stream, options={"response_format": response_format}
+            )
+    assert emu.requests == []
 
 
 @pytest.mark.parametrize(
@@ -119,7 +146,11 @@ async def test_structured_output_goes_in_text_format(emu: DashScopeEmulator, cli
         ({"background": True}, "background"),
         ({"stop": ["x"]}, "stop"),
         ({"seed": 1}, "seed"),
-        ({"reasoning": {"effort": "low", "summary": "auto"}}, "enable_thinking"),
+        ({"reasoning": {"effort": "low", "summary": "auto"}}, "reasoning.effort only"),
+        ({"reasoning": {"effort": "max"}}, "xhigh"),
+        ({"reasoning": {"effort": "none"}, "enable_thinking": True}, "disagree"),
+        ({"allow_multiple_tool_calls": True}, "allow_multiple_tool_calls"),
+        ({"allow_multiple_tool_calls": False}, "allow_multiple_tool_calls"),
         ({"conversation_id": "resp_1"}, "store=True"),
         ({"top_k": 20}, "top_k"),
         ({"extra_body": {"enable_search": True}}, "extra_body"),
@@ -134,6 +165,57 @@ async def test_options_dashscope_ignores_are_refused_before_sending(
 
 
 # ---------------------------------------------------------------------------------------------- tools
+
+
+@tool
+def get_time(city: str) -> str:
+    """The local time in a city."""
+    return f"Noon in {city}"
+
+
+def _allowed(mode: str, *names: str) -> dict[str, object]:
+    return {"type": "allowed_tools", "mode": mode, "tools": [{"type": "function", "name": n} for n in names]}
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "tools", "sent"),
+    [
+        ("auto", [get_weather, get_time], "auto"),
+        ("none", [get_weather, get_time], "none"),
+        ("required", [get_weather], "required"),
+        ({"mode": "required"}, [get_weather], "required"),
+        (
+            {"mode": "required", "required_function_name": "get_time"},
+            [get_weather, get_time],
+            _allowed("required", "get_time"),
+        ),
+        ({"mode": "auto", "allowed_tools": ["get_weather"]}, [get_weather, get_time], _allowed("auto", "get_weather")),
+    ],
+)
+async def test_tool_choice_goes_in_the_documented_forms(
+    emu: DashScopeEmulator, client: QwenResponsesClient, tool_choice: object, tools: list[object], sent: object
+):
+    """MAF's tool_choice → what DashScope's reference lists: the strings (``required`` only with one tool) and the
+    ``allowed_tools`` object; a required function is that object with mode ``required`` and the one function."""
+    await client.get_response("Weather?", options={"tools": tools, "tool_choice": tool_choice})
+    assert _last(emu).body["tool_choice"] == sent
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "named"),
+    [
+        ("required", "single tool"),
+        ({"mode": "required", "required_function_name": "get_news"}, "get_news"),
+        ({"mode": "none", "allowed_tools": ["get_time"]}, "none"),
+        ("sometimes", "tool_choice"),
+    ],
+)
+async def test_tool_choice_dashscope_does_not_list_is_refused(
+    emu: DashScopeEmulator, client: QwenResponsesClient, tool_choice: object, named: str
+):
+    with pytest.raises(ChatClientInvalidRequestException, match=named):
+        await client.get_response("Weather?", options={"tools": [get_weather, get_time], "tool_choice": tool_choice})
+    assert emu.requests == []
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -204,13 +286,28 @@ async def test_web_search_sources_become_citations(emu: DashScopeEmulator, clien
         contents = (await client.get_response("Weather?", options={"tools": tools})).messages[-1].contents
     assert _last(emu).body["tools"] == [{"type": "web_search"}, {"type": "web_extractor"}]
     citations = [a for c in contents for a in (c.annotations or [])]
-    assert [(a["url"], a["title"]) for a in citations] == [
-        ("https://weather.example/hz", "Hangzhou weather"),
-        ("https://n.example", "News"),
-    ]
+    assert [a["url"] for a in citations] == ["https://weather.example/hz", "https://n.example"]
     calls = [c for c in contents if c.type == "search_tool_call"]
     assert calls
     assert calls[0].tool_name == "web_search"
+    assert calls[0].arguments == {"query": "Weather?"}
+
+
+def test_search_queries_are_read_as_the_calls_arguments():
+    """A web search action's ``queries`` and an image search's ``arguments`` (``{"queries": […]}``, Qwen Cloud
+    "OpenAI responses") become the search-tool call's arguments."""
+    from qwen3.responses.parse import item_contents
+
+    search = {"type": "web_search_call", "id": "ws_1", "action": {"type": "search", "queries": ["a", "b"]}}
+    images = {"type": "web_search_image_call", "id": "is_1", "arguments": '{"queries": ["blue sky"]}', "output": "[]"}
+    assert item_contents(search)[0].arguments == {"queries": ["a", "b"]}
+    assert item_contents(images)[0].arguments == {"queries": ["blue sky"]}
+
+
+async def test_web_extractor_without_web_search_is_refused(emu: DashScopeEmulator, client: QwenResponsesClient):
+    with pytest.raises(ChatClientInvalidRequestException, match="web_search"):
+        await client.get_response("Read https://a.example", options={"tools": [client.get_web_extractor_tool()]})
+    assert emu.requests == []
 
 
 async def test_code_interpreter_code_and_output_are_contents(emu: DashScopeEmulator, client: QwenResponsesClient):
@@ -242,20 +339,22 @@ async def test_mcp_through_mafs_hosted_tool_gets_server_protocol(emu: DashScopeE
     ).OpenAIChatClient
 
     emu.script(HostedReply(text="Fetched.", mcp_calls=[McpCall("fetch", "fetch", {"url": "https://a.example"}, "ok")]))
-    ours = client.get_mcp_tool(
-        name="fetch", url="https://mcp.example/sse", headers={"Authorization": "Bearer t"}, allowed_tools=["fetch"]
-    )
+    ours = client.get_mcp_tool(name="fetch", url="https://mcp.example/sse", headers={"Authorization": "Bearer t"})
     mafs = OpenAIChatClient.get_mcp_tool(name="other", url="https://mcp2.example/sse", approval_mode="never_require")
     response = await client.get_response("Fetch it", options={"tools": [ours, mafs]})
     tools = _last(emu).body["tools"]
     assert [t["server_protocol"] for t in tools] == ["sse", "sse"]
     assert "require_approval" not in tools[1]
     assert tools[0]["headers"] == {"Authorization": "Bearer t"}
-    assert tools[0]["allowed_tools"] == ["fetch"]
     call = next(c for c in response.messages[-1].contents if c.type == "mcp_server_tool_call")
     assert (call.server_name, call.tool_name) == ("fetch", "fetch")
     with pytest.raises(ChatClientInvalidRequestException, match="approval"):
         client.get_mcp_tool(name="x", url="https://m.example/sse", approval_mode="always_require")
+    with pytest.raises(ChatClientInvalidRequestException, match="allowed_tools"):  # not on DashScope's MCP page
+        client.get_mcp_tool(name="x", url="https://m.example/sse", allowed_tools=["fetch"])
+    mafs_limited = OpenAIChatClient.get_mcp_tool(name="y", url="https://m.example/sse", allowed_tools=["fetch"])
+    with pytest.raises(ChatClientInvalidRequestException, match="allowed_tools"):
+        await client.get_response("Fetch it", options={"tools": [mafs_limited]})
 
 
 # ---------------------------------------------------------------------------------------------- the emulator
@@ -270,13 +369,31 @@ async def test_emulator_refuses_what_dashscope_refuses_and_records_what_it_ignor
         await sdk.responses.create(model="gpt-4o", input="hi")
     with pytest.raises(openai.BadRequestError, match="previous_response_id"):
         await sdk.responses.create(model=MODEL, input="hi", previous_response_id="resp_unknown")
-    answer = await sdk.responses.create(model=MODEL, input="hi", instructions="Be brief.")
+    with pytest.raises(openai.BadRequestError, match="web_search"):
+        await sdk.responses.create(model=MODEL, input="hi", tools=[{"type": "web_extractor"}])  # type: ignore[list-item]
+    answer = await sdk.responses.create(model=MODEL, input="hi", instructions="Be brief.", parallel_tool_calls=True)
     assert answer.output_text.endswith("You said: hi")
-    assert _last(emu).ignored == ["instructions"]
+    assert _last(emu).ignored == ["parallel_tool_calls"]  # instructions: on the newest reference
     await sdk.close()
 
 
 # ---------------------------------------------------------------------------------------------- service
+
+
+@pytest.mark.parametrize("model", ["qwen3.7-plus", "qwen3.7-max-2026-06-08", "qwen3.6-flash", "qwen-plus-character"])
+async def test_the_newest_reference_models_are_served(emu: DashScopeEmulator, model: str):
+    """The Responses API's list as Qwen Cloud's newest reference gives it (qwen3.models.NAMED_MODELS)."""
+    client = QwenResponsesClient(model=model, api_key=KEY, base_url=emu.base_url, max_retries=0)
+    assert (await client.get_response("hi")).text.endswith("You said: hi")
+    assert _last(emu).model == model
+
+
+async def test_a_misspelt_model_gets_the_did_you_mean_of_every_qwen_client(emu: DashScopeEmulator):
+    """DashScope's error (``code``, ``message``) for a model it does not serve → the advice ``qwen3.errors`` gives on
+    the other Qwen clients: the catalogue's closest names."""
+    misspelt = QwenResponsesClient(model="qwen3.5-plsu", api_key=KEY, base_url=emu.base_url, max_retries=0)
+    with pytest.raises(ChatClientException, match=r"did you mean 'qwen3\.5-plus'"):
+        await misspelt.get_response("hi")
 
 
 async def test_errors_become_maf_exceptions(emu: DashScopeEmulator):
@@ -317,16 +434,17 @@ async def test_workspace_header_is_sent(emu: DashScopeEmulator):
     assert _last(emu).headers["x-dashscope-workspace"] == "ws_abc"
 
 
-async def test_stored_turns_send_instructions_again_only_when_they_change(
-    emu: DashScopeEmulator, client: QwenResponsesClient
-):
+async def test_stored_turns_send_the_instructions_every_turn(emu: DashScopeEmulator, client: QwenResponsesClient):
+    """DashScope does not carry a previous turn's instructions over (Model Studio "Create a response"): each stored
+    turn sends them again, and the model sees them on every turn."""
     emu.script("One.", "Two.", "Three.")
     session = Agent(client=client, instructions="Be brief.", default_options={"store": True}).create_session()
     await Agent(client=client, instructions="Be brief.", default_options={"store": True}).run("1", session=session)
     await Agent(client=client, instructions="Be brief.", default_options={"store": True}).run("2", session=session)
     await Agent(client=client, instructions="Be French.", default_options={"store": True}).run("3", session=session)
     systems = [[i["content"] for i in r.body["input"] if i.get("role") == "system"] for r in emu.requests]
-    assert systems == [["Be brief."], [], ["Be French."]]
+    assert systems == [["Be brief."], ["Be brief."], ["Be French."]]
+    assert [r.body.get("previous_response_id") is not None for r in emu.requests] == [False, True, True]
 
 
 @pytest.mark.parametrize("stream", [False, True])
