@@ -43,6 +43,7 @@ from clients.core.transport import (
     aiter_events,
     redact,
     shown_url,
+    within,
 )
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
@@ -240,13 +241,14 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
         - a redirect to another origin (scheme, host or port) is refused: the conversation is never sent there
           (the SDK's httpx client follows redirects; one within the origin still is);
+        - an answer compressed though the client asked for none is refused unread, a stream as any other body (a
+          compressed body could expand past any bound: 1 MB of gzip is 1 GiB of blank lines);
         - an answer that is not an event stream (a JSON body, an error body, a proxy's page) is read no further than
-          ``max_event_bytes`` and no later than ``timeout`` from now (`_BoundedBody`); one compressed though the
-          client asked for none is refused.
+          ``max_event_bytes`` and no later than ``timeout`` from now (`_BoundedBody`).
 
         Raises:
             ChatClientInvalidRequestException: a redirect to another origin (the message names it).
-            ChatClientInvalidResponseException: a compressed answer that is not a stream.
+            ChatClientInvalidResponseException: a compressed answer.
         """
         request_url = response.request.url
         if response.has_redirect_location:
@@ -259,8 +261,6 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                     f"{shown}, another origin: not followed, a redirect never carries the conversation to another "
                     f"scheme, host or port. If that server is the one you mean, pass base_url={base!r}."
                 )
-        if _is_event_stream(response) and response.is_success:
-            return  # a stream: each line and event is bounded by aiter_events
         what = f"{self._label()}'s answer (HTTP {response.status_code}) from {self.base_url}"
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
@@ -269,6 +269,8 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                 f"{what} came {encoding}-compressed though the client asked for none (Accept-Encoding: identity): "
                 "not read (a compressed body could expand past any bound)"
             )
+        if _is_event_stream(response) and response.is_success:
+            return  # a stream: each line and event is bounded by aiter_events
         deadline = time.monotonic() + self.timeout
         response.stream = _BoundedBody(response.stream, what, self.max_event_bytes, deadline)  # type: ignore[arg-type]
 
@@ -294,9 +296,13 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         if failure is not None:  # raised outside the handler: the SDK's error, which quotes the body, stays out of
             raise failure  # the exception chain (a secret the server echoed is redacted in ours only)
         data = json_object(self._label(), raw)
-        if data.get("error") is not None and not data.get(self._ANSWER_KEY):  # an error in a 200 (some servers)
+        if self._failed_answer(data):
             raise self._failure(None, data, headers)
         return data
+
+    def _failed_answer(self, data: Mapping[str, Any]) -> bool:
+        """A JSON body sent with HTTP 200 that is an error: an ``error`` beside no answer (some servers)."""
+        return data.get("error") is not None and not data.get(self._ANSWER_KEY)
 
     def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
         """An error answer (the SDK's ``body``: the inner ``error`` object or the raw text; an error event or body
@@ -309,8 +315,12 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         return _payloads(http, self.max_event_bytes, self.stream_idle_timeout, self._label())
 
     async def _open_events(self, request: ProviderRequest) -> EventStream:
+        """One attempt to open the stream. Its response headers must be complete within ``stream_idle_timeout`` in
+        all (the read timeout bounds each read only: headers dripped a byte at a time would keep it waiting for
+        ever); then each event is bounded by `_events`."""
+        opening = self._create(request.body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
         try:
-            response = await self._create(request.body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
+            response = await within(opening, self.stream_idle_timeout)
         except openai.APIStatusError as exc:
             failure: Failure | None = self._failure(exc.status_code, exc.body, exc.response.headers)
         else:
@@ -344,7 +354,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                 data = json.loads(text)
             except (ValueError, RecursionError):
                 data = None
-            if isinstance(data, Mapping) and data.get("error") is not None and not data.get(self._ANSWER_KEY):
+            if isinstance(data, Mapping) and self._failed_answer(data):
                 raise self._failure(None, data, http.headers)
         raise ChatClientInvalidResponseException(
             f"{self._label()} answered the stream request with {kind}, not an event stream (text/event-stream): "

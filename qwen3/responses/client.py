@@ -11,8 +11,9 @@ docs/responses.md.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, TypedDict
 
 from agent_framework import (
@@ -24,7 +25,11 @@ from agent_framework import (
     Message,
     SecretString,
 )
-from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+)
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
@@ -40,7 +45,7 @@ from clients.core.transport import (
     to_chat_client_exception,
 )
 from clients.providers import PROVIDERS
-from qwen3.errors import AUTH_CODES, FILTER_CODES, explained, parse_error
+from qwen3.errors import AUTH_CODES, FILTER_CODES, UNKNOWN_MODEL_CODES, WORKSPACE_CODES, explained, parse_error
 from qwen3.responses.convert import (
     code_interpreter_tool,
     file_search_tool,
@@ -51,7 +56,8 @@ from qwen3.responses.convert import (
     web_extractor_tool,
     web_search_tool,
 )
-from qwen3.responses.parse import StreamState, decode_event, parse_response, parse_stream_event
+from qwen3.responses.parse import Calls, StreamState, decode_event, parse_response, parse_stream_event
+from qwen3.selfhosted.values import max_recovered_calls
 from qwen3.service import DEFAULT_TIMEOUTS, DashScopeService, ServiceSettings, no_model, resolve_service
 
 with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too
@@ -61,6 +67,8 @@ with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the opena
     from clients.openai.client import RawOpenAIChatCompletionClient
 
 __all__ = ["QwenResponsesClient", "QwenResponsesOptions", "QwenResponsesSettings", "RawQwenResponsesClient"]
+
+logger = logging.getLogger("agent_framework.qwen3.responses")
 
 
 class QwenResponsesOptions(ChatOptions[Any], total=False):
@@ -88,21 +96,54 @@ class QwenResponsesSettings(ClientSettings, ServiceSettings):
     (``qwen3.service.ServiceSettings``: ``region``, ``workspace``…)."""
 
 
+FAILED_CODES: dict[str, int] = {"rate_limit_exceeded": 429, "server_error": 500}
+"""The ``error.code`` of a ``failed`` response (HTTP 200 ``status: "failed"``, or a streamed ``response.failed``) →
+the HTTP status it stands for, so that the retry policy backs off and retries it as a 429 / 5xx. DashScope answers
+throttling this way (the issue's reading of the Responses API reference; the codes are OpenAI's ``ResponseError``
+codes, which DashScope's reference mirrors: ASSUMPTION); its own ``Throttling…`` codes map to 429 as everywhere
+(``qwen3.errors``)."""
+_OPENING = frozenset({"response.created", "response.in_progress", "response.queued"})
+"""Events before any output: held back until the first other event, so that a failure right after them (a throttled
+stream's ``response.failed``) is met before the stream counts as started, and retried."""
+_FINAL = frozenset({"response.completed", "response.incomplete"})
+
+
 def _failure(status: int | None, body: Any, headers: Any) -> Failure:
     """A DashScope compatible-mode error body ``{"error": {"code", "message", "type"}, "request_id"}`` (Model Studio
-    "Error codes"; ASSUMPTION: the Responses API answers errors as compatible mode does), or a stream's ``error``
-    event (``code`` / ``message`` at the top) → `Failure`."""
+    "Error codes"; ASSUMPTION: the Responses API answers errors as compatible mode does), a ``failed`` response
+    object (its ``error``; `FAILED_CODES` give the status), or a stream's ``error`` event (``code`` / ``message`` at
+    the top) → `Failure`."""
     error = body.get("error") if isinstance(body, Mapping) else None
     inner = error if isinstance(error, Mapping) else body if isinstance(body, Mapping) else {}
     code = inner.get("code") or inner.get("type")
-    message = as_text(inner.get("message") or "") or (redact(as_text(body))[:300] if body else "(no error body)")
+    if isinstance(body, Mapping) and body.get("object") == "response" and not isinstance(error, Mapping):
+        message = f"the response ended with status {as_text(body.get('status'))[:40]} and no error object"
+    else:
+        message = as_text(inner.get("message") or "") or (redact(as_text(body))[:300] if body else "(no error body)")
     request_id = body.get("request_id") if isinstance(body, Mapping) else None
+    if status is None and isinstance(code, str):
+        status = FAILED_CODES.get(code)
     return Failure(parse_error(status, as_text(code) if code else None, message, request_id), headers)
 
 
+def _gone(request: ProviderRequest, failure: Failure) -> str | None:
+    """The ``previous_response_id`` of ``request`` when ``failure`` says DashScope has no such stored response (a 404
+    that is not about the model or workspace, or a 4xx naming ``previous_response``), else None."""
+    previous = request.body.get("previous_response_id")
+    error = failure.error
+    if not isinstance(previous, str) or error.status is None or not 400 <= error.status < 500:
+        return None
+    named = "previous_response" in f"{error.code} {error.message}".lower()
+    other = (error.code or "") in UNKNOWN_MODEL_CODES | WORKSPACE_CODES
+    return previous if named or (error.status == 404 and not other) else None
+
+
 async def _events(http: httpx2.Response, max_bytes: int, idle: float) -> AsyncGenerator[Mapping[str, Any], None]:
-    """The events of a Responses stream, each ``data:`` parsed; an ``error`` or ``response.failed`` event raises
-    `Failure`."""
+    """The events of a Responses stream, each ``data:`` parsed, up to ``response.completed`` / ``.incomplete``: the
+    stream ends there (what a server sends after it is not read). An ``error`` or ``response.failed`` event, or a final
+    event whose response says ``failed``, raises `Failure`; the opening events (`_OPENING`) are held until the first
+    other one."""
+    held: list[Mapping[str, Any]] | None = []
     async for event in aiter_events(http.aiter_bytes(), SSEDecoder(), max_bytes, idle):
         try:
             data = decode_event(event.data)
@@ -111,12 +152,25 @@ async def _events(http: httpx2.Response, max_bytes: int, idle: float) -> AsyncGe
                 f"DashScope sent a malformed event: {redact(event.data)[:200]!r}"
             ) from exc
         kind = data.get("type")
+        response = data.get("response")
         if kind == "error":
             raise _failure(None, data, http.headers)
-        if kind == "response.failed":
-            response = data.get("response")
+        if kind == "response.failed" or (
+            kind in _FINAL and isinstance(response, Mapping) and response.get("status") == "failed"
+        ):
             raise _failure(None, response if isinstance(response, Mapping) else data, http.headers)
+        if held is not None:
+            if kind in _OPENING:
+                held.append(data)
+                continue
+            for opening in held:
+                yield opening
+            held = None
         yield data
+        if kind in _FINAL:
+            return
+    for opening in held or ():
+        yield opening
 
 
 class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], Generic[ResponsesOptionsT]):
@@ -236,10 +290,15 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
         return request_body(converted, options, model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
-        return parse_response(body, model=request.model, stored=request.body.get("store") is True)
+        return parse_response(
+            body,
+            model=request.model,
+            stored=request.body.get("store") is True,
+            max_calls=max_recovered_calls(request.options),
+        )
 
     def _stream_state(self, request: ProviderRequest) -> StreamState:  # type: ignore[override]
-        return StreamState(stored=request.body.get("store") is True)
+        return StreamState(stored=request.body.get("store") is True, calls=Calls(max_recovered_calls(request.options)))
 
     def _stream_finished(self, state: StreamState) -> bool:  # type: ignore[override]
         """``response.completed`` (or ``response.incomplete``) arrived."""
@@ -281,11 +340,46 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
         """DashScope's error body or event → `Failure` (`_failure`, with DashScope's codes and hints)."""
         return _failure(status, body, headers)
 
+    def _fallback(self, request: ProviderRequest, failure: Failure) -> ProviderRequest | None:
+        """After DashScope answered that the stored response ``previous_response_id`` names is gone (`_gone`), the
+        same request without it, once, when the call's messages hold the conversation (an earlier assistant turn is
+        in ``input``: a MAF session with a history provider that loads its messages): the whole history is sent
+        instead, with the instructions; logged as a WARNING. Else None: `_exception` says what to do."""
+        previous = _gone(request, failure)
+        items = request.body.get("input") or []
+        if previous is None or not any(i.get("role") == "assistant" or i.get("type") == "function_call" for i in items):
+            return None
+        instructions = request.options.get("instructions")
+        if instructions and not (items and items[0] == {"role": "system", "content": instructions}):
+            items = [{"role": "system", "content": instructions}, *items]
+        logger.warning(
+            "DashScope no longer has the stored response %r (previous_response_id): sending the whole history the "
+            "call holds (%d input items) instead",
+            previous,
+            len(items),
+        )
+        body = {key: value for key, value in request.body.items() if key != "previous_response_id"}
+        return replace(request, body={**body, "input": items})
+
     def _exception(self, failure: Failure, request: ProviderRequest) -> ChatClientException:
         """DashScope's error as MAF's exception with the advice every Qwen client gives (`qwen3.errors.explained`):
-        a did-you-mean for a misspelt model, the workspace sent for a workspace error."""
-        error = explained(failure.error, model=request.model, media=False, headers=self.service.headers)
-        return to_chat_client_exception(error)
+        a did-you-mean for a misspelt model, the workspace sent for a workspace error; an expired or unknown
+        ``previous_response_id`` (`_gone`) says so and how to go on."""
+        previous = _gone(request, failure)
+        if previous is None:
+            error = explained(failure.error, model=request.model, media=False, headers=self.service.headers)
+            return to_chat_client_exception(error)
+        return ChatClientInvalidRequestException(
+            f"DashScope no longer has the stored response {previous!r} this turn continues (previous_response_id): "
+            "stored responses are kept 7 days, and a deleted or expired one cannot be continued, so every later turn "
+            "of this session would fail alike. Start a new session (agent.create_session()); to recover such a "
+            "session by itself, keep its history on your side too (a MAF history provider that loads its messages), "
+            f"and the client sends the whole history again. {failure.error}"
+        )
+
+    def _failed_answer(self, data: Mapping[str, Any]) -> bool:
+        """A 200 whose response says ``status: "failed"`` (DashScope's throttling among them) is an error answer."""
+        return data.get("status") == "failed" or super()._failed_answer(data)
 
     def _events(self, http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any], None]:
         """The Responses events of the stream (`_events`): an ``error`` / ``response.failed`` event raises."""

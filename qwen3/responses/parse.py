@@ -8,12 +8,24 @@ and the built-in tools' calls: ``web_search_call`` (``action.sources`` → citat
 ``web_extractor_call`` (search-tool contents named ``web_extractor``), ``code_interpreter_call``
 (``code_interpreter_tool_call`` with the code, ``…_result`` with its logs), ``file_search_call`` (search-tool contents
 named ``file_search``, each passage a citation), ``mcp_call`` (``mcp_server_tool_call`` / ``mcp_server_tool_result``).
-An unknown item type is kept as its raw representation on nothing: it is skipped (a newer tool), never an error.
+An item of a type not listed here (a newer tool) gives no content: it stays in the answer's ``raw_representation``
+(the response object, or the stream's event) and is logged as a WARNING naming its type, so an answer is never emptied
+in silence; ``mcp_list_tools`` (the tools an MCP server offers) gives none either, unwarned. An
+``mcp_approval_request`` raises: the client never asks for approvals (``qwen3.responses.convert.mcp_tool``) and has no
+way to send one back.
+
+Limits, as the self-hosted client's (``qwen3.selfhosted.values.broken_limit``, ``max_recovered_calls``): a
+function call whose arguments are nested more than ``MAX_NESTING`` levels, hold a number that is not finite or a lone
+surrogate, or that comes after the answer's ``MAX_RECOVERED_CALLS`` calls (one with ``allow_multiple_tool_calls=False``)
+is kept as text with a WARNING, never run. A stream ends at ``response.completed`` / ``response.incomplete``: what
+follows is not applied; a function call that the stream gave no ``response.output_item.done`` for is read from the
+final event's ``output`` (once: a call id already given is not given again).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,9 +34,25 @@ from typing import Any
 from agent_framework import Annotation, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
+from clients.core.parse import MAX_NESTING, nesting
 from clients.core.transport import as_text
+from qwen3.selfhosted.values import MAX_RECOVERED_CALLS, broken_limit
 
-__all__ = ["StreamState", "finish_reason", "item_contents", "parse_response", "parse_stream_event", "parse_usage"]
+logger = logging.getLogger("agent_framework.qwen3.responses")
+
+SILENT_ITEMS = frozenset({"mcp_list_tools"})
+"""Output items that carry nothing for MAF and are not warned about: the tools an MCP server offers."""
+
+__all__ = [
+    "SILENT_ITEMS",
+    "Calls",
+    "StreamState",
+    "finish_reason",
+    "item_contents",
+    "parse_response",
+    "parse_stream_event",
+    "parse_usage",
+]
 
 
 def parse_usage(usage: Any) -> UsageDetails | None:
@@ -139,11 +167,70 @@ def citations_of(item: Mapping[str, Any]) -> list[Annotation]:
     return []
 
 
-def item_contents(item: Mapping[str, Any]) -> list[Content]:
-    """One output item → MAF contents (an unknown type → none). Text and reasoning of ``message`` / ``reasoning``
-    items; the calls of ``function_call`` and the built-in tools."""
+@dataclass
+class Calls:
+    """The function calls of one answer so far: the ids seen (a call is given once), how many were given to MAF to
+    run, and the most it may be (``max_recovered_calls`` of the request's options)."""
+
+    most: int = MAX_RECOVERED_CALLS
+    ids: set[str] = field(default_factory=set)
+    given: int = 0
+    capped: bool = False
+    """The cap was warned about (once per answer)."""
+
+
+def _call_id(item: Mapping[str, Any]) -> str:
+    return as_text(item.get("call_id") or item.get("id") or "")
+
+
+def _broken(arguments: str) -> str | None:
+    """Which limit a call's JSON ``arguments`` break (`broken_limit`; nested past what Python's parser reads counts as
+    too deep), or None; arguments that are not JSON are MAF's to report to the model, as for any provider."""
+    try:
+        value = json.loads(arguments)
+    except RecursionError:
+        return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep"
+    except ValueError:
+        return None
+    if nesting(value) > MAX_NESTING:
+        return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep"
+    return broken_limit(value) if isinstance(value, dict) else None
+
+
+def _function_call(item: Mapping[str, Any], call_id: str, calls: Calls) -> Content:
+    """A ``function_call`` item → ``function_call``, or, when it breaks a limit (`_broken`, or more calls than
+    ``calls.most``), the call as text (``{"name": …, "arguments": …}`` as sent), warned, never run."""
+    name = as_text(item.get("name") or "")
+    arguments = as_text(item.get("arguments") or "{}")
+    calls.ids.add(call_id)
+    why = _broken(arguments)
+    if why is None and calls.given < calls.most:
+        calls.given += 1
+        return Content.from_function_call(call_id=call_id, name=name, arguments=arguments, raw_representation=item)
+    if why is None:
+        why = (
+            f"the answer has more than MAX_RECOVERED_CALLS={MAX_RECOVERED_CALLS} calls (so do later ones)"
+            if calls.most == MAX_RECOVERED_CALLS
+            else "the request set allow_multiple_tool_calls=False: one call (so do later ones)"
+        )
+        warn, calls.capped = not calls.capped, True
+    else:
+        warn = True
+    if warn:
+        logger.warning("A function call to %r from DashScope is kept as text, not run: %s", name[:80], why)
+    return Content.from_text(f'{{"name": {json.dumps(name)}, "arguments": {arguments}}}', raw_representation=item)
+
+
+def item_contents(item: Mapping[str, Any], calls: Calls | None = None) -> list[Content]:
+    """One output item → MAF contents: text and reasoning of ``message`` / ``reasoning`` items; the calls of
+    ``function_call`` (`_function_call`, counted in ``calls``: the answer's so far) and the built-in tools. An unknown
+    type gives none, warned (see the module docstring).
+
+    Raises:
+        ChatClientInvalidResponseException: an ``mcp_approval_request`` (named with its server and tool).
+    """
     kind = item.get("type")
-    call_id = as_text(item.get("call_id") or item.get("id") or "")
+    call_id = _call_id(item)
     if kind == "message":
         out = []
         for part in _maps(item.get("content")):
@@ -157,14 +244,7 @@ def item_contents(item: Mapping[str, Any]) -> list[Content]:
         texts = texts or [as_text(p.get("text") or "") for p in _maps(item.get("summary"))]
         return [Content.from_text_reasoning(text="".join(texts), id=as_text(item.get("id") or "") or None)]
     if kind == "function_call":
-        return [
-            Content.from_function_call(
-                call_id=call_id,
-                name=as_text(item.get("name") or ""),
-                arguments=as_text(item.get("arguments") or "{}"),
-                raw_representation=item,
-            )
-        ]
+        return [_function_call(item, call_id, calls if calls is not None else Calls())]
     if kind in ("web_search_image_call", "image_search_call"):
         tool = kind.removesuffix("_call")
         status = as_text(item.get("status") or "") or None
@@ -222,6 +302,18 @@ def item_contents(item: Mapping[str, Any]) -> list[Content]:
             ),
             Content.from_mcp_server_tool_result(call_id, output=as_text(output) if output is not None else None),
         ]
+    if kind == "mcp_approval_request":
+        raise ChatClientInvalidResponseException(
+            f"DashScope asked to approve the MCP call {as_text(item.get('name'))[:80]} on server "
+            f"{as_text(item.get('server_label'))[:80]} (an mcp_approval_request output item): this client never asks "
+            "for approvals (Model Studio's MCP page has none) and cannot send one back, so the call did not run."
+        )
+    if kind not in SILENT_ITEMS:
+        logger.warning(
+            "DashScope sent an output item of a type this client does not read (%s): no content for it; it stays in "
+            "the answer's raw_representation",
+            as_text(kind)[:80],
+        )
     return []
 
 
@@ -250,20 +342,24 @@ def _checked(body: Any) -> Mapping[str, Any]:
     return body
 
 
-def parse_response(body: Any, *, model: str, stored: bool, response_format: Any = None) -> ChatResponse[Any]:
+def parse_response(
+    body: Any, *, model: str, stored: bool, response_format: Any = None, max_calls: int = MAX_RECOVERED_CALLS
+) -> ChatResponse[Any]:
     """A ``response`` object → ``ChatResponse``: one assistant message with the contents of every output item
     (`item_contents`), the sources as citations on its text, ``usage``, the finish reason, ``response_id`` = the
     response's ``id`` and, when ``stored`` (``store=True`` was sent), ``conversation_id`` = that id too (MAF's
-    session sends it back as ``previous_response_id``).
+    session sends it back as ``previous_response_id``). ``max_calls``: the most function calls given to MAF to run.
+    A ``failed`` response is the client's to raise (it is retried where transient): here it has no finish reason.
 
     Raises:
-        ChatClientInvalidResponseException: not a response object.
+        ChatClientInvalidResponseException: not a response object; an ``mcp_approval_request``.
     """
     body = _checked(body)
     contents: list[Content] = []
     citations: list[Annotation] = []
+    calls = Calls(most=max_calls)
     for item in _maps(body.get("output")):
-        contents.extend(item_contents(item))
+        contents.extend(item_contents(item, calls))
         citations.extend(citations_of(item))
     _cite(contents, citations)
     usage = parse_usage(body.get("usage"))
@@ -286,12 +382,13 @@ def parse_response(body: Any, *, model: str, stored: bool, response_format: Any 
 
 @dataclass
 class StreamState:
-    """What one stream's events share: whether it was stored, and whether ``response.completed`` arrived."""
+    """What one stream's events share: whether it was stored, whether ``response.completed`` (or
+    ``response.incomplete``) arrived, the response id, and the function calls given so far."""
 
     stored: bool = False
     done: bool = False
     response_id: str | None = None
-    calls: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    calls: Calls = field(default_factory=Calls)
 
 
 def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: str) -> ChatResponseUpdate | None:
@@ -302,11 +399,14 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
     - ``response.output_text.delta`` → text; ``response.reasoning_text.delta`` (and
       ``response.reasoning_summary_text.delta``) → ``text_reasoning``;
     - ``response.output_item.done`` of a ``function_call`` or a built-in tool's call → its contents (a function
-      call whole, as the item has it; a search's sources as citations on an empty text);
-    - ``response.completed`` / ``response.incomplete`` → usage, finish reason, ``conversation_id`` when stored.
+      call whole, as the item has it, once per call id; a search's sources as citations on an empty text);
+    - ``response.completed`` / ``response.incomplete`` → the function calls of its ``output`` not given yet, usage,
+      finish reason, ``conversation_id`` when stored. Nothing after it is applied (None).
 
     Error events are the client's (``error``, ``response.failed``: raised before this is called).
     """
+    if state.done:
+        return None
     kind = event.get("type")
     contents: list[Content] = []
     finish: str | None = None
@@ -322,20 +422,24 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
         item = event.get("item")
         if not isinstance(item, Mapping) or item.get("type") in ("message", "reasoning"):
             return None
-        contents.extend(item_contents(item))
+        if item.get("type") == "function_call" and _call_id(item) in state.calls.ids:
+            return None
+        contents.extend(item_contents(item, state.calls))
         citations = citations_of(item)
         if citations:
             contents.append(Content.from_text("", annotations=citations))
     elif kind in ("response.completed", "response.incomplete"):
         state.done = True
         response = _checked(event.get("response"))
+        for item in _maps(response.get("output")):
+            if item.get("type") == "function_call" and _call_id(item) not in state.calls.ids:
+                contents.extend(item_contents(item, state.calls))
         usage = parse_usage(response.get("usage"))
         if usage:
             contents.append(Content.from_usage(usage))
-        has_calls = any(
-            isinstance(i, Mapping) and i.get("type") == "function_call" for i in _list(response.get("output"))
-        )
-        finish = finish_reason(response, has_calls)
+        if kind == "response.incomplete":
+            response = {**response, "status": "incomplete"}
+        finish = finish_reason(response, state.calls.given > 0)
         state.response_id = as_text(response.get("id") or "") or state.response_id
     else:
         return None

@@ -35,8 +35,13 @@ Shapes, each from its page (docs/responses.md lists them with their URLs and rea
   ``server_protocol: "sse"`` or more than 10 of them (400, Model Studio "MCP"), a ``web_extractor`` without
   ``web_search`` ("It must be used with the web_search tool", [QC-REF]; 400 ASSUMPTION), ``tool_choice:
   "required"`` with other than one tool ("Available only when there is a single tool", [QC-REF]; 400 ASSUMPTION), an
-  unknown ``previous_response_id`` (400, ASSUMPTION), a ``function_call_output`` for a call the conversation never
-  made (400, ASSUMPTION).
+  unknown or expired ``previous_response_id`` (404 ``previous_response_not_found``, ASSUMPTION: OpenAI's answer;
+  DashScope keeps stored responses 7 days), a ``function_call_output`` for a call the conversation never made (400,
+  ASSUMPTION).
+* Throttling (a reply whose ``error`` is a 429, e.g. ``Reply.rate_limited()``) comes as DashScope's Responses API
+  sends it: HTTP 200 with a ``failed`` response whose ``error`` holds the code and message, or, streamed,
+  ``response.created``, ``response.in_progress`` and ``response.failed`` (the issue's reading of the reference;
+  ``gateway=True`` keeps the HTTP 429 a gateway in front would send).
 
 Stored responses: each answered request with ``store`` not false keeps its input and output under its id (OpenAI's
 default; ASSUMPTION: the pages read give no default for ``store``), and a later ``previous_response_id`` puts them
@@ -261,8 +266,8 @@ def _refusal(body: dict[str, Any], known_calls: set[str], stored: Mapping[str, A
     if "input" not in body:
         return _bad("input is required.")
     previous = body.get("previous_response_id")
-    if previous is not None and previous not in stored:
-        return _bad(f"previous_response_id {previous!r} was not found.")
+    if previous is not None and previous not in stored:  # ASSUMPTION: OpenAI's answer (404 previous_response_not_found)
+        return 404, "previous_response_not_found", f"Previous response with id {previous!r} not found."
     tools = body.get("tools") or []
     mcps = [t for t in tools if isinstance(t, dict) and t.get("type") == "mcp"]
     if len(mcps) > MAX_MCP_SERVERS:
@@ -350,6 +355,16 @@ class ResponsesMode:
 
     def _render(self, reply: Reply, request: ResponsesRecordedRequest, request_id: str) -> Answer:
         headers = {"x-request-id": request_id, **reply.headers}
+        if (
+            reply.error is not None
+            and reply.error[0] == 429
+            and not reply.gateway_error
+            and not reply.error_after_events
+        ):
+            failed = _Rendering(reply, request)  # throttling: HTTP 200, a failed response (see the module docstring)
+            if request.stream:
+                return sse_answer(failed.failed_events(), reply, _malformed, headers, content_type=SSE_CONTENT_TYPE)
+            return json_answer(200, failed.failed_body(), headers)
         if reply.error is not None and (not request.stream or not reply.error_after_events):
             return nonstream_faults(error_answer(*reply.error, request_id, headers), reply)
         rendering = _Rendering(reply, request)
@@ -526,6 +541,24 @@ class _Rendering:
             "previous_response_id": self.request.body.get("previous_response_id"),
             "store": self.request.body.get("store") is not False,
         }
+
+    def failed_body(self) -> dict[str, Any]:
+        """The response of a reply whose ``error`` is throttling: ``status: "failed"`` and its code and message in
+        ``error``, no output."""
+        assert self.reply.error is not None
+        _, code, message = self.reply.error
+        return {**self.body(final=False), "status": "failed", "error": {"code": code, "message": message}}
+
+    def failed_events(self) -> Iterator[bytes]:
+        """A throttled stream: ``response.created``, ``response.in_progress``, then ``response.failed`` (no output)."""
+        for number, (kind, response) in enumerate(
+            (
+                ("response.created", self.body(final=False)),
+                ("response.in_progress", self.body(final=False)),
+                ("response.failed", self.failed_body()),
+            )
+        ):
+            yield _event({"type": kind, "sequence_number": number, "response": response})
 
     def events(self) -> Iterator[bytes]:
         """The stream; a reply with ``error`` sends it as an ``error`` event after ``error_after_events`` events (or

@@ -367,7 +367,7 @@ async def test_emulator_refuses_what_dashscope_refuses_and_records_what_it_ignor
         await sdk.responses.create(model=MODEL, input="hi", tools=[mcp])  # type: ignore[list-item]
     with pytest.raises(openai.NotFoundError):
         await sdk.responses.create(model="gpt-4o", input="hi")
-    with pytest.raises(openai.BadRequestError, match="previous_response_id"):
+    with pytest.raises(openai.NotFoundError, match="Previous response with id 'resp_unknown' not found"):
         await sdk.responses.create(model=MODEL, input="hi", previous_response_id="resp_unknown")
     with pytest.raises(openai.BadRequestError, match="web_search"):
         await sdk.responses.create(model=MODEL, input="hi", tools=[{"type": "web_extractor"}])  # type: ignore[list-item]
