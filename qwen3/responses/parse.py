@@ -16,8 +16,8 @@ way to send one back.
 
 Limits, as the self-hosted client's (``qwen3.selfhosted.values.broken_limit``, ``max_recovered_calls``): a
 function call whose arguments are nested more than ``MAX_NESTING`` levels, hold a number that is not finite or a lone
-surrogate, or that comes after the answer's ``MAX_RECOVERED_CALLS`` calls (one with ``allow_multiple_tool_calls=False``)
-is kept as text with a WARNING, never run. A stream ends at ``response.completed`` / ``response.incomplete``: what
+surrogate, or that comes after the answer's ``MAX_RECOVERED_CALLS`` calls (``max_recovered_calls`` of the options) is
+kept as text with a WARNING, never run. A stream ends at ``response.completed`` / ``response.incomplete``: what
 follows is not applied; a function call that the stream gave no ``response.output_item.done`` for is read from the
 final event's ``output`` (once: a call id already given is not given again).
 """

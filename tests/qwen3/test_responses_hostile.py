@@ -25,6 +25,7 @@ from agent_framework.exceptions import (
 )
 
 from qwen3 import QwenResponsesClient
+from qwen3.selfhosted.values import MAX_RECOVERED_CALLS
 from qwen3.testing import DashScopeEmulator, Reply
 from tests.helpers import FAST
 
@@ -388,16 +389,17 @@ async def test_a_call_past_the_limits_is_kept_as_text_and_never_run(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-async def test_calls_past_the_answers_limit_are_kept_as_text(server: Loopback, stream: bool) -> None:
-    lookup, ran = counting_tool()
-    calls = [call("lookup", json.dumps({"query": str(n)}), f"call_{n}") for n in range(3)]
-    server.answers += [
-        stream_of(*calls) if stream else json_answer(response(output=calls)),
-        stream_of(message("Done.")) if stream else json_answer(response(output=[message("Done.")])),
-    ]
-    agent = Agent(client=client_at(server.base_url), tools=[lookup])
-    result = await agent_run(agent, stream=stream, options={"allow_multiple_tool_calls": False})
-    assert ran == ["0"]
-    assert result.text.endswith("Done.")
-    sent = [i for i in server.bodies[1]["input"] if i.get("type") in ("function_call", "function_call_output")]
-    assert [i["call_id"] for i in sent] == ["call_0", "call_0"]
+async def test_calls_past_the_answers_limit_are_kept_as_text(
+    server: Loopback, stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = [call("lookup", json.dumps({"query": str(n)}), f"call_{n}") for n in range(MAX_RECOVERED_CALLS + 2)]
+    server.answers.append(stream_of(*calls) if stream else json_answer(response(output=calls)))
+    result = await answer(client_at(server.base_url), stream=stream)
+    contents = [c for m in result.messages for c in m.contents if c.type in ("function_call", "text")]
+    assert [c.call_id for c in contents if c.type == "function_call"] == [f"call_{n}" for n in range(128)]
+    assert "".join(c.text for c in contents if c.type == "text") == "".join(
+        f'{{"name": "lookup", "arguments": {{"query": "{n}"}}}}' for n in (128, 129)
+    )  # (a stream's adjacent texts are joined by MAF)
+    assert result.finish_reason == "tool_calls"
+    kept = [r.getMessage() for r in caplog.records if "MAX_RECOVERED_CALLS=128" in r.getMessage()]
+    assert len(kept) == 1  # warned once for the answer
