@@ -464,9 +464,9 @@ def request_body(
             "image_search (image-to-image search) needs an input image in the request; for a text description use "
             "the text-to-image search (get_image_search_tool())."
         )
+    choice = _tool_choice(options.get("tool_choice"), tools)  # checked without tools too: "required" needs one
     if tools:
         body["tools"] = tools
-        choice = _tool_choice(options.get("tool_choice"), tools)
         if choice is not None:
             body["tool_choice"] = choice
     reasoning = _reasoning(options)

@@ -218,6 +218,17 @@ async def test_tool_choice_dashscope_does_not_list_is_refused(
     assert emu.requests == []
 
 
+async def test_a_required_tool_without_tools_is_refused(emu: DashScopeEmulator, client: QwenResponsesClient):
+    """Nothing to call: "required" (or a required function) cannot be honoured, so it is refused, not dropped;
+    "auto" and "none" ask nothing and go without tools as before."""
+    for tool_choice in ("required", {"mode": "required", "required_function_name": "get_weather"}):
+        with pytest.raises(ChatClientInvalidRequestException, match="tool"):
+            await client.get_response("Weather?", options={"tool_choice": tool_choice})
+    assert emu.requests == []
+    await client.get_response("Weather?", options={"tool_choice": "none"})
+    assert "tool_choice" not in _last(emu).body
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_function_round_trip_sends_the_whole_history_without_store(
     emu: DashScopeEmulator, client: QwenResponsesClient, stream: bool
