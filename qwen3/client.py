@@ -62,7 +62,6 @@ from qwen3.options import (
 from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.service import (
     DEFAULT_BASE_URL,
-    DEFAULT_TIMEOUTS,
     INTL_BASE_URL,
     DashScopeService,
     DashScopeTransport,
@@ -152,7 +151,6 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
     _PROVIDER: ClassVar[str] = "DashScope"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS
     _MODEL_SETTING: ClassVar[str] = "model"
     _EXAMPLE_MODEL: ClassVar[str] = "qwen-plus"
     _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None

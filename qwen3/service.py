@@ -13,7 +13,7 @@ Settings (`resolve_service` → `DashScopeService`), each from the keyword, else
   names it for a host this package cannot place (a proxy, an emulator).
 - workspace: ``workspace=``, ``DASHSCOPE_WORKSPACE`` (the dashscope SDK's variable), sent as ``X-DashScope-WorkSpace``
   on every request.
-- timeouts: seconds > 0 (``clients.core.client.seconds``), the same check everywhere.
+- timeouts: seconds > 0 (``clients.core.keywords.seconds``), the same check everywhere.
 
 Transport: the dashscope SDK's HTTP client (``dashscope.AsyncClient``, httpx, its own retries off), one per event
 loop and closed with it (``clients.core.client.PerLoop``), made by `DashScopeService.sdk_client` with the key, the
@@ -34,7 +34,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeAlias, TypedDict, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,11 +42,10 @@ import dashscope
 import httpx
 from agent_framework import SecretString, load_settings
 from agent_framework.exceptions import ChatClientException, SettingNotFoundError
-from typing_extensions import Self
 
-from clients.core.client import PerLoop, seconds
+from clients.core.client import PerLoop
 from clients.core.convert import invalid
-from clients.core.keywords import checked_api_key
+from clients.core.keywords import CommonSettings, checked_api_key
 from clients.core.transport import (
     Attempts,
     Failure,
@@ -65,7 +64,6 @@ from clients.core.transport import (
 __all__ = [
     "DATA_INSPECTION_HEADER",
     "DEFAULT_BASE_URL",
-    "DEFAULT_TIMEOUTS",
     "INTL_BASE_URL",
     "NO_KEY",
     "REGIONS",
@@ -125,9 +123,6 @@ DEFAULT_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 """Native API base, China (Beijing) region (Model Studio "Qwen via DashScope")."""
 INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/api/v1"
 """Native API base, international (Singapore) region; keys work only in their own region."""
-DEFAULT_TIMEOUTS: tuple[float, float, float] = (300.0, 10.0, 120.0)
-"""The chat clients' defaults in seconds (``timeout``, ``connect_timeout``, ``stream_idle_timeout``): ``timeout`` is the
-dashscope SDK's own default; QwenChatClient and QwenResponsesClient share them."""
 NATIVE_PATH = "/api/v1"
 COMPATIBLE_PATH = "/compatible-mode/v1"
 _HOSTS = {region.host: region for region in REGIONS.values() if region.host}
@@ -264,38 +259,15 @@ NO_KEY = (
 
 
 @dataclass(frozen=True)
-class ServiceSettings:
-    """The keywords every DashScope client takes, declared once: ``QwenChatClient`` / ``QwenVLChatClient``
+class ServiceSettings(CommonSettings):
+    """The keywords every DashScope client takes, declared once: the nine every client takes
+    (``clients.core.keywords.CommonSettings``) and ``region``, ``workspace``. ``QwenChatClient`` / ``QwenVLChatClient``
     (``qwen3.client.QwenClientSettings`` derives from this), ``QwenEmbeddingClient`` and ``QwenBatchClient`` take
     these and their own (tests/qwen3/test_service.py checks each signature against the fields). None: the
     environment, else the default (`resolve_service`; the timeouts: the client's own)."""
 
-    model: str | None = None
-    api_key: str | SecretString | None = None
-    base_url: str | None = None
     region: str | None = None
     workspace: str | None = None
-    timeout: float | None = None
-    connect_timeout: float | None = None
-    max_retries: int | None = None
-    retry_policy: RetryPolicy | None = None
-    env_file_path: str | None = None
-    env_file_encoding: str | None = None
-
-    @classmethod
-    def of(cls, arguments: Mapping[str, Any]) -> Self:
-        """The settings among a constructor's ``arguments`` (its ``locals()``: the other names are ignored)."""
-        return cls(**{field.name: arguments[field.name] for field in fields(cls) if field.name in arguments})
-
-    def retries(self) -> RetryPolicy:
-        """``retry_policy`` (default `RetryPolicy()`) with ``max_retries`` over its own."""
-        policy = self.retry_policy if self.retry_policy is not None else RetryPolicy()
-        return policy if self.max_retries is None else replace(policy, max_retries=self.max_retries)
-
-    def timeouts(self, default: float) -> tuple[float, float]:
-        """``timeout`` and ``connect_timeout`` checked (seconds > 0, ``clients.core.client.seconds``; None:
-        ``default`` and 10 s)."""
-        return seconds("timeout", self.timeout, default), seconds("connect_timeout", self.connect_timeout, 10.0)
 
 
 class _EnvSettings(TypedDict, total=False):

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, cast
 
@@ -40,7 +40,7 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidReq
 from typing_extensions import Self, TypeVar
 
 from clients.core.convert import AgentNameMixin, checked_model, checked_option_types, rewrite_other_agents
-from clients.core.keywords import ClientSettings, checked_api_key
+from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, checked_api_key, seconds
 from clients.core.parse import parsed
 from clients.core.transport import (
     MAX_EVENT_BYTES,
@@ -65,25 +65,11 @@ from clients.core.transport import (
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = ["PerLoop", "ProviderChatClient", "ProviderRequest", "seconds"]
+__all__ = ["PerLoop", "ProviderChatClient", "ProviderRequest"]
 
 _T = TypeVar("_T")
-_D = TypeVar("_D", float, None)
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
 RequestT = TypeVar("RequestT", bound="ProviderRequest", default="ProviderRequest")
-
-
-def seconds(name: str, value: float | None, default: _D) -> float | _D:
-    """A timeout argument: ``default`` for None (a number, or None for "no limit"), else a number > 0.
-
-    Raises:
-        ValueError: anything else (a bool, a string, zero or less), naming the argument.
-    """
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
-    return float(value)
 
 
 class PerLoop(Generic[_T]):
@@ -174,7 +160,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
     _PROVIDER: ClassVar[str] = "provider"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (300.0, 10.0, 120.0)
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS
     _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = ()
     _STREAM_UNIT: ClassVar[str] = "event"
@@ -212,9 +198,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self.connect_timeout: float = seconds("connect_timeout", settings.connect_timeout, default_connect)
         self.stream_idle_timeout: float = seconds("stream_idle_timeout", settings.stream_idle_timeout, default_idle)
         self.stream_timeout: float | None = seconds("stream_timeout", settings.stream_timeout, None)
-        policy = settings.retry_policy if settings.retry_policy is not None else RetryPolicy()
-        max_retries = settings.max_retries
-        self.retry_policy: RetryPolicy = policy if max_retries is None else replace(policy, max_retries=max_retries)
+        self.retry_policy: RetryPolicy = settings.retries()
         self._api_key: SecretString = checked_api_key(key, "api_key" if settings.api_key is not None else "the API key")
         self._secrets = (self._api_key.get_secret_value(), *url_secrets(url))  # what `hide` masks for each request
         max_event_bytes = settings.max_event_bytes

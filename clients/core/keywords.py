@@ -21,8 +21,8 @@ import inspect
 import typing
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from agent_framework import SecretString
 from typing_extensions import Self
@@ -30,31 +30,67 @@ from typing_extensions import Self
 from clients.core.transport import RetryPolicy
 
 __all__ = [
+    "DEFAULT_TIMEOUTS",
     "MAF_KEYWORDS",
     "ClientSettings",
+    "CommonSettings",
     "PublicKeywords",
+    "Timeouts",
     "checked_api_key",
     "keyword_signature",
     "refuse_unexpected",
+    "seconds",
 ]
 
 
+_D = TypeVar("_D", float, None)
+
+
+def seconds(name: str, value: float | None, default: _D) -> float | _D:
+    """A timeout argument: ``default`` for None (a number, or None for "no limit"), else a number > 0.
+
+    Raises:
+        ValueError: anything else (a bool, a string, zero or less), naming the argument.
+    """
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
+    return float(value)
+
+
+class Timeouts(NamedTuple):
+    """A client's default timeouts, in seconds."""
+
+    timeout: float
+    """One request, or the opening of a stream."""
+    connect_timeout: float
+    """Opening a connection."""
+    stream_idle_timeout: float
+    """The longest wait for a stream's next event."""
+
+
+DEFAULT_TIMEOUTS = Timeouts(300.0, 10.0, 120.0)
+"""The timeouts of a client that does not give its own, written here once: DashScope's chat and Responses clients
+(``timeout``: the dashscope SDK's own default) and Gemini's. OpenAI's and Anthropic's follow their SDKs' defaults
+(docs/openai.md, docs/anthropic.md); DashScope's embedding and batch clients set their own ``timeout``."""
+
+
 @dataclass(frozen=True)
-class ClientSettings:
-    """What the keywords every client takes say (each public class's docstring explains them); None: the default
-    (the environment for ``model``, ``api_key``, ``base_url``; the provider's timeouts; 16 MiB events)."""
+class CommonSettings:
+    """The nine keywords every client of this package takes, declared once: where and as whom it talks (``model``,
+    ``api_key``, ``base_url``, the ``.env`` file) and how long and how often it tries (``timeout``,
+    ``connect_timeout``, ``max_retries``, ``retry_policy``). `ClientSettings` (the chat clients) and
+    ``qwen3.service.ServiceSettings`` (every DashScope client) derive from it. None: the environment, else the
+    client's default."""
 
     model: str | None = None
     api_key: str | SecretString | None = None
     base_url: str | None = None
     timeout: float | None = None
     connect_timeout: float | None = None
-    stream_idle_timeout: float | None = None
-    stream_timeout: float | None = None
-    max_event_bytes: int | None = None
     max_retries: int | None = None
     retry_policy: RetryPolicy | None = None
-    rewrite_other_agents: bool = True
     env_file_path: str | None = None
     env_file_encoding: str | None = None
 
@@ -78,6 +114,29 @@ class ClientSettings:
             "env_file_path": self.env_file_path,
             "env_file_encoding": self.env_file_encoding,
         }
+
+    def retries(self) -> RetryPolicy:
+        """``retry_policy`` (default `RetryPolicy()`) with ``max_retries`` over its own."""
+        policy = self.retry_policy if self.retry_policy is not None else RetryPolicy()
+        return policy if self.max_retries is None else replace(policy, max_retries=self.max_retries)
+
+    def timeouts(self, default: float = DEFAULT_TIMEOUTS.timeout) -> tuple[float, float]:
+        """``timeout`` and ``connect_timeout`` checked (`seconds`; None: ``default`` and
+        ``DEFAULT_TIMEOUTS.connect_timeout``)."""
+        connect = seconds("connect_timeout", self.connect_timeout, DEFAULT_TIMEOUTS.connect_timeout)
+        return seconds("timeout", self.timeout, default), connect
+
+
+@dataclass(frozen=True)
+class ClientSettings(CommonSettings):
+    """What the keywords every chat client takes say (each public class's docstring explains them): the common
+    nine and the stream's limits. None: the default (the environment for ``model``, ``api_key``, ``base_url``; the
+    provider's timeouts; 16 MiB events)."""
+
+    stream_idle_timeout: float | None = None
+    stream_timeout: float | None = None
+    max_event_bytes: int | None = None
+    rewrite_other_agents: bool = True
 
 
 _CONTROLS = {"\n": "a line feed", "\r": "a carriage return", "\0": "a NUL", "\t": "a tab", " ": "a space"}

@@ -260,7 +260,6 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "gcp.gemini"
     _PROVIDER: ClassVar[str] = "Gemini"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (300.0, 10.0, 120.0)
 
     _http: httpx.AsyncClient | None = None
 

@@ -34,7 +34,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
-from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
 from clients.core.transport import (
     PERMANENT_CODES,
     Failure,
@@ -58,7 +58,7 @@ from qwen3.responses.convert import (
 )
 from qwen3.responses.parse import Calls, StreamState, decode_event, parse_response, parse_stream_event
 from qwen3.selfhosted.values import max_recovered_calls
-from qwen3.service import DEFAULT_TIMEOUTS, DashScopeService, ServiceSettings, no_model, resolve_service
+from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
 
 with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too
     import httpx2
@@ -179,7 +179,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
     _PROVIDER: ClassVar[str] = "DashScope"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS
+    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS  # not the OpenAI peer's: DashScope's
     _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES | AUTH_CODES | FILTER_CODES
     _STREAM_UNIT: ClassVar[str] = "event"
     _STREAM_END: ClassVar[str] = "response.completed"

@@ -161,3 +161,35 @@ def test_qwen_specific_keywords_are_in_the_signature() -> None:
     assert {"endpoint", "upload_local_files"} <= set(inspect.signature(QwenVLChatClient).parameters)
     client = QwenVLChatClient(model="qwen3-vl-plus", api_key="k", endpoint="multimodal", upload_local_files="large")
     assert (client.endpoint, client.upload_local_files) == ("multimodal", "large")
+
+
+def test_the_common_keywords_are_one_dataclass() -> None:
+    """The nine keywords every client takes are declared once (`CommonSettings`): the chat clients' settings and the
+    DashScope family's derive from it instead of repeating them, and they share its retries and timeouts."""
+    from clients.core.keywords import CommonSettings
+    from qwen3.service import ServiceSettings
+
+    common = [field.name for field in fields(CommonSettings)]
+    assert len(common) == 9
+    for family in (ClientSettings, ServiceSettings):
+        assert issubclass(family, CommonSettings)
+        assert [field.name for field in fields(family)][:9] == common
+        assert family.timeouts is CommonSettings.timeouts
+        assert family.retries is CommonSettings.retries
+    assert {field.name for field in fields(ServiceSettings)} - set(common) == {"region", "workspace"}
+
+
+def test_the_default_timeouts_are_written_once() -> None:
+    from clients.core.keywords import DEFAULT_TIMEOUTS, CommonSettings
+    from clients.gemini import GeminiChatClient
+    from qwen3 import QwenChatClient, QwenResponsesClient
+
+    for cls in (QwenChatClient, QwenResponsesClient, GeminiChatClient):
+        url = "http://127.0.0.1:9/api/v1" if cls is not GeminiChatClient else "http://127.0.0.1:9"
+        client = cls(model="m", api_key="k", base_url=url)
+        timeouts = (client.timeout, client.connect_timeout, client.stream_idle_timeout)
+        assert timeouts == DEFAULT_TIMEOUTS == (300.0, 10.0, 120.0), cls.__name__
+        # the one constant, not a copy (QwenResponsesClient's had its own, 'as QwenChatClient')
+        assert client._DEFAULT_TIMEOUTS is DEFAULT_TIMEOUTS, cls.__name__
+    assert CommonSettings().timeouts() == DEFAULT_TIMEOUTS[:2]
+    assert CommonSettings().timeouts(60.0) == (60.0, DEFAULT_TIMEOUTS.connect_timeout)
