@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,8 @@ def cache_line(report: RunReport) -> str:
 async def run(args: argparse.Namespace) -> RunReport:
     """Load, render, analyse, summarise. Raises :class:`DataError` / ``MediaError`` on bad input."""
     data, symbol = load_csv(args.csv) if args.csv else load_goog_sample()
+    for note in data.attrs.get("notes", ()):  # what the price check dropped or collapsed (kline.data)
+        print(f"note: {note}", file=sys.stderr)
     window = data.iloc[-args.days :]
     style = chart_style(data, args.colors, symbol)
     origin = provenance_of(args.csv) if args.csv else Provenance("file", GOOG_SOURCE)

@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import json
 import math
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
@@ -29,6 +30,7 @@ from kline.backtest_report import MODEL, Page, Reading, summaries, write_page
 from kline.baselines import BASELINES
 from kline.chart import file_style
 from kline.fetch import data_files
+from kline.layouts import DataError
 from kline.patterns import TALIB_MISSING, claimed, talib_available
 from kline.pool import make_pool
 from kline.provenance import counts as provenance_counts
@@ -36,8 +38,8 @@ from kline.provenance import of as provenance_of
 from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import Store, Ticker, analysis_key, chart_settings
-from kline.walkforward import KINDS, AsOf, Plan, Walk, plan_ticker
-from kline.watchlist import EMULATED_BANNER, Run, Totals, service
+from kline.walkforward import KINDS, UNREADABLE, AsOf, Plan, Walk, plan_ticker
+from kline.watchlist import EMULATED_BANNER, Run, Totals, print_problems, service
 from qwen3.testing import DashScopeEmulator
 
 DEFAULT_LIMITS = (60, 100_000)
@@ -119,6 +121,11 @@ async def run(
     try:
         plans = await plan_all(workers, files, walk)
         skipped = [(p, d) for p in plans for d in p.dates if d.problem]
+        if len(skipped) == sum(len(p.dates) for p in plans):  # not one pair to ask or score: no empty page
+            for plan, as_of in skipped:
+                when = "" if as_of.kind == UNREADABLE else f" {as_of.date}"
+                print(f"skipped: {plan.symbol or Path(plan.file).name}{when}: {as_of.problem}", file=sys.stderr)
+            raise DataError(f"no (ticker, as-of date) pair can be scored: all {len(skipped)} skipped (reasons above)")
         with service(emulator) as (api_key, base_url, emu):
             emulated = emu is not None
             source = "emulated" if emulated else "dashscope"
@@ -328,3 +335,4 @@ def print_summary(record: Record, run: Run, skipped: Sequence[tuple[Plan, AsOf]]
         print(f"            … {len(skipped) - SHOWN} more on the page")
     print(f"  time:     {t.seconds:.1f} s (rendering {t.render_seconds:.1f} s of pool time)")
     print(f"  page:     {record.page}")
+    print_problems(run)  # charts that could not be drawn, failed answers, what the price check collapsed

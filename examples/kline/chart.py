@@ -46,7 +46,7 @@ from kline.provenance import of as provenance_of
 DEFAULT_DAYS = 120
 CN_LAYOUTS = frozenset({"akshare-cn", "tushare", "czsc"})  # Chinese A-share sources: red up, green down
 A_SHARE_CODE = re.compile(
-    r"(?<![0-9])[0-9]{6}\.(?:SZ|SH|BJ)(?![A-Za-z])|(?<![A-Za-z])(?:sh|sz|bj)[0-9]{6}(?![0-9])", re.I
+    r"(?<![0-9])[0-9]{6}\.(?:SZ|SH|BJ)(?![A-Za-z])|(?<![A-Za-z])(?:sh|sz|bj)[0-9]{6}(?![0-9])", re.I | re.ASCII
 )
 MA_COLORS = ("#f0a30a", "#1f77b4", "#9b59b6")
 FIGSIZE = (12.0, 7.0)
@@ -512,6 +512,7 @@ def render_ticker(
             "start": f"{window.index[0]:%Y-%m-%d}",
             "end": f"{window.index[-1]:%Y-%m-%d}",
             "chart": chart,
+            "notes": data.attrs.get("notes", []),
         }
         if "weekly" in timeframes:
             weeks = weekly(data)

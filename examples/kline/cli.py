@@ -10,12 +10,40 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from kline.markets import a_share
+
 
 def chart_size(text: str) -> tuple[float, float]:
     match = re.fullmatch(r"\s*([0-9.]+)\s*[xX]\s*([0-9.]+)\s*", text)
     if not match or not 1 <= float(match.group(1)) <= 40 or not 1 <= float(match.group(2)) <= 40:
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in inches (1-40), like 12x7, not {text!r}")
     return float(match.group(1)), float(match.group(2))
+
+
+MIN_CHART_INCHES = (2.0, 1.5)
+"""The smallest chart (width, height in inches) whose panels, axes and labels fit: matplotlib fails below it."""
+MIN_DPI = 20
+"""The lowest resolution whose labels FreeType can draw (fewer pixels per em fail inside matplotlib)."""
+MAX_CHART_PIXELS = 16384 * 32 * 32
+"""The most pixels Qwen-VL reads of one image (16,384 tokens of 32x32 pixels with ``vl_high_resolution_images``;
+Model Studio scales a larger image down): a larger chart costs rendering time and memory for nothing."""
+
+
+def chart_problem(size: tuple[float, float], dpi: int) -> str | None:
+    """Why ``--chart-size`` and ``--dpi`` cannot draw a chart the model can read, or ``None``: checked before anything
+    runs, so that a user's option is a usage error, never an exception from inside matplotlib or FreeType."""
+    (width, height), (min_width, min_height) = size, MIN_CHART_INCHES
+    if width < min_width or height < min_height:
+        return f"--chart-size {width:g}x{height:g} is too small: at least {min_width:g}x{min_height:g} inches"
+    if dpi < MIN_DPI:
+        return f"--dpi {dpi} is too low to draw the chart's labels: at least {MIN_DPI}"
+    pixels = round(width * dpi) * round(height * dpi)
+    if pixels > MAX_CHART_PIXELS:
+        return (
+            f"--chart-size {width:g}x{height:g} at --dpi {dpi} is {pixels:,} pixels: more than Qwen-VL reads of an "
+            f"image ({MAX_CHART_PIXELS:,}); lower --dpi or --chart-size"
+        )
+    return None
 
 
 def positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
@@ -57,19 +85,21 @@ ADJUSTMENTS = ("qfq", "hfq", "none")
 YEARS = 3
 """``--tickers``: the years a fetch reaches back by default (about 730 A-share sessions, more than the backtest's
 default walk needs)."""
-A_SHARE = re.compile(r"(?i)^(?:(\d{6})\.(SH|SZ|BJ)|(SH|SZ|BJ)(\d{6}))$")
-OTHER = re.compile(r"^[A-Za-z0-9^][A-Za-z0-9.^=-]{0,19}$")
+OTHER = re.compile(r"^[A-Za-z0-9^][A-Za-z0-9.^=-]{0,19}$", re.ASCII)
 
 
 def tickers(text: str) -> tuple[str, ...]:
-    """``--tickers``: comma-separated codes; A-shares as ``600519.SH`` or ``sh600519`` (both become ``600519.SH``),
-    anything else as its exchange spells it (``AAPL``, ``BRK-B``, ``0700.HK``)."""
+    """``--tickers``: comma-separated codes; A-shares as ``600519.SH``, ``sh600519`` or bare ``600519`` (all become
+    ``600519.SH``; a bare code by its prefix, `kline.markets.EXCHANGES`), anything else as its exchange spells it
+    (``AAPL``, ``BRK-B``, ``0700.HK``). ASCII only: a fullwidth or Arabic-Indic digit is no code."""
     out: list[str] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        match = A_SHARE.match(part)
-        if match:
-            code, exchange = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
-            out.append(f"{code}.{exchange.upper()}")
+        try:
+            shares = a_share(part)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if shares is not None:
+            out.append(f"{shares[0]}.{shares[1].suffix}")
         elif OTHER.match(part):
             out.append(part.upper())
         else:

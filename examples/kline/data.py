@@ -4,6 +4,7 @@ matplotlib, and generated series written in every layout (the demo folders)."""
 from __future__ import annotations
 
 import csv as csv_module
+import datetime
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,19 +34,139 @@ def detect_layout(columns: Sequence[object]) -> CsvLayout:
     raise DataError(f"unrecognised CSV header: found columns [{found}]; accepted layouts: {accepted}")
 
 
-def normalize_ohlcv(frame: pd.DataFrame) -> pd.DataFrame:
-    """Clean an OHLCV frame indexed by date: numeric columns, no NaN prices, sorted ascending, one row per date."""
-    out = frame[OHLCV].apply(pd.to_numeric, errors="coerce").astype("float64")
-    out = out[out.index.notna()]
-    out = out.dropna(subset=["Open", "High", "Low", "Close"])
-    out["Volume"] = out["Volume"].fillna(0.0)
-    out.index = pd.DatetimeIndex(out.index).tz_localize(None).normalize() if len(out) else pd.DatetimeIndex([])
-    out.index.name = "Date"
-    out = out.sort_index(kind="stable")
-    out = out[~out.index.duplicated(keep="last")]
-    if out.empty:
+PRICES = ["Open", "High", "Low", "Close"]
+MISSING = frozenset({"", "null", "nan", "none", "-", "--"})
+"""Cell texts read as "no value" (Yahoo writes ``null`` on a holiday row); other text that is no number is refused."""
+
+
+class BadPrices(DataError):
+    """Prices that must not be charted or scored (`normalize_ohlcv`'s checks): the ticker is skipped with this one-line
+    reason."""
+
+
+def _day(stamp: Any) -> str:
+    return f"{stamp:%Y-%m-%d}"
+
+
+def _numbers(frame: pd.DataFrame, index: pd.DatetimeIndex) -> pd.DataFrame:
+    """The OHLCV columns as floats; a cell whose text is no number (and not one of `MISSING`) is refused."""
+    out = {}
+    for name in OHLCV:
+        column = frame[name]
+        values = pd.to_numeric(column, errors="coerce")
+        if not pd.api.types.is_numeric_dtype(column):
+            text = column.astype(str).str.strip()
+            bad = (values.isna() & column.notna() & ~text.str.lower().isin(MISSING)).to_numpy()
+            if bad.any():
+                at = int(bad.argmax())
+                raise BadPrices(f"{_day(index[at])}: {name} {text.iloc[at][:40]!r} is not a number")
+        out[name] = values.to_numpy(dtype="float64", na_value=np.nan)
+    return pd.DataFrame(out, index=index)
+
+
+def _first(mask: Any, data: pd.DataFrame) -> str:
+    """The date of the first row where ``mask`` holds."""
+    return _day(data.index[int(np.asarray(mask).argmax())])
+
+
+def normalize_ohlcv(frame: pd.DataFrame, *, today: datetime.date | None = None) -> pd.DataFrame:
+    """The one check every price passes before it is charted or scored (CSVs, fetched frames, the sample): an OHLCV
+    frame indexed by date becomes float columns, sorted ascending, one row per session, or :class:`BadPrices` is
+    raised with a one-line reason naming the first bad row. Refused: a cell that is no number, a row with some prices
+    and not others, a non-finite value, a price of zero or below, High below Low, Open or Close outside
+    [Low, High], a negative volume, a date after ``today`` (default: today in UTC) plus one day (the furthest time
+    zone's date), intraday bars (several bars on a date at different times: daily bars are needed), and a date given
+    twice with different values. Dropped, each said in ``attrs["notes"]``: rows without a date or without any price
+    (a holiday row), identical duplicate rows (collapsed to one), and a missing volume is read as 0."""
+    index = pd.DatetimeIndex(frame.index)
+    if index.tz is not None:
+        index = index.tz_localize(None)  # the exchange's local dates and times
+    data = _numbers(frame, index)
+    notes: list[str] = []
+    dateless = int(data.index.isna().sum())
+    if dateless:
+        notes.append(f"{dateless} row{'s' * (dateless > 1)} without a date dropped")
+        data = data[data.index.notna()]
+    empty = data[PRICES].isna().all(axis=1)
+    if empty.any():
+        count = int(empty.sum())
+        notes.append(f"{count} row{'s' * (count > 1)} without prices dropped (first {_first(empty, data)})")
+        data = data[~empty]
+    data = data.sort_index(kind="stable")
+    partial = data[PRICES].isna().any(axis=1)
+    if partial.any():
+        row = data[partial].iloc[0]
+        lacking = ", ".join(c for c in PRICES if pd.isna(row[c]))
+        raise BadPrices(f"{_first(partial, data)}: no {lacking} (a row needs Open, High, Low and Close)")
+    values = data.to_numpy()
+    infinite = np.isinf(values)
+    if infinite.any():
+        at, column = np.argwhere(infinite)[0]
+        raise BadPrices(f"{_day(data.index[at])}: {OHLCV[column]} is {values[at, column]} (not a finite number)")
+    nonpositive = (data[PRICES] <= 0).to_numpy()
+    if nonpositive.any():
+        at, column = np.argwhere(nonpositive)[0]
+        raise BadPrices(
+            f"{_day(data.index[at])}: {PRICES[column]} {values[at, column]:g} is not a positive price (a data error, "
+            "or a subtractive adjustment gone below zero)"
+        )
+    crossed = data["High"] < data["Low"]
+    if crossed.any():
+        row = data[crossed].iloc[0]
+        raise BadPrices(f"{_first(crossed, data)}: High {row.High:g} is below Low {row.Low:g}")
+    for name in ("Open", "Close"):
+        outside = (data[name] < data["Low"]) | (data[name] > data["High"])
+        if outside.any():
+            row = data[outside].iloc[0]
+            raise BadPrices(
+                f"{_first(outside, data)}: {name} {row[name]:g} is outside the day's range [Low {row.Low:g}, "
+                f"High {row.High:g}]"
+            )
+    if (data["Volume"] < 0).any():
+        negative = data["Volume"] < 0
+        raise BadPrices(f"{_first(negative, data)}: Volume {data.Volume[negative].iloc[0]:g} is negative")
+    if data["Volume"].isna().any():
+        notes.append(f"volume missing on {int(data.Volume.isna().sum())} rows, read as 0")
+        data["Volume"] = data["Volume"].fillna(0.0)
+    if data.empty:
         raise DataError("no usable OHLCV rows (every row is missing a date or a price)")
-    return out
+    latest = (today or datetime.datetime.now(datetime.timezone.utc).date()) + datetime.timedelta(days=1)
+    if data.index[-1].date() > latest:
+        future = data.index.date > latest
+        raise BadPrices(f"{_first(future, data)} is in the future (today is {latest - datetime.timedelta(days=1)} UTC)")
+    data = _one_row_per_day(data, notes)
+    data.index.name = "Date"
+    data.attrs["notes"] = notes
+    return data
+
+
+def _one_row_per_day(data: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Dates without their times, one row each: several bars at different times of a date are intraday bars (refused),
+    identical rows of a date are collapsed (said in ``notes``), different ones refused."""
+    days = data.index.normalize()
+    repeated = days.duplicated(keep=False)
+    if repeated.any():
+        times = pd.Series(data.index[repeated], index=days[repeated]).groupby(level=0).nunique()
+        if times.max() > 1:
+            day = times.idxmax()
+            stamps = data.index[days == day]
+            raise BadPrices(
+                f"intraday bars: {len(stamps)} on {_day(day)} ({stamps.min():%H:%M} to {stamps.max():%H:%M}); daily "
+                "bars are needed (one per session: resample them, or fetch daily prices)"
+            )
+        rows = data[repeated].set_axis(pd.DatetimeIndex(days[repeated], name="Date"))
+        distinct = rows.reset_index().drop_duplicates()
+        conflicting = distinct["Date"].duplicated(keep=False)
+        if conflicting.any():
+            day = distinct["Date"][conflicting].iloc[0]
+            both = rows.loc[[day]]
+            differ = next(c for c in OHLCV if both[c].nunique() > 1)
+            shown = " and ".join(f"{v:g}" for v in both[differ].unique()[:2])
+            raise BadPrices(f"{_day(day)} is given twice with different prices ({differ} {shown})")
+        extra = int(repeated.sum()) - int(pd.Index(days[repeated]).nunique())
+        notes.append(f"{extra} identical duplicate row{'s' * (extra > 1)} collapsed (first {_day(days[repeated][0])})")
+    data = data.set_axis(days)
+    return data[~data.index.duplicated(keep="first")]
 
 
 def _read_csv_text(file: Path) -> pd.DataFrame:
@@ -95,9 +216,13 @@ def load_csv(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
 
     picked = {canon: by_norm[next(a for a in aliases if a in by_norm)] for canon, aliases in layout.columns.items()}
     frame = pd.DataFrame({canon: raw[src].str.strip() for canon, src in picked.items()})
-    dates = pd.to_datetime(frame.pop("Date"), format=layout.date_format, errors="coerce")
+    text = frame.pop("Date")
+    dates = pd.to_datetime(text, format=layout.date_format, errors="coerce")
     if dates.isna().all():
         raise DataError(f"{file}: no parseable dates in column {picked['Date']!r} (layout {layout.name})")
+    unreadable = dates.isna() & text.notna() & (text != "")
+    if unreadable.any():
+        raise BadPrices(f"unreadable date {text[unreadable].iloc[0][:40]!r} in column {picked['Date']!r}")
     frame.index = pd.DatetimeIndex(dates)
     data = normalize_ohlcv(frame)
 

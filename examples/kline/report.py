@@ -274,5 +274,9 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
         "model": run.args.model,
     }
     title = f"K-line watchlist: {run.args.data.name or run.args.data}"
+    if t.incomplete:  # asked fewer tickers than the run had: say so before any number
+        unasked = t.tickers - t.resumed - t.skipped - t.done - t.failed
+        totals = {"INCOMPLETE": f"{t.incomplete}; {unasked} tickers not asked (run again to resume)", **totals}
+        title += " (INCOMPLETE)"
     report = write_report(run.out / "report.html", report_rows, totals, title=title, emulated=run.emulated)
     return jsonl, report

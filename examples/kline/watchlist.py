@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -64,6 +65,7 @@ class Totals:
     rate_limited: int = 0
     retries: int = 0
     failed_before: int = 0  # stored as failed by an earlier run, asked again by this one
+    incomplete: str = ""  # why the run stopped before every ticker was asked (interrupted, a failure no ticker passes)
     seconds: float = 0.0
     render_seconds: float = 0.0
     analysis_seconds: float = 0.0
@@ -89,6 +91,8 @@ class Run:
     base_url: str | None
     totals: Totals = field(default_factory=Totals)
     skipped: list[tuple[Ticker, str]] = field(default_factory=list)
+    failures: list[tuple[Ticker, str]] = field(default_factory=list)
+    notes: list[tuple[Ticker, str]] = field(default_factory=list)  # what the price check dropped or collapsed
     annotations: list[asyncio.Future[Any]] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
     progress: Progress | None = None
@@ -126,6 +130,7 @@ class Run:
             self.totals.skipped += 1
             self.advance(ticker, "skipped")
             return False
+        self.notes += [(ticker, note) for note in result.get("notes", ())]
         ticker.symbol = result["symbol"]
         ticker.name = safe_name(ticker.symbol, ticker.file, self.names)
         ticker.chart = Path(result["chart"])
@@ -163,11 +168,16 @@ class Run:
             self.annotate(ticker, kwargs["verdict"])
         else:
             self.totals.failed += 1
+            self.failures.append((ticker, str(kwargs.get("error") or status)))
         self.advance(ticker, status)
 
 
 class RunAborted(RuntimeError):
     """A failure no ticker can get past (a wrong key, an exhausted quota): the run stops, results so far kept."""
+
+
+class NothingAnalysed(RuntimeError):
+    """A run that ended with no verdict at all (every ticker skipped or failed): exit 2, so a nightly job sees it."""
 
 
 async def rendered(run: Run, tickers: Sequence[Ticker], depth: int) -> AsyncIterator[Ticker]:
@@ -204,10 +214,18 @@ def print_summary(run: Run, jsonl: Path, report: Path) -> None:
         f"  time:      {t.seconds:.1f} s (rendering {t.render_seconds:.1f} s of pool time, analysis "
         f"{t.analysis_seconds:.1f} s); 429s: {t.rate_limited}, retries: {t.retries}"
     )
-    for ticker, reason in run.skipped:
-        print(f"  skipped:   {ticker.file.name}: {reason}")
     print(f"  verdicts:  {jsonl}")
     print(f"  report:    {report}")
+    print_problems(run)
+
+
+def print_problems(run: Run) -> None:
+    """Each skipped ticker's reason, each failure's and each note of the price check, one line each, on stderr (a
+    nightly job's log keeps them; verdicts.jsonl has them too)."""
+    kinds = (("skipped", run.skipped), ("failed", run.failures), ("note", run.notes))
+    lines = [f"{kind}: {ticker.file.name}: {why}" for kind, items in kinds for ticker, why in items]
+    for line in dict.fromkeys(lines):  # a backtest draws a file once per as-of date: its note is said once
+        print(line, file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -279,6 +297,10 @@ async def run(
                     current.task = progress.add_task("tickers", total=len(todo), status="")
                     await (run_batch if args.batch else run_realtime)(current, todo)
                 await _annotate_missing(current, tickers)
+            except BaseException as exc:  # Ctrl-C (a cancelled task), a RunAborted: the report says it is partial
+                stopped = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+                current.totals.incomplete = "interrupted" if stopped else f"stopped: {exc}".splitlines()[0][:200]
+                raise
             finally:
                 if pool is None:
                     workers.shutdown(wait=True, cancel_futures=True)
@@ -289,6 +311,12 @@ async def run(
     if emulated:
         print("EMULATED: the verdicts came from the local DashScope emulator, not from Qwen.")
     print_summary(current, jsonl, report)
+    verdicts = current.totals.done + sum(1 for status in finished.values() if status == "done")
+    if not verdicts:
+        t = current.totals
+        raise NothingAnalysed(
+            f"no ticker was analysed: {t.skipped} skipped, {t.failed} failed of {t.tickers} (each reason above)"
+        )
     return current.totals
 
 
@@ -326,4 +354,4 @@ async def _annotate_missing(run: Run, tickers: Sequence[Ticker]) -> None:
         print(f"warning: an annotated chart could not be drawn: {type(failure).__name__}: {failure}")
 
 
-USER_ERRORS: tuple[type[Exception], ...] = (*ANALYSIS_ERRORS, RunAborted)
+USER_ERRORS: tuple[type[Exception], ...] = (*ANALYSIS_ERRORS, RunAborted, NothingAnalysed)

@@ -118,13 +118,14 @@ def test_load_real_csv(
 def test_load_akshare_chinese(ka: ModuleType, tmp_path: Path, encoding: str) -> None:
     csv = tmp_path / "000002.csv"
     # akshare stock_zh_a_hist: note the column order 开盘(open),收盘(close),最高(high),最低(low); rows out of
-    # order, with one date twice (the later row wins).
+    # order, with one date given twice in identical rows (collapsed to one; different rows are refused:
+    # test_kline_prices.py).
     csv.write_text(
         "日期,股票代码,开盘,收盘,最高,最低,成交量,成交额,振幅,涨跌幅,涨跌额,换手率\n"
         "2024-01-03,000002,9.60,9.50,9.70,9.40,900000,1,1,1,1,1\n"
         "2024-01-02,000002,9.80,9.70,9.90,9.60,800000,1,1,1,1,1\n"
         "2024-01-04,000002,9.50,9.55,9.65,9.45,700000,1,1,1,1,1\n"
-        "2024-01-03,000002,9.61,9.51,9.71,9.41,901000,1,1,1,1,1\n",
+        "2024-01-03,000002,9.60,9.50,9.70,9.40,900000,1,1,1,1,1\n",
         encoding=encoding,
     )
     frame, symbol = load_csv(csv)
@@ -132,7 +133,8 @@ def test_load_akshare_chinese(ka: ModuleType, tmp_path: Path, encoding: str) -> 
     assert symbol == "000002"
     assert list(frame.index.strftime("%Y-%m-%d")) == ["2024-01-02", "2024-01-03", "2024-01-04"]
     assert tuple(frame.loc["2024-01-02"]) == (9.80, 9.90, 9.60, 9.70, 800000.0)
-    assert tuple(frame.loc["2024-01-03"]) == (9.61, 9.71, 9.41, 9.51, 901000.0)
+    assert tuple(frame.loc["2024-01-03"]) == (9.60, 9.70, 9.40, 9.50, 900000.0)
+    assert frame.attrs["notes"] == ["1 identical duplicate row collapsed (first 2024-01-03)"]
 
 
 def test_load_tushare_newest_first(ka: ModuleType, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from kline.layouts import DataError
 from qwen3.testing import DashScopeEmulator
 from tests.conftest import example_module
 
-NOW = datetime.datetime(2026, 11, 27, 19, 50, tzinfo=datetime.timezone.utc)
+NOW = datetime.datetime(2026, 11, 27, 21, 50, tzinfo=datetime.timezone.utc)  # after every session closed
 AK_COLUMNS = [
     "日期",
     "股票代码",
@@ -81,10 +81,24 @@ def _us_daily_frame(prices: pd.DataFrame) -> pd.DataFrame:
     return out[["date", "open", "high", "low", "close", "volume"]]
 
 
-def _yahoo_frame(prices: pd.DataFrame) -> pd.DataFrame:
-    """What yfinance.download(..., multi_level_index=False) returns: a tz-aware index named Date, Close first."""
+def _us_factors(*rows: tuple[str, float, float]) -> pd.DataFrame:
+    """What stock_us_daily(adjust="qfq-factor") returns: Sina's table, newest first, each row's (date, adjust,
+    qfq_factor) as text, holding from its date on (akshare stock/stock_us_sina.py)."""
+    table = [{"date": pd.Timestamp(d), "adjust": str(a), "qfq_factor": str(f)} for d, a, f in rows]
+    return pd.DataFrame(table, columns=["date", "adjust", "qfq_factor"]).sort_values("date", ascending=False)
+
+
+def _us_daily(prices: pd.DataFrame, factors: pd.DataFrame) -> Any:
+    return lambda symbol, adjust="": factors if adjust == "qfq-factor" else _us_daily_frame(prices)
+
+
+def _yahoo_frame(prices: pd.DataFrame, actions: bool = False) -> pd.DataFrame:
+    """What yfinance.download(..., multi_level_index=False) returns: a tz-aware index named Date, Close first; with
+    ``actions=True`` also Dividends and Stock Splits (0 where there is none)."""
     out = prices[["Close", "High", "Low", "Open", "Volume"]].copy()
     out.index = pd.DatetimeIndex(prices.index.tz_localize("America/New_York"), name="Date")
+    if actions:
+        out["Dividends"], out["Stock Splits"] = 0.0, 0.0
     return out
 
 
@@ -109,6 +123,7 @@ class Library(types.ModuleType):
 
 
 MOUTAI, PINGAN, APPLE = _prices(1), _prices(2), _prices(3, sessions=900)
+US_NO_ACTION = _us_factors(("1900-01-01", 0.0, 1.0))
 
 
 @pytest.fixture
@@ -116,7 +131,7 @@ def akshare(monkeypatch: pytest.MonkeyPatch) -> Library:
     def hist(symbol: str, **_: Any) -> pd.DataFrame:
         return _akshare_frame(symbol, {"600519": MOUTAI, "000001": PINGAN}[symbol])
 
-    library = Library("akshare", {"stock_zh_a_hist": hist, "stock_us_daily": _us_daily_frame(APPLE)})
+    library = Library("akshare", {"stock_zh_a_hist": hist, "stock_us_daily": _us_daily(APPLE, US_NO_ACTION)})
     monkeypatch.setitem(sys.modules, "akshare", library)
     return library
 
@@ -124,7 +139,7 @@ def akshare(monkeypatch: pytest.MonkeyPatch) -> Library:
 @pytest.fixture
 def yfinance(monkeypatch: pytest.MonkeyPatch) -> Library:
     frames = {"600519.SS": MOUTAI, "000001.SZ": PINGAN, "AAPL": APPLE.iloc[-700:]}
-    library = Library("yfinance", {"download": lambda symbol, **_: _yahoo_frame(frames[symbol])})
+    library = Library("yfinance", {"download": lambda symbol, **kw: _yahoo_frame(frames[symbol], kw.get("actions", 0))})
     monkeypatch.setitem(sys.modules, "yfinance", library)
     return library
 
@@ -147,7 +162,8 @@ def test_akshare_fetches_a_shares_and_us_tickers_with_their_provenance(akshare: 
         for code in ("600519", "000001")
     ]
     assert [kwargs for name, _, kwargs in akshare.calls if name == "stock_us_daily"] == [
-        {"symbol": "AAPL", "adjust": "qfq"}
+        {"symbol": "AAPL", "adjust": ""},  # as traded, then made a ratio qfq (test_kline_prices.py)
+        {"symbol": "AAPL", "adjust": "qfq-factor"},
     ]
     _same_prices(files[0], MOUTAI, volume_scale=100)  # akshare's 成交量 is in lots, kept as given
     _same_prices(files[1], PINGAN, volume_scale=100)
@@ -156,10 +172,10 @@ def test_akshare_fetches_a_shares_and_us_tickers_with_their_provenance(akshare: 
     assert len(us) < len(APPLE)
     origin = provenance.of(files[0])
     assert origin == provenance.Provenance(
-        "fetched", "akshare stock_zh_a_hist", "qfq", "2026-11-27T19:50:00Z", "600519.SH"
+        "fetched", "akshare stock_zh_a_hist", "qfq", "2026-11-27T21:50:00Z", "600519.SH"
     )
-    assert provenance.of(files[2]).source == "akshare stock_us_daily"
-    assert origin.label() == "fetched from akshare stock_zh_a_hist, adjustment qfq, 2026-11-27 19:50 UTC"
+    assert provenance.of(files[2]).source == "akshare stock_us_daily (qfq as a ratio, from its qfq-factor)"
+    assert origin.label() == "fetched from akshare stock_zh_a_hist, adjustment qfq, 2026-11-27 21:50 UTC"
 
 
 def test_akshare_backward_and_raw_adjustments_are_asked_as_akshare_names_them(akshare: Library, tmp_path: Path) -> None:
@@ -268,7 +284,10 @@ def test_the_watchlist_on_fetched_tickers_keeps_and_shows_their_provenance(
     assert records["600519.SH"]["data"]["source"] == "akshare stock_zh_a_hist"
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.count("data: fetched from akshare stock_zh_a_hist, adjustment qfq") == 1
-    assert page.count("data: fetched from akshare stock_us_daily, adjustment qfq") == 1
+    assert (
+        page.count("data: fetched from akshare stock_us_daily (qfq as a ratio, from its qfq-factor), adjustment qfq")
+        == 1
+    )
     assert "<div>data<b>2 fetched</b></div>" in page
     assert 'class="done cn"><td><a href="600519.SH.png">' in page  # A-share colours for the A-share codes
     assert 'class="done us"><td><a href="AAPL.png">' in page
