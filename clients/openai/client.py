@@ -11,6 +11,7 @@ Decisions and sources: docs/openai.md.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypedDict
@@ -152,6 +153,9 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     _STREAM_IDLE: ClassVar[str] = "sent nothing"
     _ANSWER_KEY: ClassVar[str] = "choices"
     """The key of a successful answer's body: an ``error`` beside none of it is an error sent with HTTP 200."""
+    _OPENAI_ACCOUNT: ClassVar[bool] = True
+    """Whether the server is OpenAI's, which reads the account headers the SDK takes from the environment
+    (`_sdk_headers`); the Qwen clients on this transport set it False."""
     _ENDPOINT: ClassVar[str] = "/chat/completions"
     """The path below the base URL the requests go to (a redirect's message suggests the base it found)."""
 
@@ -219,6 +223,21 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
     # ------------------------------------------------------------------------------------------- transport
 
+    def _sdk_headers(self) -> dict[str, Any]:
+        """The SDK client's default headers (read once per event loop's client): answers asked for uncompressed, and
+        the key as ``Authorization``, so that an ``Authorization`` in ``OPENAI_CUSTOM_HEADERS`` (which the openai SDK
+        sends instead of ``api_key``'s) never replaces the key this client was given. A client that does not talk to
+        OpenAI (``_OPENAI_ACCOUNT`` False) also sends none of the headers the SDK takes from the OpenAI account's
+        environment: ``OpenAI-Organization`` (``OPENAI_ORG_ID``), ``OpenAI-Project`` (``OPENAI_PROJECT_ID``) and
+        those of ``OPENAI_CUSTOM_HEADERS`` (the openai SDK's ``lib/_client_auth.py``)."""
+        headers: dict[str, Any] = {"Accept-Encoding": "identity", "Authorization": f"Bearer {self._secrets[0]}"}
+        if self._OPENAI_ACCOUNT:
+            return headers
+        custom = os.environ.get("OPENAI_CUSTOM_HEADERS", "")
+        names = {line.partition(":")[0].strip() for line in custom.split("\n") if ":" in line}
+        omitted = {name: openai.Omit() for name in {"OpenAI-Organization", "OpenAI-Project", *names} if name}
+        return {**omitted, **headers}
+
     def _client(self) -> openai.AsyncOpenAI:
         """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them), its
         answers checked as they arrive (`_on_response`) and asked for uncompressed."""
@@ -229,7 +248,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                 base_url=self._url,
                 timeout=timeout,
                 max_retries=0,
-                default_headers={"Accept-Encoding": "identity"},
+                default_headers=self._sdk_headers(),
                 http_client=openai.DefaultAsyncHttpxClient(
                     timeout=timeout, event_hooks={"response": [self._on_response]}
                 ),

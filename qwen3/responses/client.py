@@ -186,6 +186,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     _STREAM_IDLE: ClassVar[str] = "sent no stream event"
     _ANSWER_KEY: ClassVar[str] = "output"
     _ENDPOINT: ClassVar[str] = "/responses"
+    _OPENAI_ACCOUNT: ClassVar[bool] = False
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: a `QwenResponsesSettings` (built from ``kwargs`` when not given). Key, region, workspace and
@@ -320,7 +321,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
                 base_url=self._url,
                 timeout=timeout,
                 max_retries=0,
-                default_headers={"Accept-Encoding": "identity", **self.service.headers},
+                default_headers={**self._sdk_headers(), **self.service.headers},
                 http_client=openai.DefaultAsyncHttpxClient(
                     timeout=timeout, event_hooks={"response": [self._on_response]}
                 ),

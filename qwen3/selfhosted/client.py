@@ -112,6 +112,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "qwen.selfhosted"
     _PROVIDER: ClassVar[str] = "self-hosted Qwen"
+    _OPENAI_ACCOUNT: ClassVar[bool] = False
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: a `SelfHostedClientSettings` (built from ``kwargs`` when not given); the rest as

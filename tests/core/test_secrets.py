@@ -284,3 +284,47 @@ class _Base:
         self.base_url = url
         self.compatible_base_url = url.replace("/api/v1", "/compatible-mode/v1")
         self.model = "Qwen/Qwen3-8B"
+
+
+# ------------------------------------------------------------------------------- the OpenAI account's environment
+
+
+@pytest.fixture
+def openai_account(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an OpenAI user's shell holds: the openai SDK reads each into every client it builds."""
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-account")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_account")
+    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "X-Gateway: corp\nAuthorization: Bearer sk-openai-account-key")
+
+
+def _openai_headers(request: Any) -> dict[str, str]:
+    return {name: value for name, value in request.headers.items() if name.startswith(("openai-", "x-gateway"))}
+
+
+@pytest.mark.usefixtures("openai_account")
+@pytest.mark.parametrize("name", ["responses", "selfhosted"])
+async def test_the_qwen_clients_send_no_openai_account_headers(name: str) -> None:
+    """Before: OpenAI-Organization, OpenAI-Project and OPENAI_CUSTOM_HEADERS (its Authorization instead of the Qwen
+    key: the OpenAI key went to DashScope) reached DashScope and self-hosted servers through the openai SDK."""
+    emulator, make = KEY_CLIENTS[name]
+    with emulator(api_key=GOOD) as emu:
+        emu.script(Reply(text="hello"))
+        assert (await _ask(make(emu, GOOD), stream=False)).text == "hello"
+        (request,) = emu.requests
+    assert _openai_headers(request) == {}
+    assert request.headers["authorization"] == f"Bearer {GOOD}"
+
+
+@pytest.mark.usefixtures("openai_account")
+async def test_the_openai_peer_keeps_the_account_headers_but_sends_the_key_it_was_given() -> None:
+    emulator, make = KEY_CLIENTS["openai"]
+    with emulator(api_key=GOOD) as emu:
+        emu.script(Reply(text="hello"))
+        assert (await _ask(make(emu, GOOD), stream=False)).text == "hello"
+        (request,) = emu.requests
+    assert _openai_headers(request) == {
+        "openai-organization": "org-account",
+        "openai-project": "proj_account",
+        "x-gateway": "corp",
+    }
+    assert request.headers["authorization"] == f"Bearer {GOOD}"
