@@ -122,6 +122,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--days must be at least 2")
     if problem := chart_problem(args.chart_size, args.dpi):
         parser.error(problem)
+    if not args.dates and args.every < max(args.horizons):
+        parser.error(
+            f"--every {args.every} is shorter than the {max(args.horizons)}-session horizon: forward windows would "
+            f"overlap and the intervals would not cover; use --every {max(args.horizons)} or more, or --horizons up "
+            f"to {args.every}"
+        )
     return args
 
 

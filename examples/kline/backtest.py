@@ -38,7 +38,7 @@ from kline.provenance import of as provenance_of
 from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import Store, Ticker, analysis_key, chart_settings
-from kline.walkforward import KINDS, UNREADABLE, AsOf, Plan, Walk, plan_ticker
+from kline.walkforward import KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, print_problems, service
 from qwen3.testing import DashScopeEmulator
 
@@ -120,6 +120,8 @@ async def run(
     workers = make_pool(args.workers) if pool is None else pool
     try:
         plans = await plan_all(workers, files, walk)
+        if problem := overlapping(plans, walk.horizon):
+            raise ValueError(problem)  # before anything is asked: exit 2
         skipped = [(p, d) for p in plans for d in p.dates if d.problem]
         if len(skipped) == sum(len(p.dates) for p in plans):  # not one pair to ask or score: no empty page
             for plan, as_of in skipped:
@@ -248,9 +250,10 @@ def write_results(
         calls=calls,
         totals=totals,
         summaries=[scoring.summarize(s, c, h, boot) for h in args.horizons for s, c in calls.items()],
-        differences=differences,
+        differences=scoring.holm_adjusted(differences),
         returns=books,
         costs=costs,
+        boot=boot,
         patterns=tally,
         patterns_note="" if tally is not None else TALIB_MISSING,
         skipped=skipped,
@@ -291,14 +294,16 @@ def write_scores(path: Path, page: Page) -> Path:
     undefined): the counts (``calls``: pairs, ``dates``: distinct as-of dates), each score and its 95 % interval
     (``*_ci``: ``[low, high]``), the bias, the portfolio's scores (`kline.portfolio.Row`: ``total_return``,
     ``excess_return``, ``sharpe``, ``max_drawdown``, ``turnover``...), ``emulated``, and on the model's rows
-    ``vs_best_baseline``: per metric the best baseline, the difference and its interval (``null`` on the baselines'
-    rows)."""
+    ``vs_best_baseline``: per metric the best baseline, the difference, its interval, its p-value and Holm's
+    (``null`` on the baselines' rows)."""
     differences: dict[int, dict[str, Any]] = {}
     for d in page.differences:
         differences.setdefault(d.horizon, {})[d.metric] = {
             "baseline": d.baseline or None,
             "difference": d.difference,
             "ci": d.interval,
+            "p_value": d.p_value,
+            "p_holm": d.p_holm,
         }
     out = [
         dataclasses.asdict(s)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kline import portfolio, scoring
+from kline import portfolio, scoring, stats
 from kline.patterns import PRIOR_TREND, RECENT, TALIB_FUNCTIONS, patterns_text, wyckoff_text
 from kline.provenance import Provenance
 from kline.report import data_line, generated_banner
@@ -44,6 +44,7 @@ tr.model td{background:#fff5f5;font-weight:600} .note{color:#555;font-size:13px;
 small.ci{color:#666;font-weight:400;white-space:nowrap} .rare{color:#888;font-style:italic}
 .up{color:#1a9c4a} .down{color:#e03a3e} .sideways{color:#777} .date{white-space:nowrap}
 .cn .up{color:#e03a3e} .cn .down{color:#1a9c4a} .data{color:#666} .data.generated{color:#b45309;font-weight:700}
+.primary{background:#eef6ff;border:1px solid #9cc3ec;padding:8px 12px;margin:12px 0;border-radius:4px}
 .generated-banner{background:#ffedd5;border:1px solid #f0a35e;padding:8px 12px;margin:12px 0;border-radius:4px}
 """
 
@@ -79,6 +80,7 @@ class Page:
     generated: tuple[int, int] = (0, 0)  # tickers whose prices are generated, of all tickers: the page says so
     returns: Mapping[int, portfolio.Evaluation] = field(default_factory=dict)  # per horizon: the portfolios
     costs: portfolio.Costs = field(default_factory=portfolio.Costs)
+    boot: stats.DateBootstrap | None = None  # the run's resamples of its as-of dates at the longest horizon
 
 
 def _esc(value: Any) -> str:
@@ -142,13 +144,16 @@ def plots(page: Page) -> tuple[str, str]:
     ax.plot([0, 1], [0, 1], ls=":", color="#999", label="calibrated")
     ax.axhline(0.5, color="#ccc", lw=0.8)
     for source, calls in page.calls.items():
-        buckets = [b for b in scoring.calibration(calls, horizon) if b.calls]
+        buckets = [b for b in scoring.calibration(calls, horizon, boot=page.boot) if b.calls]
         if buckets:
             x, y = [b.confidence for b in buckets], [b.hit_rate for b in buckets]
-            errors = [[b.hit_rate - b.interval[0] for b in buckets], [b.interval[1] - b.hit_rate for b in buckets]]
-            ax.errorbar(
-                x, y, yerr=errors, marker="o", capsize=3, color=COLORS.get(source), label=_label(source, page.emulated)
-            )
+            errors = [
+                [0.0 if _undefined(b.interval[0]) else max(0.0, b.hit_rate - b.interval[0]) for b in buckets],
+                [0.0 if _undefined(b.interval[1]) else max(0.0, b.interval[1] - b.hit_rate) for b in buckets],
+            ]
+            brier = scoring.point("brier", calls, horizon)
+            label = f"{_label(source, page.emulated)} (Brier {brier:.3f})"
+            ax.errorbar(x, y, yerr=errors, marker="o", capsize=3, color=COLORS.get(source), label=label)
             for b in buckets:
                 ax.annotate(
                     f"n={b.calls}",
@@ -159,7 +164,7 @@ def plots(page: Page) -> tuple[str, str]:
                     color=COLORS.get(source),
                 )
     ax.set(xlim=(0, 1.02), ylim=(0, 1.02), xlabel="stated confidence", ylabel=f"hit rate at {horizon} sessions")
-    ax.set_title("Calibration", fontsize=11)
+    ax.set_title("Reliability: hit rate against stated confidence", fontsize=11)
     ax.legend(fontsize=8, loc="lower right")
     calibration.tight_layout()
 
@@ -203,15 +208,17 @@ def _scores(page: Page) -> str:
             _esc(_label(s.source, page.emulated)),
             str(s.horizon),
             f"{s.calls} <small>({s.dates} dates)</small>",
-            f"{pct(s.hit_rate)}{interval(s.hit_rate_ci)} <small>({s.directional})</small>",
-            f"{number(s.rank_ic)}{interval(s.rank_ic_ci, 'number', 2)}",
+            f"{pct(s.hit_rate)}{interval(s.hit_rate_ci)} <small>({s.directional}: {pct(s.coverage, 0)})</small>",
+            f"{pct(s.all_calls)}{interval(s.all_calls_ci)}",
+            f"{number(s.ic_mean)}{interval(s.ic_mean_ci, 'number', 2)} <small>(t {number(s.ic_t, 1)})</small>",
             f"{pct(s.support_held, 0)}{interval(s.support_held_ci, digits=0)} <small>({s.support_calls})</small>",
             f"{pct(s.resistance_held, 0)}{interval(s.resistance_held_ci, digits=0)} "
             f"<small>({s.resistance_calls})</small>",
             " / ".join(pct(s.bias[t], 0) for t in ("up", "down", "sideways")),
         ]
         rows.append(_source_row(s.source, cells))
-    headers = ["Source", "Horizon", "Pairs", "Hit rate [95 %] (directional)", "Rank IC [95 %]"]
+    headers = ["Source", "Horizon", "Pairs", "Hit rate [95 %] (directional: coverage)", "All calls [95 %]"]
+    headers += ["Mean IC [95 %] (t)"]
     headers += ["Support held [95 %] (calls)", "Resistance held [95 %] (calls)", "Bias up / down / sideways"]
     return _table(headers, rows, "scores")
 
@@ -264,23 +271,69 @@ def _returns_note(page: Page) -> str:
     )
 
 
-METRIC_LABELS = {"hit_rate": "hit rate", "rank_ic": "rank IC", "total_return": "portfolio return"}
+def _ic_table(page: Page) -> str:
+    """The rank IC series, the pooled IC, the Brier score and the hit rate's effective calls, per source and horizon."""
+    rows = []
+    for s in summaries(page):
+        cells = [
+            _esc(_label(s.source, page.emulated)),
+            str(s.horizon),
+            str(s.ic_dates),
+            f"{number(s.ic_mean)}{interval(s.ic_mean_ci, 'number', 2)}",
+            number(s.icir, 2),
+            number(s.ic_t, 2),
+            f"{number(s.rank_ic)}{interval(s.rank_ic_ci, 'number', 2)}",
+            f"{number(s.brier).lstrip('+')}{interval(s.brier_ci, 'number', 3).replace('+', '')}",
+            "–" if _undefined(s.hit_rate_n_eff) else f"{s.hit_rate_n_eff:.0f} <small>of {s.directional}</small>",
+        ]
+        rows.append(_source_row(s.source, cells))
+    headers = ["Source", "Horizon", "Dates with an IC", "Mean IC [95 %]", "ICIR", "t", "Pooled IC [95 %]"]
+    headers += ["Brier [95 %] (lower is better)", "Hit rate's effective calls"]
+    return _table(headers, rows, "ic")
+
+
+def _primary(page: Page) -> str:
+    """The pre-declared primary metric's result, or a dash when the model has none."""
+    horizon = max(page.horizons)
+    mine = next((s for s in summaries(page) if s.source == MODEL and s.horizon == horizon), None)
+    name = f"the model's mean per-date rank IC at {horizon} sessions, tested against 0"
+    if mine is None or _undefined(mine.ic_mean):
+        return f'<p class="primary">Primary metric (declared before any result): {name}: –</p>'
+    p = mine.ic_p
+    return (
+        f'<p class="primary">Primary metric (declared before any result): {name}: <b>{number(mine.ic_mean)}</b>'
+        f"{interval(mine.ic_mean_ci, 'number', 3)}, t = {number(mine.ic_t, 2)} over {mine.ic_dates} dates, "
+        f"p = {'–' if _undefined(p) else f'{p:.3f}'} (one test, not adjusted).</p>"
+    )
+
+
+METRIC_LABELS = {
+    "hit_rate": "hit rate (directional)",
+    "all_calls": "all-calls score",
+    "brier": "Brier score",
+    "ic_mean": "mean IC (per date)",
+    "rank_ic": "pooled rank IC",
+    "total_return": "portfolio return",
+}
 BENCHMARK = "equal weight"
 
 
 def _differences(page: Page) -> str:
     rows = []
     for d in page.differences:
-        if d.metric == "rank_ic":
-            value = number(d.difference) + interval(d.interval, "number", 2)
+        if d.metric in ("rank_ic", "ic_mean", "brier"):
+            value = number(d.difference) + interval(d.interval, "number", 3)
         else:
             value = points(d.difference) + interval(d.interval, "signed-pct")
         verdict = "–"
-        if not _undefined(d.interval[0]):
-            verdict = "above" if d.interval[0] > 0 else "below" if d.interval[1] < 0 else "within noise"
-        cells = [METRIC_LABELS[d.metric], str(d.horizon), _esc(d.baseline or "–"), value, verdict]
+        if not _undefined(d.p_holm):
+            better = d.difference < 0 if d.metric in scoring.LOWER_IS_BETTER else d.difference > 0
+            verdict = "within noise" if d.p_holm >= 0.05 else "better" if better else "worse"
+        ps = ["–" if _undefined(p) else f"{p:.3f}" for p in (d.p_value, d.p_holm)]
+        cells = [METRIC_LABELS[d.metric], str(d.horizon), _esc(d.baseline or "–"), value, *ps, verdict]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    headers = ["Score", "Horizon", "Best baseline", f"{_label(MODEL, page.emulated)} minus it [95 %]", "Reading"]
+    headers = ["Score", "Horizon", "Best baseline", f"{_label(MODEL, page.emulated)} minus it [95 %]", "p", "p (Holm)"]
+    headers += ["Reading (Holm)"]
     return _table(headers, rows, "versus")
 
 
@@ -288,7 +341,7 @@ def _calibration(page: Page) -> str:
     horizon = max(page.horizons)
     rows = []
     for source, calls in page.calls.items():
-        for b in scoring.calibration(calls, horizon):
+        for b in scoring.calibration(calls, horizon, boot=page.boot):
             if b.calls:
                 cells = [_esc(_label(source, page.emulated)), f"{b.low:.1f}–{b.high:.1f}", str(b.calls)]
                 cells += [pct(b.confidence, 0), pct(b.hit_rate, 0) + interval(b.interval, digits=0)]
@@ -299,7 +352,7 @@ def _calibration(page: Page) -> str:
 
 def _phases(page: Page) -> str:
     rows = []
-    for row in scoring.phase_table(page.calls.get(MODEL, ()), page.horizons):
+    for row in scoring.phase_table(page.calls.get(MODEL, ()), page.horizons, page.boot):
         cells = [_esc(row.phase), str(row.calls)]
         cells += [pct(row.mean_return[h], 2, signed=True) for h in page.horizons]
         cells += [pct(row.hit_rate[h]) + interval(row.hit_rate_ci[h]) for h in page.horizons]
@@ -367,26 +420,42 @@ def write_page(path: Path, page: Page) -> Path:
 <div class="sub">Each reading is scored against what the price did over the next {horizons} sessions, beside rules
 computed from the same data on the same dates. Educational, not investment advice.</div>{banner}
 <div class="totals">{boxes}</div>
+{_primary(page)}
 <h2>Scores</h2>{_scores(page)}
 <p class="note">Every source is scored on the same (ticker, as-of date) pairs: the ones the model answered (failed
-calls are counted above and left out of every row). Hit rate: the share of up/down calls whose forward return had
-that sign (sideways calls not counted), with its 95 % Wilson interval. Rank IC: Spearman's correlation of direction ×
-confidence with the forward return (0 is no skill; undefined without spread), with a 95 % bootstrap interval that
-resamples as-of dates, not pairs. Levels held: the forward low stayed at or above the nearest support at or below the
-as-of close, the forward high at or below the nearest resistance at or above it (levels on the wrong side are
-ignored). "–" is undefined.</p>
+calls are counted above and left out of every row). Every interval is a 95 % date-cluster interval: the as-of dates
+are resampled, not the pairs (tickers on one date move together; the dates' forward windows never overlap), and the
+interval is the value ± t(G−1) × the bootstrap standard error × √(G/(G−1)), G the as-of dates. Hit rate: the share
+of up/down calls whose forward return had that sign (sideways calls not counted), beside how many calls were
+directional (coverage). All calls: every call scored, a hit 1, a miss 0, a sideways call ½ (a coin's expected score),
+so a source cannot raise it by saying "sideways" on hard dates. Mean IC: the mean over as-of dates of that date's rank
+IC (Spearman's correlation of direction × confidence with the forward return across the date's tickers; 0 is no
+skill), with its t-statistic over dates. Levels held: the forward low stayed at or above the nearest support at or
+below the as-of close, the forward high at or below the nearest resistance at or above it (levels on the wrong side
+are ignored). "–" is undefined.</p>
+<h2>Rank IC series, calibration score</h2>{_ic_table(page)}
+<p class="note">The IC series: per as-of date, the rank IC across that date's tickers; ICIR = its mean / its standard
+deviation; t = mean / standard error over the dates. Pooled IC: one rank IC over every pair, timing and selection
+mixed (a market-wide up call on a rising date counts as skill), shown for comparison only. Brier: the mean of
+(confidence − hit)² over all calls, the confidence read as the probability that the call is right, a sideways call as
+½ (0.25 whatever follows); lower is better. Effective calls: how many independent calls the hit rate's interval is
+worth (the directional calls divided by the design effect).</p>
 <h2>Returns a trader could have earned</h2>{_returns(page)}{_returns_note(page)}
 <h2>The model against the best baseline</h2>{_differences(page)}
-<p class="note">Per score and horizon, the baseline that scored best on the whole sample, and the model's score minus
-its (hit rate and return in percentage points), with a 95 % bootstrap interval (hit rate and rank IC: over as-of
-dates; the portfolio's return: over its days, in blocks), both measured on the same resamples. An interval that
-spans 0 is "within noise": no evidence of skill beyond the rule.</p>
+<p class="note">Per score and horizon, the baseline that scored best on the whole sample (the lowest Brier score), and
+the model's score minus its (shares and return in percentage points), with a 95 % interval: date-cluster for the
+scores (both measured on the same resampled dates; the IC series paired date by date), the portfolio's return over
+its days, in blocks (its p read from that interval). These are secondary comparisons, many at once: the reading is
+Holm's (p adjusted over all {len(page.differences)} comparisons on this page), "within noise" unless the adjusted p
+is under 0.05. The primary metric above is the one test declared before the results.</p>
 <h2>Calibration and equity</h2>
 <div class="plots"><img id="calibration-plot" alt="calibration plot" src="{calibration_png}">
 <img id="equity-plot" alt="equity curves" src="{equity_png}"></div>
-<p class="note">Calibration: each point is a confidence bucket, its bar the hit rate's 95 % Wilson interval, n its
-calls. Equity: each source's portfolio at the longest horizon ({max(page.horizons)} sessions), after costs, and
-the equal-weight portfolio of the same tickers, at each day's close.</p>
+<p class="note">Reliability: each point is a confidence bucket (by the confidence as stated, never rounded first) at
+its mean confidence, its bar the hit rate's 95 % date-cluster interval, n its calls; the dotted diagonal is a
+calibrated source; the legend gives each source's Brier score. Equity: each source's portfolio at the longest
+horizon ({max(page.horizons)} sessions), after costs, and the equal-weight portfolio of the same tickers, at each
+day's close.</p>
 {_calibration(page)}
 <h2>Wyckoff phases against what followed</h2>{_phases(page)}
 <p class="note">Accumulation and markup expect a rise, distribution and markdown a fall: the hit rate is that
@@ -395,7 +464,10 @@ direction's.</p>
 <p class="note">A claim dated outside the sessions checked (the chart's last {RECENT}) or undated counts as a false
 positive. Hammer and inverted hammer count only after a {PRIOR_TREND}-session fall, hanging man and shooting star only
 after a {PRIOR_TREND}-session rise (TA-Lib judges the candle's shape alone). Under {scoring.RARE} claims (detections) a
-precision (recall) is too rare to score.</p>
+precision (recall) is too rare to score. Precision and recall keep Wilson's interval, which treats the charts as
+independent: a claim is about the chart's own last sessions, which no other chart of the ticker checks unless as-of
+dates are closer than {RECENT} sessions; a model's habits may still make its errors on one date alike, so read them
+as the narrowest band.</p>
 """
     tmp = path.with_suffix(".html.tmp")
     with tmp.open("w", encoding="utf-8") as out:

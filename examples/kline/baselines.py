@@ -21,7 +21,8 @@ def _trend(value: float) -> str:
 
 
 def _clip(value: float) -> float:
-    return round(min(1.0, max(0.0, value)), 4)
+    """The confidence within [0, 1], not rounded: a rounded 0.19996 would land in the 0.2-0.4 calibration bucket."""
+    return min(1.0, max(0.0, value))
 
 
 def ma_cross(data: pd.DataFrame) -> Reading | None:

@@ -5,15 +5,23 @@ A :class:`Call` is one reading (a source's trend and confidence on one ticker at
 outcome (:class:`Outcome`: the return and the price range over the next N sessions). From a list of them:
 
 - **hit rate**: of the calls that said up or down, the share whose forward return had that sign (sideways calls are
-  not counted; a 0 return is a miss), with its Wilson interval (`kline.stats`);
+  not counted; a 0 return is a miss), beside its **coverage** (the share of calls that were directional);
+- **all-calls score**: every call scored, a hit 1, a miss 0, a sideways call 1/2 (a coin's expected score): saying
+  "sideways" on hard dates cannot raise it above what calling them would have scored by chance;
+- **Brier score**: the mean of (p - hit)^2 over all calls, p the stated confidence read as the probability that the
+  call is right, 1/2 for a sideways call (G. W. Brier, *Monthly Weather Review* 78 (1950) 1-3): a proper score,
+  lower is better, 0.25 for a caller who always says 1/2;
 - **rank IC**: Spearman's correlation between the signed conviction (+confidence for up, -confidence for down, 0
-  for sideways) and the forward return: above 0, higher conviction went with higher returns; with a bootstrap
-  interval over as-of dates;
+  for sideways) and the forward return: above 0, higher conviction went with higher returns. Per as-of date, across
+  that date's tickers (the **IC series**: its mean, ICIR = mean / sd, and t-statistic over dates, Newey-West when
+  forward windows overlap), and pooled over all pairs (which mixes timing with selection: labelled so);
 - **calibration**: the hit rate per confidence bucket (a calibrated source hits ~70 % of its 0.7 calls), each with
-  its count and Wilson interval;
+  its count and interval: the reliability curve;
 - **levels held**: of the calls with a support at or below the as-of close (a resistance at or above it), the share
   where the forward low (high) stayed at or above (at or below) the nearest such level (`nearest`);
-- **bias**: the shares of up, down and sideways calls.
+- **bias**: the shares of up, down and sideways calls;
+- every share and mean with its **date-cluster interval** (`kline.stats.cluster_interval` over the run's
+  `kline.stats.DateBootstrap`: calls on one date move together), and the hit rate's effective sample size.
 
 What the calls would have earned as a portfolio (long after "up", costs, the exchange's rules) is `kline.portfolio`'s.
 """
@@ -22,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -125,8 +133,9 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rank correlation (ties get their average rank); NaN under 3 pairs or when either side is constant."""
     if len(x) != len(y) or len(x) < 3:
         return math.nan
-    rx = pd.Series(x, dtype="float64").rank().to_numpy()
-    ry = pd.Series(y, dtype="float64").rank().to_numpy()
+    once = np.ones((1, len(x)))
+    rx = stats.weighted_ranks(np.asarray(x, dtype="float64"), once)[0]
+    ry = stats.weighted_ranks(np.asarray(y, dtype="float64"), once)[0]
     if np.ptp(rx) == 0 or np.ptp(ry) == 0:
         return math.nan
     return float(np.corrcoef(rx, ry)[0, 1])
@@ -145,29 +154,29 @@ class Bucket:
     calls: int
     hit_rate: float
     confidence: float  # the bucket's mean stated confidence
-    interval: Interval = stats.NO_INTERVAL  # the hit rate's Wilson 95 % interval
+    interval: Interval = stats.NO_INTERVAL  # the hit rate's date-cluster 95 % interval
 
 
-def calibration(calls: Iterable[Call], horizon: int, edges: Sequence[float] = BUCKETS) -> list[Bucket]:
-    """Directional calls by stated confidence (``edges``: bucket bounds, the last one closed) → hit rate per bucket."""
-    grouped: list[list[tuple[float, bool]]] = [[] for _ in edges[1:]]
+def calibration(
+    calls: Iterable[Call], horizon: int, edges: Sequence[float] = BUCKETS, boot: stats.DateBootstrap | None = None
+) -> list[Bucket]:
+    """Directional calls by stated confidence (``edges``: bucket bounds, the last one closed; the confidence as given,
+    never rounded first) → hit rate per bucket, with its date-cluster interval over ``boot``'s resamples (a new one
+    over these calls' dates when not given)."""
+    grouped: list[list[Call]] = [[] for _ in edges[1:]]
     for call in calls:
         if call.direction == 0 or horizon not in call.outcomes:
             continue
         confidence = min(max(call.confidence, edges[0]), edges[-1])
         index = min(int(np.searchsorted(edges, confidence, side="right")) - 1, len(edges) - 2)
-        grouped[index].append((confidence, _hit(call.direction, call.outcomes[horizon].ret)))
-    return [
-        Bucket(
-            low,
-            high,
-            len(group),
-            sum(h for _, h in group) / len(group) if group else math.nan,
-            sum(c for c, _ in group) / len(group) if group else math.nan,
-            stats.wilson(sum(h for _, h in group), len(group)),
-        )
-        for low, high, group in zip(edges[:-1], edges[1:], grouped, strict=True)
-    ]
+        grouped[index].append(call)
+    boot = boot if boot is not None else stats.DateBootstrap(c.as_of for group in grouped for c in group)
+    out = []
+    for low, high, group in zip(edges[:-1], edges[1:], grouped, strict=True):
+        rate, interval = share_of(group, horizon, "hit_rate", boot)
+        mean = float(np.mean([min(max(c.confidence, edges[0]), edges[-1]) for c in group])) if group else math.nan
+        out.append(Bucket(low, high, len(group), rate, mean, interval))
+    return out
 
 
 def levels_held(calls: Iterable[Call], horizon: int) -> dict[str, tuple[int, int]]:
@@ -203,12 +212,24 @@ class Summary:
     calls: int  # (ticker, as-of date) pairs scored
     dates: int  # distinct as-of dates among them
     hit_rate: float
-    hit_rate_ci: Interval  # Wilson
+    hit_rate_ci: Interval  # date-cluster
+    hit_rate_n_eff: float  # the directional calls the hit rate is worth (stats.effective_n)
     directional: int
-    rank_ic: float
-    rank_ic_ci: Interval  # bootstrap over dates
+    coverage: float  # directional / calls
+    all_calls: float  # hit 1, miss 0, sideways 1/2, over all calls
+    all_calls_ci: Interval
+    brier: float  # (confidence - hit)^2, sideways (1/2 - hit)^2 = 0.25, over all calls: lower is better
+    brier_ci: Interval
+    ic_mean: float  # the per-date rank IC series: its mean over dates
+    ic_mean_ci: Interval  # mean ± t(G-1) × its (Newey-West) standard error
+    icir: float  # mean / sd of the series
+    ic_t: float  # mean / standard error (Newey-West with lag block - 1 when windows overlap)
+    ic_p: float  # two-sided p of ic_t, t(G-1)
+    ic_dates: int  # dates with a defined IC (3 tickers or more, spread on both sides)
+    rank_ic: float  # pooled over every pair (timing and selection mixed)
+    rank_ic_ci: Interval  # date-cluster
     support_held: float
-    support_held_ci: Interval  # Wilson
+    support_held_ci: Interval  # date-cluster
     support_calls: int
     resistance_held: float
     resistance_held_ci: Interval
@@ -216,18 +237,115 @@ class Summary:
     bias: Mapping[str, float]
 
 
-METRICS = ("hit_rate", "rank_ic")
-"""The scores the model is compared with the best baseline on, each with a bootstrap interval of the difference."""
+METRICS = ("hit_rate", "all_calls", "brier", "ic_mean", "rank_ic")
+"""The scores the model is compared with the best baseline on, each difference with its date-cluster interval and a
+Holm-adjusted p-value over all of a page's comparisons."""
+LOWER_IS_BETTER = frozenset({"brier"})
+PRIMARY = "ic_mean"
+"""The one metric declared before any result (docs/backtest.md, the page's first table): the model's mean per-date
+rank IC at the longest horizon, tested against 0. Everything else is secondary."""
+
+
+def _terms(metric: str, calls: Sequence[Call], horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per call, the numerator and denominator whose ratio of sums is the share ``metric`` (a hit rate, the
+    all-calls score, the Brier score, a level held)."""
+    if metric == "phase_hit_rate":  # the Wyckoff phase's direction in place of the trend's
+        directions = np.array([PHASE_DIRECTION.get(c.phase or "none", 0) for c in calls], dtype="float64")
+    else:
+        directions = np.array([c.direction for c in calls], dtype="float64")
+    returns = np.array([c.outcomes[horizon].ret for c in calls], dtype="float64")
+    hits = (directions * returns > 0).astype("float64")
+    ones = np.ones(len(calls))
+    if metric in ("hit_rate", "phase_hit_rate"):
+        return hits, (directions != 0).astype("float64")
+    if metric == "all_calls":
+        return np.where(directions != 0, hits, 0.5), ones
+    if metric == "brier":
+        p = np.array([min(max(c.confidence, 0.0), 1.0) for c in calls], dtype="float64")
+        return np.where(directions != 0, (p - hits) ** 2, 0.25), ones
+    side = metric.removesuffix("_held")
+    level = np.array([getattr(c, side) if getattr(c, side) is not None else np.nan for c in calls], dtype="float64")
+    reach = np.array([c.outcomes[horizon].low if side == "support" else c.outcomes[horizon].high for c in calls])
+    held = reach >= level if side == "support" else reach <= level
+    return (held & np.isfinite(level)).astype("float64"), np.isfinite(level).astype("float64")
+
+
+SHARES = ("hit_rate", "all_calls", "brier", "support_held", "resistance_held", "phase_hit_rate")
+
+
+def share_of(calls: Sequence[Call], horizon: int, metric: str, boot: stats.DateBootstrap) -> tuple[float, Interval]:
+    """A share (`SHARES`) of ``calls`` and its date-cluster 95 % interval (``stats.cluster_interval`` of its values in
+    ``boot``'s resamples, within [0, 1]); NaN without a call counted."""
+    scored = [c for c in calls if horizon in c.outcomes]
+    top, bottom = _terms(metric, scored, horizon) if scored else (np.zeros(0), np.zeros(0))
+    if bottom.sum() == 0:
+        return math.nan, stats.NO_INTERVAL
+    point = float(top.sum() / bottom.sum())
+    values = stats.weighted_ratio(top, bottom, boot.weights([c.as_of for c in scored]))
+    return point, stats.cluster_interval(point, values, boot.clusters, (0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class ICSeries:
+    """The per-date rank IC series (the information coefficient of R. C. Grinold and R. N. Kahn, *Active Portfolio
+    Management*, 2nd ed., 2000, ch. 6, per date, as arXiv 2604.12659 reports it): per as-of date, Spearman's
+    correlation across that date's tickers; its mean, sd (ddof 1), ICIR = mean / sd, the
+    t-statistic mean / se and the interval mean ± t(G-1) se, se the Newey-West standard error with lag ``block - 1``
+    (the neighbouring dates whose forward windows overlap; the plain sd / sqrt(T) without overlap)."""
+
+    by_date: Mapping[str, float]
+    mean: float
+    sd: float
+    icir: float
+    t: float
+    interval: Interval
+    p_value: float  # two-sided, t(G-1)
+
+
+def ic_by_date(calls: Sequence[Call], horizon: int) -> dict[str, float]:
+    """Per as-of date (sorted), the rank IC across that date's calls; dates where it is undefined are left out."""
+    by_date: dict[str, list[Call]] = {}
+    for call in calls:
+        if horizon in call.outcomes:
+            by_date.setdefault(call.as_of, []).append(call)
+    out = {date: rank_ic(by_date[date], horizon) for date in sorted(by_date)}
+    return {date: ic for date, ic in out.items() if not math.isnan(ic)}
+
+
+def mean_test(series: Mapping[str, float], block: int) -> tuple[float, float, Interval, float]:
+    """(mean, t, 95 % interval, p) of a per-date series in date order: se = Newey-West with lag ``block - 1``, G =
+    ceil(T / block) independent blocks, t(G-1) for the interval and the p-value. NaN under 2 blocks."""
+    values = np.array([series[d] for d in sorted(series)], dtype="float64")
+    clusters = stats.independent_blocks(len(values), block)
+    mean = float(values.mean()) if len(values) else math.nan
+    se = stats.newey_west_se(values, block - 1) if clusters >= 2 else math.nan
+    if math.isnan(se) or se == 0:
+        return mean, math.nan, stats.NO_INTERVAL, math.nan
+    half = stats.t_quantile(0.975, clusters - 1) * se
+    return mean, mean / se, (mean - half, mean + half), stats.t_pvalue(mean / se, clusters - 1)
+
+
+def ic_series(calls: Sequence[Call], horizon: int, block: int = 1) -> ICSeries:
+    series = ic_by_date(calls, horizon)
+    values = np.array(list(series.values()), dtype="float64")
+    mean, t, interval, p = mean_test(series, block)
+    sd = float(np.std(values, ddof=1)) if len(values) >= 2 else math.nan
+    return ICSeries(series, mean, sd, mean / sd if sd and not math.isnan(sd) else math.nan, t, interval, p)
 
 
 def resampled(metric: str, calls: Sequence[Call], horizon: int, boot: stats.DateBootstrap) -> np.ndarray:
-    """``metric`` (one of `METRICS`) of ``calls`` in each of ``boot``'s resamples of the as-of dates."""
+    """``metric`` (one of `METRICS` or `SHARES`) of ``calls`` in each of ``boot``'s resamples of the as-of dates (the
+    IC series' mean: its dates' ICs weighted by how often each date was drawn)."""
     scored = [c for c in calls if horizon in c.outcomes]
+    if metric == "ic_mean":
+        series = ic_by_date(scored, horizon)
+        weights = boot.weights(list(series))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(weights @ np.array(list(series.values())) / weights.sum(axis=1), dtype="float64")
+    if metric in SHARES:
+        top, bottom = _terms(metric, scored, horizon) if scored else (np.zeros(0), np.zeros(0))
+        return stats.weighted_ratio(top, bottom, boot.weights([c.as_of for c in scored]))
     weights = boot.weights([c.as_of for c in scored])
-    if metric == "hit_rate":
-        directional = np.array([c.direction != 0 for c in scored], dtype="float64")
-        hits = np.array([_hit(c.direction, c.outcomes[horizon].ret) for c in scored], dtype="float64")
-        return stats.weighted_ratio(hits, directional, weights)
     x = np.array([c.direction * c.confidence for c in scored], dtype="float64")
     y = np.array([c.outcomes[horizon].ret for c in scored], dtype="float64")
     return stats.weighted_spearman(x, y, weights)
@@ -239,27 +357,41 @@ def summarize(source: str, calls: Sequence[Call], horizon: int, boot: stats.Date
     is NaN, never a 0 that reads like a result."""
     scored = [c for c in calls if horizon in c.outcomes]
     boot = boot if boot is not None else stats.DateBootstrap(c.as_of for c in scored)
-    hits, directional = hit_count(scored, horizon)
+    _, directional = hit_count(scored, horizon)
     held = levels_held(scored, horizon)
-
-    def share(n: int, total: int) -> float:
-        return n / total if total else math.nan
+    shares = {metric: share_of(scored, horizon, metric, boot) for metric in SHARES}
+    ic = ic_series(scored, horizon, boot.block)
+    pooled = rank_ic(scored, horizon)
 
     return Summary(
         source=source,
         horizon=horizon,
         calls=len(scored),
         dates=len({c.as_of for c in scored}),
-        hit_rate=share(hits, directional),
-        hit_rate_ci=stats.wilson(hits, directional),
+        hit_rate=shares["hit_rate"][0],
+        hit_rate_ci=shares["hit_rate"][1],
+        hit_rate_n_eff=stats.effective_n(directional, *shares["hit_rate"]),
         directional=directional,
-        rank_ic=rank_ic(scored, horizon),
-        rank_ic_ci=stats.percentile(resampled("rank_ic", scored, horizon, boot)) if scored else stats.NO_INTERVAL,
-        support_held=share(*held["support"]),
-        support_held_ci=stats.wilson(*held["support"]),
+        coverage=directional / len(scored) if scored else math.nan,
+        all_calls=shares["all_calls"][0],
+        all_calls_ci=shares["all_calls"][1],
+        brier=shares["brier"][0],
+        brier_ci=shares["brier"][1],
+        ic_mean=ic.mean,
+        ic_mean_ci=ic.interval,
+        icir=ic.icir,
+        ic_t=ic.t,
+        ic_p=ic.p_value,
+        ic_dates=len(ic.by_date),
+        rank_ic=pooled,
+        rank_ic_ci=stats.cluster_interval(pooled, resampled("rank_ic", scored, horizon, boot), boot.clusters, (-1, 1))
+        if scored
+        else stats.NO_INTERVAL,
+        support_held=shares["support_held"][0],
+        support_held_ci=shares["support_held"][1],
         support_calls=held["support"][1],
-        resistance_held=share(*held["resistance"]),
-        resistance_held_ci=stats.wilson(*held["resistance"]),
+        resistance_held=shares["resistance_held"][0],
+        resistance_held_ci=shares["resistance_held"][1],
         resistance_calls=held["resistance"][1],
         bias=bias(scored),
     )
@@ -276,31 +408,78 @@ class Difference:
     horizon: int
     baseline: str
     difference: float
-    interval: Interval
+    interval: Interval  # date-cluster 95 %, not adjusted
+    p_value: float = math.nan  # two-sided, t(G-1)
+    p_holm: float = math.nan  # Holm-adjusted over all of a page's comparisons (`holm_adjusted`)
 
 
 def versus_best(
     model: Sequence[Call], baselines: Mapping[str, Sequence[Call]], horizon: int, boot: stats.DateBootstrap
 ) -> list[Difference]:
-    """Per metric (`METRICS`): the model minus the best baseline at ``horizon``."""
+    """Per metric (`METRICS`): the model minus the best baseline at ``horizon`` (the lowest Brier score is the best),
+    with its interval and unadjusted p-value: the per-date IC series paired date by date (`mean_test`), the rest
+    from the date bootstrap (``stats.cluster_interval``; p from t = difference / its scaled bootstrap sd)."""
     out = []
     for metric in METRICS:
         points = {name: point(metric, calls, horizon) for name, calls in baselines.items()}
         defined = {name: value for name, value in points.items() if not math.isnan(value)}
-        best = max(defined, key=defined.__getitem__, default="")
+        sign = -1 if metric in LOWER_IS_BETTER else 1
+        best = max(defined, key=lambda name: sign * defined[name], default="")
         mine = point(metric, model, horizon)
         if not best or math.isnan(mine):
             out.append(Difference(metric, horizon, best, math.nan, stats.NO_INTERVAL))
             continue
+        if metric == "ic_mean":
+            ours, theirs = ic_by_date(model, horizon), ic_by_date(baselines[best], horizon)
+            paired = {d: ours[d] - theirs[d] for d in ours.keys() & theirs.keys()}
+            mean, _, interval, p = mean_test(paired, boot.block)
+            out.append(Difference(metric, horizon, best, mean, interval, p))
+            continue
         spread = resampled(metric, model, horizon, boot) - resampled(metric, baselines[best], horizon, boot)
-        out.append(Difference(metric, horizon, best, mine - defined[best], stats.percentile(spread)))
+        difference = mine - defined[best]
+        interval = stats.cluster_interval(difference, spread, boot.clusters)
+        out.append(Difference(metric, horizon, best, difference, interval, _p_value(difference, spread, boot)))
     return out
 
 
+def _p_value(difference: float, spread: np.ndarray, boot: stats.DateBootstrap) -> float:
+    finite = spread[np.isfinite(spread)]
+    if boot.clusters < 2 or len(finite) < max(len(spread) / 2, 2) or np.std(finite) == 0:
+        return math.nan
+    se = float(np.std(finite)) * math.sqrt(boot.clusters / (boot.clusters - 1))
+    return stats.t_pvalue(difference / se, boot.clusters - 1)
+
+
+def holm_adjusted(differences: Sequence[Difference]) -> list[Difference]:
+    """``differences`` with ``p_holm`` set: Holm's adjustment over all of them (every metric and horizon). A
+    difference that comes with an interval but no p-value (the portfolio's return: a percentile interval over days)
+    gets the p-value of its interval read as normal: z = difference / ((high - low) / (2 × 1.96)), p = erfc(|z| / √2)
+    (D. G. Altman and J. M. Bland, "How to obtain the P value from a confidence interval", *BMJ* 343 (2011) d2304)."""
+    filled = [
+        replace(d, p_value=_interval_p(d.difference, d.interval)) if math.isnan(d.p_value) else d for d in differences
+    ]
+    adjusted = stats.holm([d.p_value for d in filled])
+    return [replace(d, p_holm=p) for d, p in zip(filled, adjusted, strict=True)]
+
+
+def _interval_p(difference: float, interval: Interval) -> float:
+    low, high = interval
+    if math.isnan(difference) or math.isnan(low) or math.isnan(high) or high <= low:
+        return math.nan
+    return math.erfc(abs(difference) / ((high - low) / (2 * stats.Z95)) / math.sqrt(2))
+
+
 def point(metric: str, calls: Sequence[Call], horizon: int) -> float:
-    """``metric`` (one of `METRICS`) of ``calls`` on the whole sample (NaN where undefined)."""
+    """``metric`` (one of `METRICS` or `SHARES`) of ``calls`` on the whole sample (NaN where undefined)."""
     if metric == "hit_rate":
         return hit_rate(calls, horizon)[0]
+    if metric in SHARES:
+        scored = [c for c in calls if horizon in c.outcomes]
+        top, bottom = _terms(metric, scored, horizon) if scored else (np.zeros(0), np.zeros(0))
+        return float(top.sum() / bottom.sum()) if bottom.sum() else math.nan
+    if metric == "ic_mean":
+        series = ic_by_date(calls, horizon)
+        return float(np.mean(list(series.values()))) if series else math.nan
     return rank_ic(calls, horizon)
 
 
@@ -310,11 +489,15 @@ class PhaseRow:
     calls: int
     mean_return: Mapping[int, float]  # horizon -> mean forward return
     hit_rate: Mapping[int, float]  # horizon -> hit rate of the phase's direction (NaN for "none")
-    hit_rate_ci: Mapping[int, Interval]  # horizon -> its Wilson interval
+    hit_rate_ci: Mapping[int, Interval]  # horizon -> its date-cluster interval
 
 
-def phase_table(calls: Sequence[Call], horizons: Sequence[int]) -> list[PhaseRow]:
-    """Per Wyckoff phase: how many readings, the mean forward return and the hit rate of the phase's direction."""
+def phase_table(
+    calls: Sequence[Call], horizons: Sequence[int], boot: stats.DateBootstrap | None = None
+) -> list[PhaseRow]:
+    """Per Wyckoff phase: how many readings, the mean forward return and the hit rate of the phase's direction, with
+    its date-cluster interval over ``boot``'s resamples (a new one over these calls' dates when not given)."""
+    boot = boot if boot is not None else stats.DateBootstrap(c.as_of for c in calls)
     rows = []
     for phase in PHASE_DIRECTION:
         group = [c for c in calls if c.phase == phase]
@@ -326,9 +509,12 @@ def phase_table(calls: Sequence[Call], horizons: Sequence[int]) -> list[PhaseRow
             else math.nan
             for h in horizons
         }
-        counts = {h: hit_count(group, h, by="phase") for h in horizons}
-        rates = {h: (n / total if total else math.nan) for h, (n, total) in counts.items()}
-        rows.append(PhaseRow(phase, len(group), means, rates, {h: stats.wilson(*c) for h, c in counts.items()}))
+        shares = {h: share_of(group, h, "phase_hit_rate", boot) for h in horizons}
+        rows.append(
+            PhaseRow(
+                phase, len(group), means, {h: r for h, (r, _) in shares.items()}, {h: i for h, (_, i) in shares.items()}
+            )
+        )
     return rows
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from functools import cache
 
 import numpy as np
 
@@ -234,6 +235,7 @@ def t_pvalue(t: float, df: int) -> float:
     return 1.0 - t_cdf2(t, df)
 
 
+@cache
 def t_quantile(q: float, df: int) -> float:
     """Student's t quantile (0.5 < ``q`` < 1) with ``df`` degrees of freedom, by bisection on :func:`t_cdf2`."""
     target, low, high = 2 * q - 1, 0.0, 1.0

@@ -20,6 +20,7 @@ split-adjusted prices.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -207,3 +208,20 @@ def plan_ticker(csv: str, walk: Walk) -> Plan:
     if plan.closes:
         plan.prices = prices_of(symbol, data, data, market_of(symbol), start=min(plan.closes))
     return plan
+
+
+def overlapping(plans: Sequence[Plan], horizon: int) -> str:
+    """Why these as-of dates cannot be scored together, or ``""``: two usable as-of dates of one ticker fewer than
+    ``horizon`` sessions apart, whose forward windows overlap (``--dates`` chosen close together). The scores'
+    intervals resample as-of dates as independent clusters; overlapping windows break that (docs/backtest.md: in
+    simulated markets a block bootstrap still covered under 90 %), so the backtest refuses them."""
+    for plan in plans:
+        usable = sorted((d.position, d.date) for d in plan.dates if not d.problem)
+        for (first, day), (second, later) in itertools.pairwise(usable):
+            if second - first < horizon:
+                return (
+                    f"as-of dates {day} and {later} of {plan.symbol or plan.file} are {second - first} sessions "
+                    f"apart, fewer than the {horizon}-session horizon: their forward windows overlap and the "
+                    f"intervals would not cover; choose dates at least {horizon} sessions apart, or shorter --horizons"
+                )
+    return ""

@@ -706,18 +706,24 @@ def test_the_date_bootstrap_recomputed_by_expanding_each_resample() -> None:
         finite = slow[np.isfinite(slow)]
         assert stats.percentile(fast) == pytest.approx(tuple(np.percentile(finite, [2.5, 97.5])))
     summary = scoring.summarize("model", model, 5, boot)
-    hits, directional = scoring.hit_count(model, 5)
-    assert summary.hit_rate_ci == stats.wilson(hits, directional)
-    assert summary.rank_ic_ci == stats.percentile(scoring.resampled("rank_ic", model, 5, boot))
+    for name in ("hit_rate", "all_calls", "brier", "support_held", "resistance_held"):
+        slow = np.array([scoring.point(name, _expanded(model, boot, r), 5) for r in range(100)])
+        share = getattr(summary, name)
+        if not math.isnan(share):
+            half = stats.t_quantile(0.975, 11) * math.sqrt(12 / 11) * float(np.std(slow[np.isfinite(slow)]))
+            assert getattr(summary, f"{name}_ci") == pytest.approx((max(0, share - half), min(1, share + half)))
     assert summary.dates == len(days)
-    (hit, ic) = scoring.versus_best(model, {"rule": rule}, 5, boot)
+    versus = {d.metric: d for d in scoring.versus_best(model, {"rule": rule}, 5, boot)}
+    hit, ic = versus["hit_rate"], versus["rank_ic"]
     assert hit.baseline == "rule"
     assert hit.difference == pytest.approx(scoring.hit_rate(model, 5)[0] - scoring.hit_rate(rule, 5)[0])
     paired = [
         scoring.point("rank_ic", _expanded(model, boot, r), 5) - scoring.point("rank_ic", _expanded(rule, boot, r), 5)
         for r in range(100)
     ]
-    assert ic.interval == pytest.approx(tuple(np.nanpercentile(paired, [2.5, 97.5])))
+    finite = np.array(paired)[np.isfinite(paired)]
+    half = stats.t_quantile(0.975, 11) * math.sqrt(12 / 11) * float(np.std(finite))
+    assert ic.interval == pytest.approx((ic.difference - half, ic.difference + half))
 
 
 def test_scores_json_keeps_every_key_with_null_where_undefined(offline: dict[str, Any]) -> None:
@@ -859,7 +865,7 @@ def test_the_backtest_page_renders_in_headless_chromium(offline: dict[str, Any])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto((offline["out"] / "backtest.html").as_uri(), wait_until="load")
             assert page.locator("#scores tbody tr").count() == 8
-            assert page.locator("#versus tbody tr").count() == 3 * 2  # hit rate, rank IC, long/flat per horizon
+            assert page.locator("#versus tbody tr").count() == len(scoring.METRICS) * 2  # per metric and horizon
             assert page.locator("#scores small.ci").count() >= 8  # the intervals show
             assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # no sideways scrolling
             assert page.locator("#readings tbody tr").count() == offline["record"].pairs
