@@ -11,6 +11,7 @@ import json
 import socket
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 from types import ModuleType
 
@@ -18,10 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from kline import fetch, provenance
-from kline.cli import MAX_CHART_PIXELS, tickers
+from kline.cli import MAX_CHART_PIXELS, discard, run_cli, tickers
 from kline.data import BadPrices, generated_series, load_csv, normalize_ohlcv, write_csv
 from kline.layouts import DataError
+from kline.pool import make_pool
 
+from qwen3.testing import DashScopeEmulator, Reply
 from tests.conftest import example_module
 from tests.examples.test_kline_fetch import Library, _akshare_frame, _prices, _us_daily, _us_factors, _yahoo_frame
 
@@ -113,6 +116,18 @@ def bt() -> Iterator[ModuleType]:
         yield module
 
 
+@pytest.fixture(scope="module")
+def pool() -> Iterator[Executor]:
+    """The rendering processes the runs below share (the tests through main() start their own, as users do)."""
+    with make_pool(1) as workers:
+        yield workers
+
+
+def _main(entry: ModuleType, argv: list[str], pool: Executor, emulator: DashScopeEmulator | None = None) -> int:
+    """``entry.main(argv)`` as the command runs it (exit code, one line per error), drawing in ``pool``."""
+    return int(run_cli(discard(entry.run(entry.parse_args(argv), emulator=emulator, pool=pool)), entry.USER_ERRORS))
+
+
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL"):
@@ -175,13 +190,13 @@ def test_the_watchlist_skips_each_bad_ticker_says_why_on_stderr_and_exits_2_when
 
 
 def test_a_watchlist_with_one_good_ticker_analyses_it_and_still_says_why_the_others_were_skipped(
-    wl: ModuleType, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
+    wl: ModuleType, pool: Executor, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
     data.mkdir()
     _bad_csv("negative-price", data)
     write_csv(_good(), data / "GOOD.csv", "yahoo", "GOOD")
-    code = wl.main(["--data", str(data), "--out", str(tmp_path / "out"), *FAST])
+    code = _main(wl, ["--data", str(data), "--out", str(tmp_path / "out"), *FAST], pool)
     err = capsys.readouterr().err
     assert code == 0
     assert f"skipped: negative-price.csv: {MID}: Low -64 is not a positive price" in err
@@ -190,7 +205,7 @@ def test_a_watchlist_with_one_good_ticker_analyses_it_and_still_says_why_the_oth
 
 
 def test_an_interrupted_watchlist_report_says_it_is_incomplete(
-    wl: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    wl: ModuleType, pool: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data, out = tmp_path / "data", tmp_path / "out"
     data.mkdir()
@@ -201,7 +216,7 @@ def test_an_interrupted_watchlist_report_says_it_is_incomplete(
         port = probe.getsockname()[1]
     monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-real")
     monkeypatch.setenv("DASHSCOPE_BASE_URL", f"http://127.0.0.1:{port}/api/v1")
-    assert wl.main(["--data", str(data), "--out", str(out), *FAST, "--cooldown", "0.05"]) == 2
+    assert _main(wl, ["--data", str(data), "--out", str(out), *FAST, "--cooldown", "0.05"], pool) == 2
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<title>K-line watchlist: data (INCOMPLETE)</title>" in page
     assert "<div>INCOMPLETE<b>stopped: Cannot reach DashScope" in page
@@ -229,13 +244,13 @@ def test_the_backtest_skips_bad_files_and_exits_2_without_a_page_when_nothing_ca
 
 
 def test_a_backtest_whose_dates_are_all_outside_the_data_exits_2(
-    bt: ModuleType, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
+    bt: ModuleType, pool: Executor, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
     data.mkdir()
     write_csv(_good(), data / "GOOD.csv", "yahoo", "GOOD")
     argv = ["--data", str(data), "--out", str(tmp_path / "out"), *FAST, *WALK, "--dates", "2030-01-02,2019-05-06"]
-    assert bt.main(argv) == 2
+    assert _main(bt, argv, pool) == 2
     err = capsys.readouterr().err
     assert "skipped: GOOD 2030-01-02: as-of 2030-01-02 is outside the data: after the last session" in err
     assert "skipped: GOOD 2019-05-06: as-of 2019-05-06 is outside the data: before the first session" in err
@@ -436,3 +451,22 @@ def test_akshare_us_qfq_is_a_ratio_adjustment_that_never_goes_below_zero(
     assert (data[["Open", "High", "Low", "Close"]] > 0).all().all()
     np.testing.assert_allclose(data["Volume"], raw["Volume"] * np.where(raw.index < split, 2.0, 1.0), rtol=1e-9)
     assert provenance.of(csv).source == "akshare stock_us_daily (qfq as a ratio, from its qfq-factor)"
+
+
+def test_a_watchlist_where_every_answer_failed_says_each_failure_on_stderr_and_exits_2(
+    wl: ModuleType, pool: Executor, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: exit 0, the reasons only in verdicts.jsonl."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for seed in (1, 2):
+        write_csv(_good(seed), data / f"T{seed}.csv", "yahoo", f"T{seed}")
+    refused = Reply.error_reply(400, "DataInspectionFailed", "Input data may contain inappropriate content.")
+    args = ["--data", str(data), "--out", str(tmp_path / "out"), *FAST]
+    with DashScopeEmulator(default_reply=lambda request: refused) as emu:
+        code = _main(wl, args, pool, emu)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    for name in ("T1.csv", "T2.csv"):
+        assert any(line.startswith(f"failed: {name}: ") and "DataInspectionFailed" in line for line in err)
+    assert err[-1] == "error: no ticker was analysed: 0 skipped, 2 failed of 2 (each reason above)"
