@@ -4,13 +4,15 @@ with akshare or yfinance (the ``[data]`` extra) into ``OUT/data/``, one CSV per 
 
 - akshare: A-shares through ``stock_zh_a_hist`` (East Money; ``adjust`` ``qfq`` forward-adjusted, ``hfq`` backward,
   ``""`` raw; columns 日期, 开盘, 收盘, 最高, 最低, 成交量 in lots of 100 shares), other tickers through
-  ``stock_us_daily`` (Sina, US listings; ``qfq`` or raw; columns date, open, high, low, close, volume).
-  https://akshare.akfamily.xyz/data/stock/stock.html
-- yfinance: ``download`` (``auto_adjust=True``: split- and dividend-adjusted, what ``qfq`` means; ``False``: raw),
-  A-share codes as Yahoo spells them (``600519.SS``, ``000001.SZ``). https://ranaroussi.github.io/yfinance/
+  ``stock_us_daily`` (Sina, US listings; raw, and for ``qfq`` made a ratio adjustment from its factor table:
+  `ratio_adjusted`; columns date, open, high, low, close, volume). https://akshare.akfamily.xyz/data/stock/stock.html
+- yfinance: ``download`` (``auto_adjust=True``: split- and dividend-adjusted, what ``qfq`` means; ``none``:
+  ``auto_adjust=False`` with Yahoo's split adjustment undone, `unsplit`), A-share codes as Yahoo spells them
+  (``600519.SS``, ``000001.SZ``; `kline.markets`). https://ranaroussi.github.io/yfinance/
 
 Every ticker is fetched before anything is written: a failure (no network, an unknown code) is one line naming the
-ticker, and leaves no half-fetched folder behind.
+ticker, and leaves no half-fetched folder behind. A ticker whose prices fail the price check is skipped, and a bar of
+a session still open when fetched is dropped (`unfinished`), each said on stderr.
 """
 
 from __future__ import annotations
