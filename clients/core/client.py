@@ -40,7 +40,7 @@ from agent_framework.exceptions import ChatClientException, ChatClientInvalidReq
 from typing_extensions import Self, TypeVar
 
 from clients.core.convert import AgentNameMixin, checked_model, checked_option_types, rewrite_other_agents
-from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, checked_api_key, seconds
+from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, checked_api_key, seconds, warn_cleartext_key
 from clients.core.parse import parsed
 from clients.core.transport import (
     MAX_EVENT_BYTES,
@@ -201,6 +201,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self.retry_policy: RetryPolicy = settings.retries()
         self._api_key: SecretString = checked_api_key(key, "api_key" if settings.api_key is not None else "the API key")
         self._secrets = (self._api_key.get_secret_value(), *url_secrets(url))  # what `hide` masks for each request
+        warn_cleartext_key(type(self).__name__, url, self._api_key)
         max_event_bytes = settings.max_event_bytes
         if max_event_bytes is not None and (
             isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes <= 0

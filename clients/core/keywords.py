@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import ipaddress
 import typing
 import unicodedata
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, NamedTuple, TypeVar
+from urllib.parse import urlsplit
 
 from agent_framework import SecretString
 from typing_extensions import Self
@@ -40,6 +43,7 @@ __all__ = [
     "keyword_signature",
     "refuse_unexpected",
     "seconds",
+    "warn_cleartext_key",
 ]
 
 
@@ -165,6 +169,34 @@ def checked_api_key(key: str | SecretString, source: str = "api_key") -> SecretS
             "Authorization header. Check where the key came from (a character copied with it)."
         )
     return key if isinstance(key, SecretString) and value == key.get_secret_value() else SecretString(value)
+
+
+PLACEHOLDER_KEY = "EMPTY"
+"""The key OpenAI-compatible servers that check none are given (the openai SDK needs one): no secret to protect."""
+
+
+def warn_cleartext_key(client: str, base_url: str, key: str | SecretString) -> None:
+    """Warn (``UserWarning``, once per message as Python shows warnings) when ``client`` will send ``key``, or the
+    credentials of ``base_url``'s userinfo, in clear text: an ``http://`` base URL whose host is not loopback
+    (``127.0.0.0/8``, ``::1``, ``localhost``: a local server, a tunnel, the emulators stay silent). The message names
+    the host, never the key. Called once, at construction; nothing is refused (the caller chose the URL: a trusted
+    network, a proxy in front of TLS). The placeholder key `PLACEHOLDER_KEY` alone is no secret: no warning."""
+    parts = urlsplit(base_url)
+    value = key.get_secret_value() if isinstance(key, SecretString) else key
+    if parts.scheme.lower() != "http" or (value == PLACEHOLDER_KEY and "@" not in parts.netloc):
+        return
+    host = (parts.hostname or "").lower()
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost" or host.endswith(".localhost")
+    if not loopback:
+        warnings.warn(
+            f"{client} sends its API key to {host} over plain http://: anyone on the network path can read it. Use an "
+            "https:// base_url (or a loopback address for a local server or tunnel).",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def refuse_unexpected(client: object, unexpected: Mapping[str, Any], *, declared: Any = None) -> None:

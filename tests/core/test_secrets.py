@@ -328,3 +328,58 @@ async def test_the_openai_peer_keeps_the_account_headers_but_sends_the_key_it_wa
         "x-gateway": "corp",
     }
     assert request.headers["authorization"] == f"Bearer {GOOD}"
+
+
+# ------------------------------------------------------------------------------------------ a key in clear text
+
+
+def _warnings_of(make: Any) -> list[str]:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make()
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize("name", list(KEY_CLIENTS))
+def test_a_key_sent_over_http_to_another_host_is_warned_of_once_naming_the_host(name: str) -> None:
+    _, make = KEY_CLIENTS[name]
+    said = _warnings_of(lambda: make(_Base("http://10.20.30.40:8000/api/v1"), GOOD))
+    assert len(said) == 1, said
+    assert "10.20.30.40" in said[0]
+    assert "http://" in said[0]
+    assert GOOD not in said[0]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/api/v1",
+        "http://127.8.9.10:9/api/v1",
+        "http://[::1]:9/api/v1",
+        "http://localhost:9/api/v1",
+        "https://10.20.30.40/api/v1",
+    ],
+)
+@pytest.mark.parametrize("name", list(KEY_CLIENTS))
+def test_loopback_and_https_stay_silent(name: str, url: str) -> None:
+    _, make = KEY_CLIENTS[name]
+    assert _warnings_of(lambda: make(_Base(url), GOOD)) == []
+
+
+def test_the_dashscope_clients_off_the_chat_path_warn_too_and_the_placeholder_key_does_not() -> None:
+    from qwen3 import QwenEmbeddingClient
+    from qwen3.batch import QwenBatchClient
+    from qwen3.selfhosted import SelfHostedQwenChatClient
+
+    url = "http://dashscope-proxy.internal/api/v1"
+    for make in (
+        lambda: QwenEmbeddingClient(model="text-embedding-v4", api_key=GOOD, base_url=url),
+        lambda: QwenBatchClient(model="qwen-plus", api_key=GOOD, base_url=url),
+    ):
+        (said,) = _warnings_of(make)
+        assert "dashscope-proxy.internal" in said
+    lan = "http://192.168.1.5:8000/v1"
+    assert _warnings_of(lambda: SelfHostedQwenChatClient(model="Qwen/Qwen3-8B", base_url=lan)) == []  # "EMPTY"
+    assert len(_warnings_of(lambda: SelfHostedQwenChatClient(model="Qwen/Qwen3-8B", base_url=lan, api_key=GOOD))) == 1
