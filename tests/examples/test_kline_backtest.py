@@ -749,6 +749,32 @@ def test_scores_json_keeps_every_key_with_null_where_undefined(offline: dict[str
     assert page.count('<small class="ci">') >= 8  # every row of the main table carries its intervals
 
 
+def test_the_page_states_its_primary_metric_first_and_reads_the_comparisons_by_holm(offline: dict[str, Any]) -> None:
+    """docs/backtest.md: one pre-declared primary metric (the model's mean per-date IC at the longest horizon) above
+    every table; the model-vs-baseline readings use Holm's adjusted p over all of the page's comparisons, recomputed
+    here from scores.json's unadjusted p-values."""
+    page = (offline["out"] / "backtest.html").read_text(encoding="utf-8")
+    primary = page.split('<p class="primary">')[1].split("</p>")[0]
+    assert page.index('<p class="primary">') < page.index('<table id="scores">')
+    model = next(s for s in offline["scores"] if s["source"] == "model" and s["horizon"] == 20)
+    assert "mean per-date rank IC at 20 sessions" in primary
+    if model["ic_mean"] is not None:
+        assert f"<b>{model['ic_mean']:+.3f}</b>" in primary
+    differences = [
+        d for s in offline["scores"] if s["source"] == "model" for d in (s["vs_best_baseline"] or {}).values()
+    ]
+    assert len(differences) == 2 * (len(scoring.METRICS) + 1)  # the scores and the portfolio's return, per horizon
+    raw = [math.nan if d["p_value"] is None else d["p_value"] for d in differences]
+    adjusted = [math.nan if d["p_holm"] is None else d["p_holm"] for d in differences]
+    assert adjusted == pytest.approx(stats.holm(raw), nan_ok=True)
+    versus = page.split('<table id="versus">')[1].split("</table>")[0]
+    assert "<th>p (Holm)</th>" in versus
+    readings = re.findall(r"<td>(within noise|better|worse|–)</td></tr>", versus)
+    assert readings.count("within noise") == sum(1 for p in adjusted if p >= 0.05)
+    assert 'id="ic"' in page
+    assert "Pooled IC" in page  # the pooled IC, kept apart and labelled
+
+
 def _verdicts(db: Path) -> dict[str, dict[str, Any]]:
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT key, verdict FROM results WHERE status='done'")
