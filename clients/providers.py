@@ -65,14 +65,25 @@ class Provider:
     def sdk_required(self, what: str | None = None) -> Iterator[None]:
         """Around the imports that need the provider's SDK: a missing module becomes a ``ModuleNotFoundError``
         naming ``what`` (default: the provider's package), the extra and its pip line (the missing module's own
-        error is its cause). A missing module of this package or of MAF is left as it is: that is a bug."""
+        error is its cause). So does a name the SDK's modules (`sdk`) cannot give, as an ``ImportError``: ``from
+        google import genai`` without google-genai, when another distribution (protobuf, google-auth) left a
+        ``google`` namespace, says "cannot import name 'genai' from 'google'" and no module is missing by name. A
+        missing module of this package or of MAF is left as it is: that is a bug."""
         try:
             yield
-        except ModuleNotFoundError as exc:
-            if exc.name is None or exc.name.split(".")[0] in _OURS:
+        except ImportError as exc:
+            top = (exc.name or "").split(".")[0]
+            if not top or top in _OURS or not (isinstance(exc, ModuleNotFoundError) or top in self.sdk):
                 raise
-            raise ModuleNotFoundError(
-                f"{what or self.package} needs the {self.extra!r} extra ({exc.name} is not installed): {self.install}",
+            if isinstance(exc, ModuleNotFoundError):
+                raise ModuleNotFoundError(
+                    f"{what or self.package} needs the {self.extra!r} extra ({exc.name} is not installed): "
+                    f"{self.install}",
+                    name=exc.name,
+                ) from exc
+            raise ImportError(
+                f"{what or self.package} needs the {self.extra!r} extra, missing or older than it asks ({exc}): "
+                f"{self.install}",
                 name=exc.name,
             ) from exc
 

@@ -104,3 +104,14 @@ def test_the_sdk_modules_are_what_the_extra_installs(provider: Provider) -> None
         assert {name.lower() for name in installed.get(module, [])} & wanted, f"{module} is not from {wanted}"
     brought = {name.lower() for module in provider.sdk for name in installed.get(module, [])}
     assert wanted <= brought, f"[{provider.extra}] installs {wanted - brought} that no module of sdk comes from"
+
+
+def test_an_sdk_too_old_for_a_name_is_the_extra_too() -> None:
+    """An SDK that is installed but lacks a name we import (older than the extra asks) raises an ImportError, not a
+    ModuleNotFoundError: it names the extra as well. An ImportError of another package is left alone."""
+    openai = PROVIDERS["openai"]
+    older = r"needs the 'openai' extra, missing or older than it asks .*pip install"
+    with pytest.raises(ImportError, match=older), openai.sdk_required("X"):
+        raise ImportError("cannot import name 'Omen' from 'openai'", name="openai")
+    with pytest.raises(ImportError, match=r"^cannot import name 'y' from 'numpy'$"), openai.sdk_required("X"):
+        raise ImportError("cannot import name 'y' from 'numpy'", name="numpy")

@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict, cast
 
+import google.genai as genai  # not "from google import genai": a missing SDK is then named, not a bare name
 import httpx
 import pydantic
 from agent_framework import (
@@ -40,7 +41,6 @@ from agent_framework.exceptions import (
     SettingNotFoundError,
 )
 from agent_framework.observability import ChatTelemetryLayer
-from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 from typing_extensions import TypeVar
