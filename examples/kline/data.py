@@ -54,12 +54,13 @@ def _numbers(frame: pd.DataFrame, index: pd.DatetimeIndex) -> pd.DataFrame:
     for name in OHLCV:
         column = frame[name]
         values = pd.to_numeric(column, errors="coerce")
-        if not pd.api.types.is_numeric_dtype(column):
-            text = column.astype(str).str.strip()
-            bad = (values.isna() & column.notna() & ~text.str.lower().isin(MISSING)).to_numpy()
+        unread = (values.isna() & column.notna()).to_numpy()  # text that did not parse (only those are looked at)
+        if unread.any():
+            text = column[unread].astype(str).str.strip()
+            bad = (~text.str.lower().isin(MISSING)).to_numpy()
             if bad.any():
-                at = int(bad.argmax())
-                raise BadPrices(f"{_day(index[at])}: {name} {text.iloc[at][:40]!r} is not a number")
+                at = int(np.flatnonzero(unread)[bad.argmax()])
+                raise BadPrices(f"{_day(index[at])}: {name} {text.iloc[int(bad.argmax())][:40]!r} is not a number")
         out[name] = values.to_numpy(dtype="float64", na_value=np.nan)
     return pd.DataFrame(out, index=index)
 
