@@ -91,6 +91,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--max-gap-days", type=positive(int), default=15, help="skip a date whose sessions have a longer gap (15)"
     )
     walk.add_argument("--limit", type=positive(int), help="at most this many CSVs (in name order)")
+    walk.add_argument(
+        "--include-flagged",
+        action="store_true",
+        help="score forward windows that span a suspension or a move beyond the daily limit (left out by default)",
+    )
     trade = parser.add_argument_group("the portfolio (kline/portfolio.py)")
     trade.add_argument(
         "--commission", type=_fraction, default=0.0003, help="commission a side, a fraction of the trade (0.0003)"

@@ -16,6 +16,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,7 @@ from kline.provenance import of as provenance_of
 from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import Store, Ticker, analysis_key, chart_settings
-from kline.walkforward import KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
+from kline.walkforward import FLAG_KINDS, KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, print_problems, service
 from qwen3.testing import DashScopeEmulator
 
@@ -71,6 +72,7 @@ def walk_of(args: argparse.Namespace) -> Walk:
         min_sessions=args.min_sessions,
         max_gap_days=args.max_gap_days,
         dates=tuple(args.dates or ()),
+        include_flagged=getattr(args, "include_flagged", False),
     )
 
 
@@ -99,6 +101,7 @@ class Record:
     scored: int = 0  # pairs scored: the model's and every baseline's common sample
     dates: int = 0  # distinct as-of dates among them
     skipped: dict[str, int] = field(default_factory=dict)
+    flagged: int = 0  # forward windows flagged (left out of their horizon's scores unless --include-flagged)
     page: Path | None = None
     emulated: bool = False
 
@@ -154,6 +157,7 @@ async def run(
         store.add_run(wall_started, time.time())
         record = Record(current.totals, len(pairs), emulated=emulated)
         record.skipped = {kind: sum(1 for _, d in skipped if d.kind == kind) for kind in KINDS}
+        record.flagged = sum(len(plan.flags) for plan in plans)
         record.page = write_results(args, store, plans, pairs, current, record)
     finally:
         if pool is None:
@@ -216,6 +220,7 @@ def write_results(
         "pairs scored": len(calls[MODEL]),
         "as-of dates": len(boot.days),
         **{f"skipped: {kind}": n for kind, n in record.skipped.items() if n},
+        **flag_counts(plans, args.horizons, getattr(args, "include_flagged", False)),
         "resumed": run.totals.resumed,
         "failed": left_out["failed"],
         **{kind: n for kind, n in left_out.items() if n and kind != "failed"},
@@ -257,11 +262,20 @@ def write_results(
         patterns=tally,
         patterns_note="" if tally is not None else TALIB_MISSING,
         skipped=skipped,
+        flags=[(plan.symbol or Path(plan.file).stem, f) for plan in plans for f in plan.flags],
+        bases=Counter(plan.basis for plan in plans if plan.basis),
         readings=sorted(readings, key=lambda r: (r.ticker, r.as_of)),
         generated=(sum(1 for o in origins.values() if o.generated), len(plans)),
     )
     write_scores(args.out / "scores.json", page)
     return write_page(args.out / "backtest.html", page)
+
+
+def flag_counts(plans: Sequence[Plan], horizons: Sequence[int], included: bool) -> dict[str, int]:
+    """The page's boxes for the flagged forward windows: per horizon and kind, excluded (or included)."""
+    counts = Counter((f.horizon, f.kind) for plan in plans for f in plan.flags)
+    verb = "flagged, included" if included else "excluded"
+    return {f"{verb} at {h}: {kind}": counts[h, kind] for h in horizons for kind in FLAG_KINDS if counts[h, kind]}
 
 
 def _call(source: str, plan: Plan, as_of: AsOf, trend: str, confidence: float) -> scoring.Call:
@@ -334,6 +348,8 @@ def print_summary(record: Record, run: Run, skipped: Sequence[tuple[Plan, AsOf]]
     counts = ", ".join(f"{n} {kind}" for kind, n in record.skipped.items() if n) or "none"
     print(f"  scored:   {record.scored} pairs on {record.dates} distinct as-of dates (the model and every baseline)")
     print(f"  skipped:  {sum(record.skipped.values())} (ticker, as-of date) pairs ({counts})")
+    if record.flagged:
+        print(f"  flagged:  {record.flagged} forward windows (a suspension or a move beyond the limit; on the page)")
     for plan, as_of in skipped[:SHOWN]:
         print(f"            {plan.symbol or Path(plan.file).name} {as_of.date}: {as_of.problem}")
     if len(skipped) > SHOWN:

@@ -20,7 +20,7 @@ from kline import portfolio, scoring, stats
 from kline.patterns import PRIOR_TREND, RECENT, TALIB_FUNCTIONS, patterns_text, wyckoff_text
 from kline.provenance import Provenance
 from kline.report import data_line, generated_banner
-from kline.walkforward import AsOf
+from kline.walkforward import AsOf, Flag
 
 MODEL = "model"
 COLORS = {
@@ -76,6 +76,8 @@ class Page:
     patterns: scoring.PatternTally | None = None
     patterns_note: str = ""
     skipped: Sequence[tuple[str, AsOf]] = ()
+    flags: Sequence[tuple[str, Flag]] = ()  # forward windows flagged, per ticker
+    bases: Mapping[str, int] = field(default_factory=dict)  # what the outcomes were computed from: tickers each
     readings: Iterable[Reading] = ()
     generated: tuple[int, int] = (0, 0)  # tickers whose prices are generated, of all tickers: the page says so
     returns: Mapping[int, portfolio.Evaluation] = field(default_factory=dict)  # per horizon: the portfolios
@@ -172,12 +174,12 @@ def plots(page: Page) -> tuple[str, str]:
     ax = equity.add_subplot()
     evaluation = page.returns.get(horizon)
     curves = {} if evaluation is None else {s: b.returns for s, b in evaluation.books.items()}
-    if evaluation is not None and len(evaluation.days):
+    if evaluation is not None:
         curves[BENCHMARK] = evaluation.benchmark
+    curves = {source: returns for source, returns in curves.items() if len(returns)}
+    when = np.array(evaluation.days if evaluation is not None else (), dtype="datetime64[D]")
     for source, returns in curves.items():
-        if len(returns):
-            when = np.array(evaluation.days if evaluation is not None else (), dtype="datetime64[D]")
-            ax.plot(when, np.cumprod(1.0 + returns), color=COLORS.get(source), label=_label(source, page.emulated))
+        ax.plot(when, np.cumprod(1.0 + returns), color=COLORS.get(source), label=_label(source, page.emulated))
     ax.axhline(1.0, color="#ccc", lw=0.8)
     ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=7))
     ax.xaxis.set_major_formatter(ConciseDateFormatter(ax.xaxis.get_major_locator()))
@@ -485,6 +487,21 @@ as the narrowest band.</p>
         for ticker, as_of in page.skipped:
             cells = f'<td>{_esc(ticker)}</td><td class="date">{_esc(as_of.date)}</td><td>{_esc(as_of.problem)}</td>'
             out.write(f"<tr>{cells}</tr>\n")
+        out.write("</tbody></table>\n")
+        out.write(f"<h2>Forward windows flagged ({len(page.flags)})</h2>")
+        basis = "; ".join(f"{_esc(b)}: {n}" for b, n in page.bases.items())
+        out.write(
+            '<p class="note">Returns are computed from total-return prices where the file has them (its Adj Close, '
+            "ratio-applied), from the file's own prices otherwise (tickers: "
+            f"{basis or '–'}); charts show the file's prices. A forward window that spans a suspension or holds a "
+            "one-session move beyond the daily limit (40 % where there is none) is left out of that horizon's scores "
+            "(kept with --include-flagged) and listed here.</p>"
+        )
+        out.write('<table id="flagged"><thead><tr><th>Ticker</th><th>As of</th><th>Horizon</th><th>Why</th>')
+        out.write("</tr></thead><tbody>\n")
+        for ticker, flag in page.flags:
+            cells = f'<td>{_esc(ticker)}</td><td class="date">{_esc(flag.as_of)}</td><td>{flag.horizon}</td>'
+            out.write(f"<tr>{cells}<td>{_esc(flag.problem)}</td></tr>\n")
         out.write("</tbody></table>\n</body></html>\n")
     tmp.replace(path)
     return path

@@ -11,18 +11,26 @@ moved to a session). A date is skipped, with the reason counted and reported, wh
 - they have a close-to-close or close-to-open move over ``max_jump`` (40 %): a split or a data error in unadjusted
   prices; the date is flagged so the user can fetch adjusted data.
 
-The last two look at the sessions up to the as-of date only, never at the forward window: a rule that read what
-followed would choose the sample by its outcome (a genuine -45 % crash after the date would be dropped as a "split?"
-and the scores would never meet it). A split inside a forward window is scored as the move it shows: use
-split-adjusted prices.
+The last two look at the sessions up to the as-of date only: a date is never skipped for what followed it.
+
+What followed is scored from **total-return** prices (`total_return`: the file's ``Adj Close`` where it has one,
+Yahoo's split- and dividend-adjusted close, applied to open, high and low by its ratio to the close; the file's own
+prices otherwise), while the chart shows the prices as the file gives them. A forward window is **flagged**
+(`Flag`, `window_flag`) when it spans a suspension (more calendar days than ``ceil(h × 7 / 5) + max_gap_days``) or a
+one-session move no market allows (beyond the A-share daily limit, `kline.portfolio.Market`; beyond ``max_jump``
+where there is no limit): a split in unadjusted prices or a data error. A flagged window is left out of that
+horizon's scores unless ``include_flagged``, and counted either way. Where there is no limit a genuine crash beyond
+``max_jump`` is flagged too: the page lists each flagged window, and ``--include-flagged`` keeps them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,7 +39,7 @@ from kline.baselines import BASELINES, Reading
 from kline.data import load_csv
 from kline.layouts import DataError
 from kline.patterns import RECENT, detected, talib_available
-from kline.portfolio import Prices, market_of, prices_of
+from kline.portfolio import Market, Prices, market_of, prices_of
 from kline.scoring import Outcome, outcome
 
 TOO_FEW, PAST_END, GAP, JUMP = "too few sessions", "forward window past the end", "gap", "price jump over 40 %"
@@ -51,6 +59,7 @@ class Walk:
     max_gap_days: int = 15
     max_jump: float = 0.40
     dates: tuple[str, ...] = ()
+    include_flagged: bool = False  # score the forward windows flagged (suspension, a move beyond the limit)
 
     @property
     def horizon(self) -> int:
@@ -156,6 +165,79 @@ def skipped_counts(dates: Sequence[AsOf]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# What followed: total-return prices, and the forward windows no market could have produced
+# --------------------------------------------------------------------------------------------------------------
+
+SUSPENSION, BEYOND_LIMIT = "suspension", "move beyond the limit"
+FLAG_KINDS = (SUSPENSION, BEYOND_LIMIT)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A forward window flagged: the as-of date, the horizon, the kind (`FLAG_KINDS`) and the reason."""
+
+    as_of: str
+    horizon: int
+    kind: str
+    problem: str
+
+
+def total_return(csv: str, data: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``data`` as a holder earned it, and what that is: with an ``Adj Close`` column in the CSV (Yahoo's close
+    adjusted for splits and dividends) every price times Adj Close / Close of its session (a ratio adjustment: the
+    returns it gives are total returns, and no price goes negative); otherwise ``data`` itself (the file's prices:
+    total returns only if the file was adjusted so)."""
+    header = pd.read_csv(csv, nrows=0, encoding_errors="replace").columns
+    names = {str(c).replace("\ufeff", "").strip().lower(): c for c in header}
+    if "adj close" not in names or "date" not in names:
+        return data, "the file's prices"
+    raw = pd.read_csv(csv, usecols=[names["date"], names["adj close"]], dtype=str, encoding_errors="replace")
+    dates = pd.DatetimeIndex(pd.to_datetime(raw[names["date"]], errors="coerce")).normalize()
+    adjusted = pd.Series(pd.to_numeric(raw[names["adj close"]], errors="coerce").to_numpy(), index=dates)
+    adjusted = adjusted[adjusted.index.notna() & ~adjusted.index.duplicated(keep="last")]
+    factor = (adjusted.reindex(data.index) / data["Close"]).replace([np.inf, -np.inf], np.nan).ffill().fillna(1.0)
+    if not (factor > 0).all():
+        return data, "the file's prices (its Adj Close is not positive)"
+    out = data.copy()
+    for column in ("Open", "High", "Low", "Close"):
+        out[column] = data[column] * factor
+    return out, "Adj Close (splits and dividends)"
+
+
+def window_flag(
+    traded: pd.DataFrame, quoted: pd.DataFrame, position: int, horizon: int, walk: Walk, market: Market
+) -> tuple[str, str] | None:
+    """Why the ``horizon``-session window after row ``position`` cannot be scored as a return anyone earned, as
+    (kind, reason), or ``None``: its calendar span is over ``ceil(horizon × 7 / 5) + walk.max_gap_days`` days (a
+    suspension: trading weeks of 5 sessions, plus the gap the charts allow), or one of its sessions (the first one's
+    open included) moved beyond the market's daily limit from the previous close (by more than half a fen, the
+    rounding of the limit price), or beyond ``walk.max_jump`` where there is no limit."""
+    date, end = traded.index[position], traded.index[position + horizon]
+    bound = math.ceil(horizon * 7 / 5) + walk.max_gap_days
+    if (end - date).days > bound:
+        return SUSPENSION, (
+            f"the {horizon}-session forward window after {date:%Y-%m-%d} spans {(end - date).days} calendar days "
+            f"(to {end:%Y-%m-%d}; more than {bound}): a suspension or missing rows"
+        )
+    rows = traded.iloc[position : position + horizon + 1]
+    previous = rows["Close"].to_numpy()[:-1]
+    quoted_previous = quoted["Close"].to_numpy()[position : position + horizon]
+    for at, day in enumerate(rows.index[1:]):
+        limit = market.limit(f"{day:%Y-%m-%d}")
+        bound_move = walk.max_jump if limit is None else limit + 0.005 / quoted_previous[at] + 1e-9
+        for column in ("Open", "Close"):
+            move = float(rows[column].iloc[at + 1] / previous[at] - 1.0)
+            if not abs(move) <= bound_move:  # NaN too
+                where = "its daily limit" if limit is not None else f"{walk.max_jump:.0%} (no daily limit)"
+                return BEYOND_LIMIT, (
+                    f"FLAGGED: a move of {move:+.1%} ({column.lower()} against the previous close) on {day:%Y-%m-%d} "
+                    f"in the {horizon}-session forward window after {date:%Y-%m-%d}, beyond {where}: a split or a "
+                    "data error in unadjusted prices? (use adjusted prices)"
+                )
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
 # One CSV planned in a rendering process: its as-of dates, and everything scored beside the model's reading
 # --------------------------------------------------------------------------------------------------------------
 
@@ -177,6 +259,8 @@ class Plan:
     recent: dict[int, list[str]] = field(default_factory=dict)
     truth: dict[int, list[tuple[str, str]]] | None = None
     prices: Prices | None = None  # the sessions from the earliest usable as-of date on, as the portfolio trades them
+    flags: list[Flag] = field(default_factory=list)  # forward windows flagged (left out unless include_flagged)
+    basis: str = ""  # what the outcomes are computed from (`total_return`)
 
 
 def digest(data: pd.DataFrame) -> str:
@@ -193,6 +277,8 @@ def plan_ticker(csv: str, walk: Walk) -> Plan:
     except (DataError, OSError, ValueError) as exc:
         return Plan(csv, dates=[AsOf(0, -1, "–", UNREADABLE, str(exc))])
     plan = Plan(csv, symbol, as_of_dates(data, walk), truth={} if talib_available() else None)
+    market = market_of(symbol or Path(csv).stem)
+    traded, plan.basis = total_return(csv, data)
     for as_of in plan.dates:
         if as_of.problem:
             continue
@@ -200,13 +286,13 @@ def plan_ticker(csv: str, walk: Walk) -> Plan:
         at = as_of.position
         plan.digests[at] = digest(upto)
         plan.closes[at] = float(upto["Close"].iloc[-1])
-        plan.outcomes[at] = {h: o for h in walk.horizons if (o := outcome(data, at, h)) is not None}
+        plan.outcomes[at] = outcomes(plan, traded, data, as_of, walk, market)
         plan.baselines[at] = {name: r for name, rule in BASELINES.items() if (r := rule(upto)) is not None}
         plan.recent[at] = [f"{d:%Y-%m-%d}" for d in upto.index[-RECENT:]]
         if plan.truth is not None:
             plan.truth[at] = sorted(detected(upto, RECENT))
     if plan.closes:
-        plan.prices = prices_of(symbol, data, data, market_of(symbol), start=min(plan.closes))
+        plan.prices = prices_of(symbol, traded, data, market, start=min(plan.closes))
     return plan
 
 
@@ -225,3 +311,24 @@ def overlapping(plans: Sequence[Plan], horizon: int) -> str:
                     f"intervals would not cover; choose dates at least {horizon} sessions apart, or shorter --horizons"
                 )
     return ""
+
+
+def outcomes(
+    plan: Plan, traded: pd.DataFrame, quoted: pd.DataFrame, as_of: AsOf, walk: Walk, market: Market
+) -> dict[int, Outcome]:
+    """The outcome per horizon after ``as_of`` from the total-return prices, its low and high in the as-of close's
+    units (what the chart's levels are drawn in); a flagged window is added to ``plan.flags`` and left out unless
+    ``walk.include_flagged``."""
+    at, out = as_of.position, {}
+    scale = float(quoted["Close"].iloc[at] / traded["Close"].iloc[at])
+    for h in walk.horizons:
+        result = outcome(traded, at, h)
+        if result is None:
+            continue
+        flag = window_flag(traded, quoted, at, h, walk, market)
+        if flag is not None:
+            plan.flags.append(Flag(as_of.date, h, *flag))
+            if not walk.include_flagged:
+                continue
+        out[h] = Outcome(result.ret, result.low * scale, result.high * scale)
+    return out

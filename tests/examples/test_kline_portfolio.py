@@ -27,9 +27,9 @@ from tests.conftest import EXAMPLES, example_module
 sys.path.insert(0, str(EXAMPLES))
 
 from kline import backtest as kline_backtest
-from kline import portfolio
+from kline import portfolio, walkforward
 from kline.agent import emulated_reply
-from kline.data import write_csv
+from kline.data import load_csv, write_csv
 from kline.pool import make_pool
 from kline.portfolio import Costs, Order, market_of, prices_of
 
@@ -279,3 +279,104 @@ def test_files_one_session_shorter_do_not_double_the_return(entry: ModuleType, p
     assert always["even"]["total_return"] == pytest.approx(by_hand - 1, rel=1e-9)
     assert always["uneven"]["total_return"] == pytest.approx(always["even"]["total_return"], abs=0.005)
     assert always["even"]["total_return"] > 0.07
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What followed: total-return prices, flagged forward windows
+# --------------------------------------------------------------------------------------------------------------
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+VANKE = SHARED_DATA / "vanke-000002.SZ-daily-2015-2025.csv"
+
+
+def _series(closes: list[float], start: str = "2024-01-02") -> pd.DataFrame:
+    close = np.asarray(closes, dtype="float64")
+    index = pd.bdate_range(start, periods=len(close), name="Date")
+    return pd.DataFrame(
+        {"Open": close, "High": close * 1.01, "Low": close * 0.99, "Close": close, "Volume": 1e6}, index
+    )
+
+
+def _plan(frame: pd.DataFrame, path: Path, symbol: str, **walk: Any) -> walkforward.Plan:
+    write_csv(frame, path, "yahoo", symbol)
+    settings = {"dates": (f"{frame.index[60]:%Y-%m-%d}",), "horizons": (5, 20), "days": 40, "min_sessions": 40}
+    return walkforward.plan_ticker(str(path), walkforward.Walk(**(settings | walk)))
+
+
+def test_a_split_in_the_forward_window_is_flagged_and_left_out_unless_included(tmp_path: Path) -> None:
+    """A 2-for-1 split in unadjusted prices 10 sessions after the as-of date: the 5-session window is scored, the
+    20-session one (which the code before scored as a -50 % fall) is flagged, left out, and kept on request."""
+    frame = _series(list(100 * np.cumprod(np.full(100, 1.001))))
+    frame.iloc[71:, :4] /= 2
+    plan = _plan(frame, tmp_path / "SPLIT.csv", "SPLIT")
+    (at,) = plan.outcomes
+    assert set(plan.outcomes[at]) == {5}
+    assert [(f.horizon, f.kind) for f in plan.flags] == [(20, walkforward.BEYOND_LIMIT)]
+    assert "a move of -50.0%" in plan.flags[0].problem
+    kept = _plan(frame, tmp_path / "SPLIT.csv", "SPLIT", include_flagged=True)
+    assert kept.outcomes[at][20].ret == pytest.approx(frame.Close.iloc[80] / frame.Close.iloc[60] - 1)
+    assert len(kept.flags) == 1  # counted either way
+
+
+@pytest.mark.parametrize(
+    ("symbol", "move", "flagged"),
+    [
+        ("600000.SH", 0.1004, False),  # at the 10 % limit, rounded to the fen
+        ("600000.SH", 0.115, True),  # no main-board share moves 11.5 % in a session
+        ("300750.SZ", 0.15, False),  # ChiNext: 20 %
+        ("AAPL", 0.35, False),  # no limit: 40 %
+        ("AAPL", -0.45, True),
+    ],
+)
+def test_a_move_beyond_the_markets_limit_flags_the_window(
+    tmp_path: Path, symbol: str, move: float, flagged: bool
+) -> None:
+    closes = [10.0] * 100
+    closes[64:] = [10.0 * (1 + move)] * 36
+    plan = _plan(_series(closes), tmp_path / f"{symbol}.csv", symbol)  # a Yahoo CSV's symbol is its file's name
+    assert bool(plan.flags) == flagged
+    assert all(f.kind == walkforward.BEYOND_LIMIT for f in plan.flags)
+
+
+def test_a_window_over_a_suspension_is_flagged(tmp_path: Path) -> None:
+    frame = _series([10.0 + 0.01 * i for i in range(100)])
+    frame.index = frame.index[:63].append(frame.index[63:] + pd.Timedelta(days=60))  # 60 days without a session
+    plan = _plan(frame, tmp_path / "SUSP.csv", "SUSP")
+    assert [(f.horizon, f.kind) for f in plan.flags] == [(5, walkforward.SUSPENSION), (20, walkforward.SUSPENSION)]
+    assert plan.outcomes[60] == {}
+    assert "spans 67 calendar days" in plan.flags[0].problem  # 5 sessions: 7 days + the 15 allowed gap at most
+
+
+@pytest.mark.skipif(not VANKE.is_file(), reason="the real Vanke CSV is in ../shared/data, beside the repository")
+def test_vankes_suspension_flags_a_five_session_window_of_203_days() -> None:
+    """Vanke (000002.SZ) was suspended from 2015-12-18 to 2016-07-04: the 5 sessions after 2015-12-17 span 203 days."""
+    data, symbol = load_csv(VANKE)
+    at = int(data.index.get_loc(pd.Timestamp("2015-12-17")))
+    flag = walkforward.window_flag(data, data, at, 5, walkforward.Walk(), market_of(symbol))
+    assert flag is not None
+    assert flag[0] == walkforward.SUSPENSION
+    assert "spans 203 calendar days" in flag[1]
+
+
+def test_outcomes_are_total_returns_and_the_chart_keeps_the_files_prices(tmp_path: Path) -> None:
+    """A Yahoo CSV whose Adj Close folds in a 5 % dividend paid 3 sessions after the as-of date: the outcome is the
+    Adj Close ratio read straight from the file, the chart's digest is the Close's (the prices the trader saw)."""
+    frame = _series(list(np.linspace(100, 110, 100)))
+    frame.iloc[63:, :4] *= 0.95  # the ex-dividend drop in the quoted prices
+    path = tmp_path / "DIV.csv"
+    write_csv(frame, path, "yahoo", "DIV")
+    table = pd.read_csv(path)
+    table["Adj Close"] = table["Close"] * np.where(np.arange(100) < 63, 0.95, 1.0)  # Yahoo scales the past
+    table.to_csv(path, index=False)
+    plan = walkforward.plan_ticker(
+        str(path), walkforward.Walk(dates=(f"{frame.index[60]:%Y-%m-%d}",), days=40, min_sessions=40)
+    )
+    adj = table["Adj Close"].to_numpy()
+    assert plan.outcomes[60][5].ret == pytest.approx(adj[65] / adj[60] - 1)  # a gain, not the -5 % drop
+    assert plan.outcomes[60][5].ret > 0
+    data, _ = load_csv(path)
+    assert plan.digests[60] == walkforward.digest(data.iloc[:61])  # the chart's rows: the file's Close
+    adjusted_low = table["Low"] * table["Adj Close"] / table["Close"]
+    units = table["Close"][60] / adj[60]  # the outcome's low in the as-of close's units, as the chart's levels
+    assert plan.outcomes[60][5].low == pytest.approx(min(adjusted_low[61:66]) * units)
+    assert plan.basis == "Adj Close (splits and dividends)"
