@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
-from kline.cli import add_colors, add_fetching, chart_problem, chart_size, positive, timeframes
+from kline.cli import add_colors, add_fetching, chart_size, positive, timeframes, usage_problem
 
 DEFAULT_MODEL = "qwen3-vl-plus"
 
@@ -106,7 +106,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--out is required")
     if args.days < 2:
         parser.error("--days must be at least 2")
-    if problem := chart_problem(args.chart_size, args.dpi):
+    if problem := usage_problem(args):
         parser.error(problem)
     return args
 

@@ -29,6 +29,15 @@ MAX_CHART_PIXELS = 16384 * 32 * 32
 Model Studio scales a larger image down): a larger chart costs rendering time and memory for nothing."""
 
 
+def usage_problem(args: argparse.Namespace) -> str | None:
+    """What in a watchlist's or backtest's options cannot run, or ``None``: an ``--out`` that is a file, and
+    `chart_problem`. Checked before anything runs (a usage error, exit 2), never an exception from inside the run."""
+    out = getattr(args, "out", None)
+    if out is not None and out.exists() and not out.is_dir():
+        return f"--out {out} is a file: give a folder (it is created when missing)"
+    return chart_problem(args.chart_size, args.dpi)
+
+
 def chart_problem(size: tuple[float, float], dpi: int) -> str | None:
     """Why ``--chart-size`` and ``--dpi`` cannot draw a chart the model can read, or ``None``: checked before anything
     runs, so that a user's option is a usage error, never an exception from inside matplotlib or FreeType."""

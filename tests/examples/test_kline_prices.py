@@ -263,16 +263,20 @@ def test_a_backtest_whose_dates_are_all_outside_the_data_exits_2(
         (["--dpi", "2"], "--dpi 2 is too low to draw the chart's labels: at least 20"),
         (["--chart-size", "1x1"], "--chart-size 1x1 is too small: at least 2x1.5 inches"),
         (["--chart-size", "40x40", "--dpi", "1000"], f"more than Qwen-VL reads of an image ({MAX_CHART_PIXELS:,})"),
+        (["--out", "FILE"], "is a file: give a folder"),
     ],
 )
-def test_chart_options_matplotlib_cannot_draw_are_usage_errors(
-    bt: ModuleType, wl: ModuleType, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+def test_options_the_run_cannot_use_are_usage_errors(
+    bt: ModuleType, wl: ModuleType, argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: --dpi 2 ended in FreeType's "invalid ppem value" RuntimeError from inside matplotlib (exit 1), 1x1 inch
-    charts in a ValueError per chart and a page of nothing (exit 0), 40x40 inches at 1000 dpi in std::bad_alloc."""
+    charts in a ValueError per chart and a page of nothing (exit 0), 40x40 inches at 1000 dpi in std::bad_alloc, an
+    --out that is a file in "error: FileExistsError: …" (exit 1)."""
+    (tmp_path / "FILE").write_text("")
+    argv = [str(tmp_path / "FILE") if a == "FILE" else a for a in argv]
     for entry in (bt, wl):
         with pytest.raises(SystemExit) as exit:
-            entry.parse_args(["--data", "d", "--out", "o", *argv])
+            entry.parse_args(["--data", "d", "--out", str(tmp_path / "o"), *argv])
         assert exit.value.code == 2
         assert message in capsys.readouterr().err
 
