@@ -427,14 +427,14 @@ computed from the same data on the same dates. Educational, not investment advic
 <p class="note">Every source is scored on the same (ticker, as-of date) pairs: the ones the model answered (failed
 calls are counted above and left out of every row). Every interval is a 95 % date-cluster interval: the as-of dates
 are resampled, not the pairs (tickers on one date move together; the dates' forward windows never overlap), and the
-interval is the value ± t(G−1) × the bootstrap standard error × √(G/(G−1)), G the as-of dates. Hit rate: the share
-of up/down calls whose forward return had that sign (sideways calls not counted), beside how many calls were
-directional (coverage). All calls: every call scored, a hit 1, a miss 0, a sideways call ½ (a coin's expected score),
-so a source cannot raise it by saying "sideways" on hard dates. Mean IC: the mean over as-of dates of that date's rank
-IC (Spearman's correlation of direction × confidence with the forward return across the date's tickers; 0 is no
-skill), with its t-statistic over dates. Levels held: the forward low stayed at or above the nearest support at or
-below the as-of close, the forward high at or below the nearest resistance at or above it (levels on the wrong side
-are ignored). "–" is undefined.</p>
+interval is the value ± t(G−1) × the bootstrap standard error × √(G/(G−1)), G the as-of dates holding a counted call.
+Hit rate: the share of up/down calls whose forward return had that sign (sideways calls not counted), beside how many
+calls were directional (coverage). All calls: every call scored, a hit 1, a miss 0, a sideways call ½ (a coin's
+expected score), so a source cannot raise it by saying "sideways" on hard dates. Mean IC: the mean over as-of dates of
+that date's rank IC (Spearman's correlation of direction × confidence with the forward return across the date's
+tickers; 0 is no skill), with its t-statistic over dates. Levels held: the forward low stayed at or above the nearest
+support at or below the as-of close, the forward high at or below the nearest resistance at or above it (levels on the
+wrong side are ignored). "–" is undefined.</p>
 <h2>Rank IC series, calibration score</h2>{_ic_table(page)}
 <p class="note">The IC series: per as-of date, the rank IC across that date's tickers; ICIR = its mean / its standard
 deviation; t = mean / standard error over the dates. Pooled IC: one rank IC over every pair, timing and selection

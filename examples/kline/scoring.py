@@ -275,14 +275,16 @@ SHARES = ("hit_rate", "all_calls", "brier", "support_held", "resistance_held", "
 
 def share_of(calls: Sequence[Call], horizon: int, metric: str, boot: stats.DateBootstrap) -> tuple[float, Interval]:
     """A share (`SHARES`) of ``calls`` and its date-cluster 95 % interval (``stats.cluster_interval`` of its values in
-    ``boot``'s resamples, within [0, 1]); NaN without a call counted."""
+    ``boot``'s resamples, within [0, 1]); NaN without a call counted. G is the dates that hold a counted call (a
+    calibration bucket seen on 4 of 12 dates has 3 degrees of freedom, not 11)."""
     scored = [c for c in calls if horizon in c.outcomes]
     top, bottom = _terms(metric, scored, horizon) if scored else (np.zeros(0), np.zeros(0))
     if bottom.sum() == 0:
         return math.nan, stats.NO_INTERVAL
     point = float(top.sum() / bottom.sum())
     values = stats.weighted_ratio(top, bottom, boot.weights([c.as_of for c in scored]))
-    return point, stats.cluster_interval(point, values, boot.clusters, (0.0, 1.0))
+    counted = len({c.as_of for c, n in zip(scored, bottom, strict=True) if n > 0})
+    return point, stats.cluster_interval(point, values, stats.independent_blocks(counted, boot.block), (0.0, 1.0))
 
 
 @dataclass(frozen=True)

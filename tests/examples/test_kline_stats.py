@@ -272,3 +272,17 @@ def test_overlapping_forward_windows_are_refused_with_the_dates_named(
         assert "--every 5 is shorter than the 20-session horizon: forward windows would overlap" in err
         assert entry.parse_args(["--data", "d", "--out", "o", "--every", "5", "--horizons", "5"]).every == 5
         assert entry.parse_args(["--data", "d", "--out", "o", "--dates", "2024-01-02,2024-01-03"]).dates
+
+
+def test_a_share_seen_on_few_dates_has_their_degrees_of_freedom() -> None:
+    """A calibration bucket whose calls fall on 4 of the run's 12 dates: its interval is t(3) x sqrt(4/3) x the
+    bootstrap sd (4 clusters), not t(11) x sqrt(12/11), which would be 30 % too narrow."""
+    calls = _market(6, dates=12)
+    confident = {"2024-02-01", "2024-05-01", "2024-08-01", "2024-11-01"}
+    calls = [dataclasses.replace(c, confidence=0.9 if c.as_of in confident else 0.5, trend="up") for c in calls]
+    boot = stats.DateBootstrap((c.as_of for c in calls), resamples=300)
+    top = scoring.calibration(calls, 5, boot=boot)[-1]
+    assert top.calls == 4 * 6
+    values = scoring.resampled("hit_rate", [c for c in calls if c.as_of in confident], 5, boot)
+    half = stats.t_quantile(0.975, 3) * math.sqrt(4 / 3) * float(np.std(values[np.isfinite(values)]))
+    assert top.interval == pytest.approx((max(0.0, top.hit_rate - half), min(1.0, top.hit_rate + half)))
