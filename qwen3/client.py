@@ -385,8 +385,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
     # ------------------------------------------------------------------------------------------- uploads
 
     async def _with_uploads(self, messages: Sequence[Message], model: str) -> Sequence[Message]:
-        """Local files of user turns and tool results uploaded to ``oss://`` per ``upload_local_files``, before
-        other agents' turns are rewritten (so nothing assistant-authored is uploaded; ``qwen3.uploads``)."""
+        """Local files of the user's turns uploaded to ``oss://`` per ``upload_local_files``, before other agents' turns
+        are rewritten (so nothing assistant-authored or returned by a tool is uploaded; ``qwen3.uploads``)."""
         if self.upload_local_files == "never":
             return messages
         return await with_uploaded_files(
@@ -478,7 +478,7 @@ class QwenChatClient(
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.core.convert.rewrite_other_agents``, docs/multi-agent.md).
-        upload_local_files: local media files (``file://`` URIs in user messages and tool results) are sent inline
+        upload_local_files: local media files (``file://`` URIs in user messages, never a tool's) are sent inline
             as base64 ``data:`` URIs, which DashScope takes up to 10 MB each. ``"never"`` (default): always inline,
             larger files are refused before sending. ``"large"``: files over 10 MB are uploaded to DashScope's
             temporary storage with this client's key and sent as ``oss://`` URLs (valid 48 h, bound to the model

@@ -16,8 +16,8 @@ The upload itself is the ``dashscope`` SDK's own (``dashscope.utils.oss_utils.Os
 - ``"large"``: local files over the inline limit are uploaded; smaller ones are still inlined.
 - ``"always"``: every local file is uploaded.
 
-Only files named by ``file://`` URIs (or plain paths) in **user messages and tool results** are uploaded, never a
-path in assistant-authored content; only image, video and audio files (the bytes decide, as for inlining). Each
+Only files named by ``file://`` URIs (or plain paths) in **the user's messages** are uploaded, never a path a tool
+result or assistant-authored content names; only image, video and audio files (the bytes decide, as for inlining). Each
 file goes once per request even when named twice; the caller's ``Message`` objects are never changed (changed
 messages are shallow copies). A client keeps the URLs it got (``UploadedFiles``) and reuses them while the file is
 unchanged and the URL well inside its 48 hours, so a tool loop resending the conversation does not upload again.
@@ -133,19 +133,13 @@ class UploadedFiles:
 
 
 def _media_items(messages: Sequence[Message]) -> Iterator[tuple[str, Content]]:
-    """``(where, content)`` for every media content of user messages and tool results (never assistant turns)."""
+    """``(where, content)`` for every media content of the user's messages: never a tool result (what a tool or an
+    MCP server returned is never read from disk: ``clients.core.convert.tool_files_as_text``) nor an assistant turn."""
     for position, message in enumerate(messages):
         if message.role == "user":
             for content in message.contents:
                 if content.type in ("data", "uri"):
                     yield f"messages[{position}] (user)", content
-        elif message.role == "tool":
-            for content in message.contents:
-                if content.type != "function_result":
-                    continue
-                for item in content.items or ():
-                    if item.type in ("data", "uri"):
-                        yield f"messages[{position}] (tool result {content.call_id})", item
 
 
 def _uris(content: Content) -> list[str]:

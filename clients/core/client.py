@@ -39,7 +39,13 @@ from agent_framework import (
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
 from typing_extensions import Self, TypeVar
 
-from clients.core.convert import AgentNameMixin, checked_model, checked_option_types, rewrite_other_agents
+from clients.core.convert import (
+    AgentNameMixin,
+    checked_model,
+    checked_option_types,
+    rewrite_other_agents,
+    tool_files_as_text,
+)
 from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, checked_api_key, seconds, warn_cleartext_key
 from clients.core.parse import parsed
 from clients.core.transport import (
@@ -239,8 +245,11 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     # ------------------------------------------------------------------------------------------ conversion
 
     def _history(self, messages: Sequence[Message]) -> list[Message]:
-        """Other agents' turns as ``[Name]: `` user turns (``clients.core.convert.rewrite_other_agents``)."""
-        return rewrite_other_agents(messages, self.own_agent_name, enabled=self.rewrite_other_agents)
+        """Local files named by tool results as text (``clients.core.convert.tool_files_as_text``: what a tool or an
+        MCP server returned never makes the client read a file), then other agents' turns as ``[Name]: `` user turns
+        (``clients.core.convert.rewrite_other_agents``)."""
+        own = tool_files_as_text(messages)
+        return rewrite_other_agents(own, self.own_agent_name, enabled=self.rewrite_other_agents)
 
     async def _build_request(
         self,

@@ -30,6 +30,14 @@ converts ordinary user messages:
 - ``keep`` chooses which result items move (default: every ``data`` / ``uri`` item); the converter of the
   inserted user message then raises its usual clear error for media its provider cannot take.
 
+What a tool returned never makes the client read a local file (`tool_files_as_text`, on every client's request path
+before any upload or conversion): a ``uri`` item naming a local path (``file://…``, a plain path, a video's frame) —
+say an MCP server's ``ResourceLink`` to ``file:///etc/passwd``, which MAF's MCP tool turns into
+``Content.from_uri(…)`` (``agent_framework/_mcp.py``) — is sent as the text
+``[Tool call <call_id> returned a local file, not read: <uri>]`` and logged as a WARNING. Only the user's own messages
+may name local files. A tool of one's own returns the bytes instead: ``image_content(path)`` reads the file when the
+tool runs.
+
 Other agents' turns
 -------------------
 
@@ -70,7 +78,9 @@ provider, per message:
 
 from __future__ import annotations
 
+import copy
 import json
+import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -81,12 +91,15 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from clients.core.media import local_file
+from clients.core.media import FRAMES_KEY, local_file
 from clients.core.parse import MAX_NESTING, NestedTooDeep, nesting, strict_json
+
+logger = logging.getLogger("agent_framework.qwen3")
 
 __all__ = [
     "MAF_OPTIONS",
     "NOT_SENT",
+    "TOOL_FILE_NOTE",
     "TOOL_MEDIA_LABEL",
     "AgentNameMixin",
     "ResponseModelT",
@@ -104,6 +117,7 @@ __all__ = [
     "result_text",
     "rewrite_other_agents",
     "sendable",
+    "tool_files_as_text",
     "tool_media",
     "wire_tool_calls",
 ]
@@ -480,6 +494,64 @@ TOOL_MEDIA_LABEL = "[Media returned by tool call {call_id}]"
 def tool_media(result: Content, keep: Callable[[Content], bool] | None = None) -> list[Content]:
     """The media items of one ``function_result`` content that ``hoist_tool_media`` moves (``keep`` as there)."""
     return [item for item in result.items or () if item.type in ("data", "uri") and (keep is None or keep(item))]
+
+
+TOOL_FILE_NOTE = "[Tool call {call_id} returned a local file, not read: {uri}]"
+"""What a local file named by a tool's result is sent as (`tool_files_as_text`)."""
+
+
+def _names_local_file(item: Content) -> bool:
+    """Whether a result item names a local file: its URI or one of its video frames (``clients.core.media``)."""
+    if item.type != "uri":
+        return False
+    frames = (item.additional_properties or {}).get(FRAMES_KEY) or ()
+    return any(local_file(str(uri)) is not None for uri in (item.uri, *frames) if uri)
+
+
+def tool_files_as_text(messages: Sequence[Message]) -> Sequence[Message]:
+    """``messages`` with every local file a tool result names (an item of a ``function_result``: what a tool or an
+    MCP server returned) replaced by the text `TOOL_FILE_NOTE`, and a WARNING logged: content that arrived from a tool
+    never causes a local read (the module docstring, "Tool media").
+
+    Returns:
+        ``messages`` itself when no result names a local file; else a new list in which the changed ``tool`` messages
+        and results are new objects (MAF's ``Content.from_function_result`` recomputes ``result``'s text).
+    """
+    out: list[Message] | None = None
+    for position, message in enumerate(messages):
+        if message.role != "tool" or not any(
+            content.type == "function_result" and any(_names_local_file(item) for item in content.items or ())
+            for content in message.contents
+        ):
+            continue
+        contents = [
+            _without_files(content) if content.type == "function_result" else content for content in message.contents
+        ]
+        out = list(messages) if out is None else out
+        out[position] = copy.copy(message)
+        out[position].contents = contents
+    return messages if out is None else out
+
+
+def _without_files(result: Content) -> Content:
+    items: list[Content] = []
+    for item in result.items or ():
+        if _names_local_file(item):
+            logger.warning("tool call %s returned a local file, not read: %r", result.call_id, item.uri)
+            item = Content.from_text(TOOL_FILE_NOTE.format(call_id=result.call_id or "", uri=item.uri))
+        items.append(item)
+    if all(new is old for new, old in zip(items, result.items or (), strict=True)):
+        return result
+    return Content.from_function_result(
+        result.call_id or "",
+        id=result.id,
+        result=items,
+        exception=result.exception,
+        status=result.status,
+        annotations=result.annotations,
+        additional_properties=result.additional_properties,
+        raw_representation=result.raw_representation,
+    )
 
 
 def hoist_tool_media(messages: Sequence[Message], *, keep: Callable[[Content], bool] | None = None) -> list[Message]:

@@ -197,9 +197,11 @@ def test_uploaded_files_forget_urls_after_their_reuse_time() -> None:
 # ------------------------------------------------------------------------------------- what is uploaded, what not
 
 
-async def test_tool_results_are_uploaded_and_the_tool_loop_does_not_upload_twice(
+async def test_a_tool_results_file_is_never_uploaded_and_the_tool_loop_does_not_upload_twice(
     emu: DashScopeEmulator, tmp_path: Path
 ) -> None:
+    """The user's file goes (once, reused by the tool loop); a file a tool's result names never does (what a tool or
+    an MCP server returned never causes a local read: ``clients.core.convert.tool_files_as_text``)."""
     photo, rendered = small_png(tmp_path / "photo.png"), small_png(tmp_path / "rendered.png")
 
     @tool
@@ -210,13 +212,12 @@ async def test_tool_results_are_uploaded_and_the_tool_loop_does_not_upload_twice
     emu.script(Reply.calling(ToolCall("render_chart", {"symbol": "GOOG"}, id="call_1")), "An uptrend.")
     agent = Agent(client=vl(emu, upload_local_files="always"), tools=[render_chart])
     await agent.run(Message("user", ["Compare my photo with the GOOG chart.", uri(photo)]))
-    assert [u.key.rsplit("/", 1)[1] for u in emu.uploads] == ["photo.png", "rendered.png"]
+    assert [u.key.rsplit("/", 1)[1] for u in emu.uploads] == ["photo.png"]
     first, second = emu.requests
     assert parts(emu, 0)[1] == parts(emu, 1)[1] == {"image": emu.uploads[0].url}  # reused, not uploaded again
-    assert second.messages[-1] == {
-        "role": "user",
-        "content": [{"text": "[Media returned by tool call call_1]"}, {"image": emu.uploads[1].url}],
-    }
+    note = f"[Tool call call_1 returned a local file, not read: {rendered.resolve().as_uri()}]"
+    assert second.messages[-1]["role"] == "tool"
+    assert note in str(second.messages[-1]["content"])
     assert first.headers["x-dashscope-ossresourceresolve"] == second.headers["x-dashscope-ossresourceresolve"]
 
 
