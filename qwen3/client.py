@@ -182,7 +182,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         """The model, key and base URL of `service` (``qwen3.service.resolve_service``, in ``__init__``)."""
-        return str(self.service.model), self.service.api_key, self.service.base_url
+        return str(self.service.model), self.service.api_key, self.service.request_url  # masked by the base class
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, endpoint={self.endpoint!r})"

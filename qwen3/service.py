@@ -58,6 +58,7 @@ from clients.core.transport import (
     retry_advice,
     scrubbed,
     shown_url,
+    url_secrets,
     within,
 )
 
@@ -336,6 +337,13 @@ class DashScopeService:
         path = parts.path[: -len(NATIVE_PATH)] + COMPATIBLE_PATH
         return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
+    def register_secrets(self) -> None:
+        """Register the key and the secret of the base URL's userinfo with ``clients.core.transport.hide``: what
+        follows in this context never shows them in an error or a log."""
+        hide(self.api_key.get_secret_value())
+        for secret in url_secrets(self.request_url):
+            hide(secret)
+
     @property
     def headers(self) -> dict[str, str]:
         """The headers every request carries besides the key: the workspace."""
@@ -559,7 +567,7 @@ class DashScopeTransport:
         """``attempt()``, again after transient failures per ``retry_policy`` (``advise`` decides which), the whole,
         waits included, within ``timeout`` seconds. Raises the last `Failure` (noted with the attempts made), or a
         ``ChatClientException`` saying why no answer came."""
-        hide(self.service.api_key.get_secret_value())  # a key a server echoes back never reaches an error or log
+        self.service.register_secrets()  # a key (or URL token) a server echoes never reaches an error or log
         deadline = time.monotonic() + self.timeout
         attempts = Attempts()
         try:

@@ -30,7 +30,6 @@ from clients.core.transport import (
     ServerSentEvent,
     SSEDecoder,
     aiter_events,
-    hide,
     read_limited,
     retry_advice,
     to_chat_client_exception,
@@ -315,7 +314,7 @@ class QwenBatchClient:
     async def file_lines(self, file_id: str, *, max_line_bytes: int = 2 * MAX_LINE_BYTES) -> AsyncIterator[str]:
         """The lines of a result file (``GET /files/{id}/content``), streamed: never more than one line in memory,
         none longer than ``max_line_bytes``; the whole download ends within ``timeout`` seconds per line read."""
-        hide(self.service.api_key.get_secret_value())
+        self.service.register_secrets()
         http = self._transport.client().transport.http_client
         timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         url = f"{self._url}/files/{id_segment(file_id)}/content"

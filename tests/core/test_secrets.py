@@ -383,3 +383,16 @@ def test_the_dashscope_clients_off_the_chat_path_warn_too_and_the_placeholder_ke
     lan = "http://192.168.1.5:8000/v1"
     assert _warnings_of(lambda: SelfHostedQwenChatClient(model="Qwen/Qwen3-8B", base_url=lan)) == []  # "EMPTY"
     assert len(_warnings_of(lambda: SelfHostedQwenChatClient(model="Qwen/Qwen3-8B", base_url=lan, api_key=GOOD))) == 1
+
+
+@pytest.mark.parametrize("name", list(KEY_CLIENTS))
+async def test_a_base_urls_token_a_server_echoes_is_masked_like_the_key(name: str) -> None:
+    emulator, make = KEY_CLIENTS[name]
+    with emulator() as emu:
+        url = f"http://proxy:{TOKEN}@{emu.base_url.removeprefix('http://')}"
+        emu.script(Reply.error_reply(400, "InvalidParameter", f"the proxy says: bad password {TOKEN}"))
+        client = make(_Base(url), GOOD)
+        with pytest.raises(ChatClientException) as info:
+            await _ask(client, stream=False)
+    assert "bad password ***" in str(info.value)
+    assert TOKEN not in str(info.value)
