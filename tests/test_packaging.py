@@ -85,3 +85,26 @@ def test_the_old_openai_names_still_work_and_say_the_new_ones() -> None:
     for old, new in clients.openai.DEPRECATED.items():
         with pytest.warns(DeprecationWarning, match=f"{old} is now {new}"):
             assert getattr(clients.openai, old) is getattr(clients.openai, new)
+
+
+def test_design_md_lists_exactly_the_class_names_shared_with_maf() -> None:
+    """docs/design.md "Class names shared with MAF, on purpose" names every public name a peer package shares with
+    MAF's package for the same provider (when MAF's is installed), and says why; each is our own code."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text(encoding="utf-8")
+    assert "### Class names shared with MAF, on purpose" in text, "docs/design.md lost the section"
+    section = text.split("### Class names shared with MAF, on purpose", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `clients.")]
+    listed = {name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[1])}
+    shared: set[str] = set()
+    for ours, theirs in (("openai", "openai"), ("anthropic", "anthropic"), ("gemini", "gemini")):
+        maf = pytest.importorskip(f"agent_framework_{theirs}")
+        own = importlib.import_module(f"clients.{ours}")
+        for name in set(own.__all__) & set(maf.__all__):
+            assert getattr(own, name) is not getattr(maf, name), name
+            shared.add(name)
+    assert shared, "no shared name: the section (and this test) can go"
+    assert listed == shared
