@@ -43,10 +43,10 @@ from clients.core.transport import (
     SSEDecoder,
     aiter_events,
     as_text,
-    read_limited,
     streamed_json,
     to_chat_client_exception,
 )
+from clients.core.wire import read_limited
 from qwen3.convert import conversation_has_media, request_body, request_messages
 from qwen3.errors import error_from_body, explained, parse_error
 from qwen3.models import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint

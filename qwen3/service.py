@@ -53,7 +53,6 @@ from clients.core.transport import (
     RetryPolicy,
     call_with_retries,
     hide,
-    read_limited,
     redact,
     retry_advice,
     scrubbed,
@@ -61,6 +60,7 @@ from clients.core.transport import (
     url_secrets,
     within,
 )
+from clients.core.wire import read_limited
 
 __all__ = [
     "DATA_INSPECTION_HEADER",

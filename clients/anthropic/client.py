@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict
@@ -27,7 +28,7 @@ from agent_framework import (
 )
 from agent_framework.exceptions import SettingNotFoundError
 from agent_framework.observability import ChatTelemetryLayer
-from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic
+from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, DefaultAsyncHttpxClient
 from anthropic.resources.messages.messages import AsyncMessages
 from typing_extensions import TypeVar
 
@@ -39,6 +40,7 @@ from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import json_object
 from clients.core.transport import EventStream, Failure, SSEDecoder, aiter_events, shown_url
+from clients.core.wire import bound_answer
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
 
@@ -180,15 +182,26 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
     # ------------------------------------------------------------------------------------------ transport
 
     def _client(self) -> AsyncAnthropic:
-        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them)."""
+        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them), its
+        answers asked for uncompressed and bounded as they arrive (`_on_response`)."""
+        timeout = httpx2.Timeout(self.timeout, connect=self.connect_timeout)
         return self._per_loop(
             lambda: AsyncAnthropic(
                 api_key=self._api_key.get_secret_value(),
                 base_url=self._url,
-                timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
+                timeout=timeout,
                 max_retries=0,
+                default_headers={"Accept-Encoding": "identity"},
+                http_client=DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"response": [self._on_response]}),
             )
         )
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        """Each HTTP answer, before the SDK reads it: one that is not an event stream (the JSON answer, an error
+        body, a proxy's page) read no further than ``max_event_bytes`` and no later than ``timeout`` from now, a
+        compressed one refused unread (``clients.core.wire.bound_answer``)."""
+        what = f"Anthropic's answer (HTTP {response.status_code}) from {self.base_url}"
+        await bound_answer(response, what, self.max_event_bytes, time.monotonic() + self.timeout)
 
     def _create(self, body: Mapping[str, Any], read_timeout: float) -> Any:
         """``messages.with_streaming_response.create``: the SDK builds the request and raises its status errors;
@@ -247,8 +260,9 @@ class AnthropicChatClient(
             events while the model works).
         stream_timeout: seconds a whole stream may take, its opening and retries included (default None: no
             limit; the idle timeout still stops a stalled one).
-        max_event_bytes: the largest line or event a stream may send, in bytes (default 16 MiB); past it the stream
-            stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
+        max_event_bytes: the largest line or event a stream may send, and the largest answer that is not a stream
+            (a non-streamed answer, an error body), in bytes (default 16 MiB); past it reading stops with
+            ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429, 5xx, 529 ``overloaded_error`` or connection failure, with exponential
             backoff, jitter and ``Retry-After``; streams only before their first event (default 2; 0 disables).
         retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).

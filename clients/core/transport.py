@@ -154,7 +154,6 @@ __all__ = [
     "hide",
     "is_transient",
     "is_transient_transport_error",
-    "read_limited",
     "redact",
     "retry_advice",
     "retry_after_seconds",
@@ -941,22 +940,3 @@ class EventStream:
             await self._payloads.aclose()
         finally:
             await self._close()
-
-
-# ---------------------------------------------------------------------------------------------------- bodies read whole
-
-
-async def read_limited(response: httpx.Response, limit: int, provider: str) -> bytes:
-    """The body of a streamed ``response``, read whole but never more than ``limit`` bytes (``provider``: whose answer,
-    for the message).
-
-    Raises:
-        ChatClientInvalidResponseException: the body is longer; reading stops there.
-    """
-    chunks, size = [], 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise ChatClientInvalidResponseException(f"{provider} sent an answer over {limit} bytes; stopped.")
-        chunks.append(chunk)
-    return b"".join(chunks)

@@ -12,13 +12,12 @@ docs/gemini.md. Vertex AI is out of scope: this client always talks to the Devel
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import contextvars
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict, cast
@@ -48,7 +47,8 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import WRONG_SHAPE, json_object
-from clients.core.transport import EventStream, Failure, as_text, event_too_long, shown_url
+from clients.core.transport import EventStream, Failure, as_text, shown_url
+from clients.core.wire import bound_answer, bounded_stream
 from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions
@@ -198,52 +198,6 @@ async def _payloads(iterator: Any, responses: list[httpx.Response]) -> AsyncGene
         yield _dump(chunk)
 
 
-class _BoundedEvents(httpx.AsyncByteStream):
-    """A streamed body held to the rules `clients.core.transport.aiter_events` applies to the streams we read ourselves,
-    enforced where the bytes pass, since google-genai reads this one (``aiter_lines``, joining ``data:`` lines until
-    a blank line, and error lines until their braces balance):
-
-    - an event (the bytes between two blank lines) may hold at most ``max_bytes``: a line or an event that never ends
-      is stopped here, before google-genai buffers it. Streams are asked for uncompressed
-      (``Accept-Encoding: identity``), so the bytes counted are the bytes decoded;
-    - an event must end within ``idle_timeout`` seconds of the previous one, checked as each chunk arrives: bytes
-      that trickle in without completing an event do not keep the stream open (a server that sends nothing at all
-      is httpx's read timeout's, set to the same value by ``_on_request``). No timer per event is needed.
-
-    Raises (to google-genai's reader, which lets both through):
-        ChatClientInvalidResponseException: an event over ``max_bytes``.
-        asyncio.TimeoutError: no complete event within ``idle_timeout``.
-    """
-
-    def __init__(self, stream: httpx.AsyncByteStream, max_bytes: int, idle_timeout: float) -> None:
-        self._stream = stream
-        self._max_bytes = max_bytes
-        self._idle_timeout = idle_timeout
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        size = 0  # bytes since the last blank line
-        tail = b""  # the end of the previous chunk, for a blank line cut between two chunks
-        last = time.monotonic()  # when the last event ended
-        async for chunk in self._stream:
-            now = time.monotonic()
-            if now - last > self._idle_timeout:
-                raise asyncio.TimeoutError(f"no complete event for {self._idle_timeout:g} s")
-            end = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\n\r\n"))
-            if end >= 0:
-                size, last = len(chunk) - end, now
-            elif tail and (b"\n\n" in tail + chunk[:2] or b"\n\r\n" in tail + chunk[:2]):
-                size, last = len(chunk), now  # a blank line cut between the two chunks
-            else:
-                size += len(chunk)
-            if size > self._max_bytes:
-                raise event_too_long(self._max_bytes)
-            tail = chunk[-2:]
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
 async def _close_stream(iterator: Any, responses: list[httpx.Response]) -> None:
     """Close the HTTP response first (the server sees the client go; google-genai's generators, finalised later,
     then find it closed), then the SDK's generator."""
@@ -331,23 +285,32 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
     async def _on_request(self, request: httpx.Request) -> None:
         """Our timeouts on every request google-genai sends: ``connect_timeout`` to connect, then ``timeout`` per
         read of a non-streamed answer or ``stream_idle_timeout`` between stream events (httpx's per-request
-        ``timeout`` extension; the SDK would otherwise send none)."""
+        ``timeout`` extension; the SDK would otherwise send none). Answers are asked for uncompressed:
+        ``max_event_bytes`` counts the bytes as they arrive."""
         streamed = ":streamGenerateContent" in request.url.path
         read = self.stream_idle_timeout if streamed else self.timeout
         request.extensions["timeout"] = httpx.Timeout(read, connect=self.connect_timeout).as_dict()
-        if streamed:
-            request.headers["Accept-Encoding"] = "identity"  # max_event_bytes counts the bytes as they arrive
+        request.headers["Accept-Encoding"] = "identity"
 
     async def _on_response(self, response: httpx.Response) -> None:
-        """A response while a request is made: kept (`_answers`), and a streamed one's events held to
-        ``max_event_bytes`` and ``stream_idle_timeout`` (`_BoundedEvents`)."""
+        """A response while a request is made: kept (`_answers`) and held to the bounds google-genai's reader then
+        meets (``clients.core.wire.bounded_stream``): a stream's events to ``max_event_bytes`` and
+        ``stream_idle_timeout``; any other answer (a JSON body, an error body) to ``max_event_bytes`` in all, read
+        within ``timeout`` (``clients.core.wire.bound_answer``, which also refuses a compressed answer unread)."""
         collector = _RESPONSES.get()
         if collector is not None:
             collector.append(response)
-            if ":streamGenerateContent" in response.request.url.path:
-                response.stream = _BoundedEvents(
-                    cast("httpx.AsyncByteStream", response.stream), self.max_event_bytes, self.stream_idle_timeout
-                )
+        if ":streamGenerateContent" in response.request.url.path and response.is_success:
+            response.stream = bounded_stream(
+                response.stream,
+                self.max_event_bytes,
+                "Gemini's stream",
+                events=True,
+                idle_timeout=self.stream_idle_timeout,
+            )
+            return
+        what = f"Gemini's answer (HTTP {response.status_code}) from {self.base_url}"
+        await bound_answer(response, what, self.max_event_bytes, time.monotonic() + self.timeout)
 
     def _client(self) -> genai.Client:
         """The SDK client of the running event loop, on an httpx client of ours (its retries off: our
@@ -431,8 +394,9 @@ class GeminiChatClient(
         stream_idle_timeout: seconds a stream may go without an event (default 120).
         stream_timeout: seconds a whole stream may take, its opening and retries included (default None: no
             limit; the idle timeout still stops a stalled one).
-        max_event_bytes: the largest line or event a stream may send, in bytes (default 16 MiB); past it the stream
-            stops with ``ChatClientInvalidResponseException`` instead of buffering an endless line.
+        max_event_bytes: the largest line or event a stream may send, and the largest answer that is not a stream
+            (a non-streamed answer, an error body), in bytes (default 16 MiB); past it reading stops with
+            ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429, 5xx or connection failure, with exponential backoff, jitter and the
             server's ``Retry-After`` / ``RetryInfo``; streams only before their first event (default 2; 0
             disables). google-genai's own retries are off.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypedDict
 
 from agent_framework import (
@@ -46,6 +46,7 @@ from clients.core.transport import (
     shown_url,
     within,
 )
+from clients.core.wire import bound_answer, is_event_stream
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
@@ -75,45 +76,10 @@ class OpenAISettings(TypedDict, total=False):
     chat_completion_model: str | None
 
 
-class _BoundedBody(httpx2.AsyncByteStream):
-    """An answer that is not an event stream (a JSON body, an error body, a proxy's page), read no further than
-    ``max_bytes`` and no later than ``deadline`` (``time.monotonic()``, checked as each chunk arrives; each read
-    has the request's read timeout): the SDK reads error bodies whole before it raises, so the bound sits here.
-    Answers are asked for uncompressed (``Accept-Encoding: identity``): the bytes counted are the bytes decoded.
-
-    Raises:
-        ChatClientInvalidResponseException: the body went past either bound (the response is closed first).
-    """
-
-    def __init__(self, stream: httpx2.AsyncByteStream, what: str, max_bytes: int, deadline: float) -> None:
-        self._stream, self._what, self._max_bytes, self._deadline = stream, what, max_bytes, deadline
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        size = 0
-        async for chunk in self._stream:
-            size += len(chunk)
-            late = time.monotonic() > self._deadline
-            if size > self._max_bytes or late:
-                await self._stream.aclose()
-                bound = "was still coming at its deadline" if late else f"went past {self._max_bytes} bytes"
-                raise ChatClientInvalidResponseException(
-                    f"{self._what} {bound}: stopped reading it (a broken or hostile server or proxy; max_event_bytes "
-                    "bounds every answer that is not an event stream)"
-                )
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
 def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
     """(scheme, host, port) with the scheme's default port filled in: what a redirect may not change."""
     port = url.port if url.port is not None else {"http": 80, "https": 443}.get(url.scheme)
     return url.scheme, url.host, port
-
-
-def _is_event_stream(response: httpx2.Response) -> bool:
-    return response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
 
 
 async def _payloads(
@@ -260,10 +226,9 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
         - a redirect to another origin (scheme, host or port) is refused: the conversation is never sent there
           (the SDK's httpx client follows redirects; one within the origin still is);
-        - an answer compressed though the client asked for none is refused unread, a stream as any other body (a
-          compressed body could expand past any bound: 1 MB of gzip is 1 GiB of blank lines);
-        - an answer that is not an event stream (a JSON body, an error body, a proxy's page) is read no further than
-          ``max_event_bytes`` and no later than ``timeout`` from now (`_BoundedBody`).
+        - an answer compressed though the client asked for none is refused unread, and one that is not an event
+          stream (a JSON body, an error body, a proxy's page) is read no further than ``max_event_bytes`` and no
+          later than ``timeout`` from now (``clients.core.wire.bound_answer``).
 
         Raises:
             ChatClientInvalidRequestException: a redirect to another origin (the message names it).
@@ -281,17 +246,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
                     f"scheme, host or port. If that server is the one you mean, pass base_url={base!r}."
                 )
         what = f"{self._label()}'s answer (HTTP {response.status_code}) from {self.base_url}"
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            await response.aclose()
-            raise ChatClientInvalidResponseException(
-                f"{what} came {encoding}-compressed though the client asked for none (Accept-Encoding: identity): "
-                "not read (a compressed body could expand past any bound)"
-            )
-        if _is_event_stream(response) and response.is_success:
-            return  # a stream: each line and event is bounded by aiter_events
-        deadline = time.monotonic() + self.timeout
-        response.stream = _BoundedBody(response.stream, what, self.max_event_bytes, deadline)  # type: ignore[arg-type]
+        await bound_answer(response, what, self.max_event_bytes, time.monotonic() + self.timeout)
 
     def _create(self, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
         """``chat.completions.create`` through ``with_streaming_response``: the SDK builds the request (auth,
@@ -347,7 +302,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         if failure is not None:  # outside the handler, as in _send
             raise failure
         http = response.http_response
-        if not _is_event_stream(http):
+        if not is_event_stream(http):
             await self._not_a_stream(http, response.close)
         return await EventStream(self, self._events(http), response.close).start()
 

@@ -30,10 +30,10 @@ from clients.core.transport import (
     ServerSentEvent,
     SSEDecoder,
     aiter_events,
-    read_limited,
     retry_advice,
     to_chat_client_exception,
 )
+from clients.core.wire import read_limited
 from qwen3.batch.lines import (
     CHAT_URL,
     MAX_LINE_BYTES,

@@ -14,6 +14,7 @@ from agent_framework import Message
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
 
 from clients.core.transport import ServerSentEvent, SSEDecoder, aiter_events
+from clients.core.wire import bounded_stream
 from clients.testing import Reply
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator
@@ -62,6 +63,19 @@ async def test_an_event_of_many_lines_over_the_cap_is_refused() -> None:
 
 async def _ask_streamed(client: Any) -> None:
     await client.get_response([Message("user", ["hi"])], stream=True).get_final_response()
+
+
+@pytest.mark.parametrize("provider", list(CLIENTS))
+async def test_a_non_streamed_answer_over_max_event_bytes_is_read_no_further(provider: str) -> None:
+    # Anthropic's and Gemini's SDKs read a non-streamed body whole: the bound sits in front of their readers now
+    emulator, client_class, model = CLIENTS[provider]
+    with emulator(api_key="k") as emu:
+        emu.script(Reply(text="x" * 8192), Reply(text="short"))
+        client = client_class(model=model, api_key="k", base_url=emu.base_url, max_retries=0, max_event_bytes=4096)
+        with pytest.raises(ChatClientInvalidResponseException, match=r"answer \(HTTP 200\).* went past 4096 bytes"):
+            await client.get_response([Message("user", ["hi"])])
+        assert (await client.get_response([Message("user", ["hi"])])).text == "short"  # the next answer is read
+        await client.close()
 
 
 @pytest.mark.parametrize("provider", list(CLIENTS))
@@ -120,9 +134,8 @@ def test_stream_timeout_and_max_event_bytes_are_checked() -> None:
 
 
 async def test_gemini_events_are_capped_before_google_genai_buffers_them() -> None:
-    # google-genai joins data: lines until a blank line itself: the cap applies to the bytes between blank lines
-    from clients.gemini.client import _BoundedEvents
-
+    # google-genai joins data: lines until a blank line itself: the cap applies to the bytes between blank lines,
+    # in front of its reader (clients.core.wire.bounded_stream on httpx's response stream)
     class Body(httpx.AsyncByteStream):
         def __init__(self, *chunks: bytes) -> None:
             self.chunks = chunks
@@ -131,10 +144,14 @@ async def test_gemini_events_are_capped_before_google_genai_buffers_them() -> No
             for chunk in self.chunks:
                 yield chunk
 
+    def bounded(*chunks: bytes) -> Any:
+        return bounded_stream(Body(*chunks), 32, "Gemini's stream", events=True, idle_timeout=60)
+
     events = [b"data: 0123456789\n\n", b"data: 0123456789\n\r", b"\ndata: 01234567", b"89\n\n"] * 20
-    assert b"".join([chunk async for chunk in _BoundedEvents(Body(*events), 32, 60)]) == b"".join(events)
+    assert isinstance(bounded(), httpx.AsyncByteStream)  # httpx reads only its own stream type
+    assert b"".join([chunk async for chunk in bounded(*events)]) == b"".join(events)
     with pytest.raises(ChatClientInvalidResponseException, match="max_event_bytes=32"):
-        [chunk async for chunk in _BoundedEvents(Body(*[b"data: 0123456789\n"] * 3), 32, 60)]
+        [chunk async for chunk in bounded(*[b"data: 0123456789\n"] * 3)]
 
 
 async def test_max_event_bytes_is_the_longest_line_allowed_exactly() -> None:
