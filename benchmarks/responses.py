@@ -28,7 +28,6 @@ import os
 import warnings
 from typing import Any
 
-import httpx
 import openai
 from run import CONCURRENT_EVENTS, CONCURRENT_TEXT, CONNECT, KEY, STREAM_EVENTS, STREAM_TEXT, with_emulator
 from selfhosted import MANY, SHORT, Sides, compare, maf_sides
@@ -76,7 +75,7 @@ async def _run(base_url: str, rounds: int) -> None:
     settings: dict[str, Any] = {"model": MODEL, "api_key": KEY, "base_url": base_url, "max_retries": 0}
     ours = QwenResponsesClient(connect_timeout=CONNECT, **settings)
     bare = RawQwenResponsesClient(connect_timeout=CONNECT, **settings)
-    timeout = httpx.Timeout(300.0, connect=CONNECT)
+    timeout = openai.Timeout(300.0, connect=CONNECT)  # the SDK's own class (httpx2 under openai 3.x)
     raw = openai.AsyncOpenAI(api_key=KEY, base_url=compatible, max_retries=0, timeout=timeout)
     maf_sdk = openai.AsyncOpenAI(api_key=KEY, base_url=compatible, max_retries=0, timeout=timeout)
     clients: dict[str, Sides] = {OURS: maf_sides(ours), BARE: maf_sides(bare)}

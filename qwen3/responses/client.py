@@ -106,6 +106,7 @@ _OPENING = frozenset({"response.created", "response.in_progress", "response.queu
 """Events before any output: held back until the first other event, so that a failure right after them (a throttled
 stream's ``response.failed``) is met before the stream counts as started, and retried."""
 _FINAL = frozenset({"response.completed", "response.incomplete"})
+_WATCHED = _FINAL | {"error", "response.failed"}
 
 
 def _failure(status: int | None, body: Any, headers: Any) -> Failure:
@@ -152,13 +153,12 @@ async def _events(http: httpx2.Response, max_bytes: int, idle: float) -> AsyncGe
                 f"DashScope sent a malformed event: {redact(event.data)[:200]!r}"
             ) from exc
         kind = data.get("type")
-        response = data.get("response")
-        if kind == "error":
-            raise _failure(None, data, http.headers)
-        if kind == "response.failed" or (
-            kind in _FINAL and isinstance(response, Mapping) and response.get("status") == "failed"
-        ):
-            raise _failure(None, response if isinstance(response, Mapping) else data, http.headers)
+        if kind in _WATCHED:  # a text delta, the most common event, pays one set lookup here
+            if kind == "error":
+                raise _failure(None, data, http.headers)
+            response = data.get("response")
+            if kind == "response.failed" or (isinstance(response, Mapping) and response.get("status") == "failed"):
+                raise _failure(None, response if isinstance(response, Mapping) else data, http.headers)
         if held is not None:
             if kind in _OPENING:
                 held.append(data)
