@@ -20,6 +20,20 @@ WORKSPACE_CODES = frozenset({"WorkSpaceNotFound", "Workspace.AccessDenied"})
 ``workspace=``, reported as bad credentials."""
 FILTER_CODES = frozenset({"DataInspectionFailed", "data_inspection_failed", "InvalidParameter.DataInspection"})
 # HTTP status implied by a DashScope code, for errors that arrive without a usable one (Model Studio "Error codes").
+PERMANENT_CODES: frozenset[str] = frozenset(
+    {
+        "AllocationQuota.FreeTierOnly",  # free quota used up, no paid mode (Model Studio "Error codes")
+        "CommodityNotPurchased",  # 429 billing codes, "retry? no" (Model Studio "Error codes")
+        "PrepaidBillOverdue",
+        "PostpaidBillOverdue",
+        "RequestTimeOut",  # the 300 s non-stream limit: resending hits it again (Model Studio "Error codes")
+    }
+)
+"""DashScope codes that are never transient, whatever their HTTP status: `parse_error` marks them ``permanent``."""
+FREE_QUOTA_MESSAGE = "free allocated quota exceeded"
+"""A 429 whose message says this is the free quota used up: it stays until the account changes (Model Studio "Error
+codes", 429 row), so it is ``permanent`` too."""
+
 STATUS_BY_CODE_PREFIX = (
     ("InvalidApiKey", 401),
     ("AccessDenied", 403),
@@ -57,6 +71,7 @@ def parse_error(status: int | None, code: str | None, message: str, request_id: 
         request_id=request_id,
         auth_codes=AUTH_CODES,
         filter_codes=FILTER_CODES,
+        permanent=(isinstance(code, str) and code in PERMANENT_CODES) or FREE_QUOTA_MESSAGE in as_text(message).lower(),
     )
 
 

@@ -50,7 +50,6 @@ from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, checked_api_
 from clients.core.parse import parsed
 from clients.core.transport import (
     MAX_EVENT_BYTES,
-    PERMANENT_CODES,
     Attempts,
     EventStream,
     Failure,
@@ -167,7 +166,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
     _PROVIDER: ClassVar[str] = "provider"
     _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS
-    _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES
+    _PERMANENT_CODES: ClassVar[frozenset[str]] = frozenset()
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = ()
     _STREAM_UNIT: ClassVar[str] = "event"
     _STREAM_END: ClassVar[str] = "its finishing event"

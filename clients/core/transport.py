@@ -37,13 +37,9 @@ Rules and their sources (Alibaba's error codes: https://www.alibabacloud.com/hel
 
 * Retry HTTP 429 (throttling), every 5xx and connection failures; never 400, 401, 403 or 404 (Model Studio "Error
 codes").
-* A 429 that says the free quota is used up (``AllocationQuota.FreeTierOnly``, or the message "Free allocated
-  quota exceeded") is not transient: it stays until the account changes (Model Studio "Error codes"). Nor are the
-  billing
-  429s ``CommodityNotPurchased``, ``PrepaidBillOverdue``, ``PostpaidBillOverdue`` (Model Studio "Error codes", "retry?
-  no"),
-  nor ``RequestTimeOut``: the request hit the server's 300 s limit for non-streamed calls and would hit it again
-  (Model Studio "Error codes": "retry as a stream").
+* An error the provider's reader marks ``permanent`` (`ProviderError.permanent`), or whose code the client names
+  permanent, is not transient: DashScope's free quota used up, its billing 429s and ``RequestTimeOut`` (read by
+  ``qwen3.errors``, which holds those facts; Model Studio "Error codes"), OpenAI's ``insufficient_quota``.
 * Back off exponentially with jitter and honour ``Retry-After`` / ``retry-after-ms`` (Model Studio "Error codes"; the
 header
   forms as the dashscope SDK reads them, the dashscope SDK source, ``v2/transport/_retry.py``). ``x-should-retry:
@@ -134,7 +130,6 @@ from typing_extensions import Self
 __all__ = [
     "LARGE_STRING",
     "MAX_EVENT_BYTES",
-    "PERMANENT_CODES",
     "SLICE",
     "TEXT_KINDS",
     "Attempts",
@@ -183,6 +178,8 @@ class ProviderError:
         request_id: the provider's request id, or None.
         auth_codes: codes that mean bad credentials; ``filter_codes``: codes that mean content moderation.
         advice: what to do, in our words, put before the provider's text (empty: none).
+        permanent: the provider's reader knows the error is never transient, whatever its status (DashScope's billing
+            codes, ``qwen3.errors.PERMANENT_CODES``): never retried.
     """
 
     provider: str
@@ -193,6 +190,7 @@ class ProviderError:
     auth_codes: frozenset[str] = frozenset()
     filter_codes: frozenset[str] = frozenset()
     advice: str = ""
+    permanent: bool = False
 
     def __post_init__(self) -> None:
         """Fields read from an error body hold whatever the server sent (a number or a list for ``code``, an object
@@ -319,19 +317,6 @@ logger = logging.getLogger("clients.core.retry")
 
 T = TypeVar("T")
 
-PERMANENT_CODES: frozenset[str] = frozenset(
-    {
-        "AllocationQuota.FreeTierOnly",  # free quota used up, no paid mode (Model Studio "Error codes")
-        "CommodityNotPurchased",  # 429 billing codes, "retry? no" (Model Studio "Error codes")
-        "PrepaidBillOverdue",
-        "PostpaidBillOverdue",
-        "RequestTimeOut",  # the 300 s non-stream limit: resending hits it again (Model Studio "Error codes")
-    }
-)
-"""Provider codes that are never transient, whatever their HTTP status."""
-
-_FREE_QUOTA_MESSAGE = "free allocated quota exceeded"  # Model Studio "Error codes", 429 row
-
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -392,14 +377,15 @@ class RetryAdvice:
     retry_after: float | None = None
 
 
-def is_transient(error: ProviderError, *, permanent_codes: frozenset[str] = PERMANENT_CODES) -> bool:
+def is_transient(error: ProviderError, *, permanent_codes: frozenset[str] = frozenset()) -> bool:
     """True when sending the same request again later may succeed (Model Studio "Error codes").
 
-    429 and every 5xx are transient, except the ``permanent_codes`` and a 429 whose message says the free
-    quota is exhausted; no HTTP status and no code (the request never got an answer) is transient; anything
-    else (400, 401, 403, 404, other 4xx, an unknown code without a status) is not.
+    429 and every 5xx are transient, except the ``permanent_codes`` and an error its provider's reader marked
+    ``permanent`` (DashScope's: ``qwen3.errors.PERMANENT_CODES``, the free quota exhausted); no HTTP status and no
+    code (the request never got an answer) is transient; anything else (400, 401, 403, 404, other 4xx, an unknown
+    code without a status) is not.
     """
-    if (error.code or "") in permanent_codes or _FREE_QUOTA_MESSAGE in error.message.lower():
+    if error.permanent or (error.code or "") in permanent_codes:
         return False
     if error.status is None:
         return error.code is None
@@ -535,7 +521,7 @@ def transport_cause(exc: BaseException, wrappers: tuple[type[BaseException], ...
 def retry_advice(
     exc: Exception,
     *,
-    permanent_codes: frozenset[str] = PERMANENT_CODES,
+    permanent_codes: frozenset[str] = frozenset(),
     wrappers: tuple[type[BaseException], ...] = (),
 ) -> RetryAdvice:
     """Whether a failed attempt is worth another (``clients.core.transport``), and how long the server asked to wait.

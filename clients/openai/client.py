@@ -37,7 +37,6 @@ from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import json_object
 from clients.core.transport import (
-    PERMANENT_CODES,
     EventStream,
     Failure,
     SSEDecoder,
@@ -110,7 +109,7 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
     OTEL_PROVIDER_NAME: ClassVar[str] = "openai"
     _PROVIDER: ClassVar[str] = "OpenAI"
     _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (600.0, 5.0, 600.0)  # docs/openai.md "Errors and retries"
-    _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES | {"insufficient_quota"}
+    _PERMANENT_CODES: ClassVar[frozenset[str]] = frozenset({"insufficient_quota"})
     """429 ``insufficient_quota`` ("You exceeded your current quota, please check your plan and billing details")
     stays until billing changes: never retried."""
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (openai.APIConnectionError,)

@@ -36,7 +36,6 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderRequest
 from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
 from clients.core.transport import (
-    PERMANENT_CODES,
     Failure,
     SSEDecoder,
     aiter_events,
@@ -180,7 +179,7 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
     _PROVIDER: ClassVar[str] = "DashScope"
     _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS  # not the OpenAI peer's: DashScope's
-    _PERMANENT_CODES: ClassVar[frozenset[str]] = PERMANENT_CODES | AUTH_CODES | FILTER_CODES
+    _PERMANENT_CODES: ClassVar[frozenset[str]] = AUTH_CODES | FILTER_CODES  # and what qwen3.errors marks permanent
     _STREAM_UNIT: ClassVar[str] = "event"
     _STREAM_END: ClassVar[str] = "response.completed"
     _STREAM_IDLE: ClassVar[str] = "sent no stream event"

@@ -32,6 +32,7 @@ from clients.core.transport import (
     server_says_retry,
 )
 from qwen3 import QwenChatClient
+from qwen3.errors import parse_error
 from qwen3.testing import DashScopeEmulator, Reply
 
 KEY = "sk-test-reliability"
@@ -151,7 +152,15 @@ def test_retry_after_header_forms() -> None:
     ],
 )
 def test_what_is_transient(status: int | None, code: str | None, message: str, transient: bool) -> None:
-    assert is_transient(ProviderError("DashScope", status, code, message)) is transient
+    assert is_transient(parse_error(status, code, message, None)) is transient
+
+
+def test_dashscope_facts_are_dashscope_s_alone() -> None:
+    # the shared core knows no provider's codes: DashScope's reader (qwen3.errors) marks its permanent ones
+    for code, message in (("AllocationQuota.FreeTierOnly", "gone"), ("Throttling.AllocationQuota", FREE_QUOTA)):
+        assert is_transient(ProviderError("Other", 429, code, message))
+        assert not is_transient(parse_error(429, code, message, None))
+    assert not is_transient(parse_error(200, ["not", "a", "string"], "x", None))  # any JSON value as code: no crash
 
 
 def test_which_transport_errors_are_transient() -> None:
