@@ -358,6 +358,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         except Failure as failure:
             raise failure.noted(attempts.note()) from None
         except unanswered as exc:  # its text and chain masked: one may quote the key (an unsendable header)
+            if isinstance(exc, self._SDK_ERRORS) and isinstance(exc.__cause__, ChatClientException):
+                raise exc.__cause__ from None  # our own check in the SDK's response hook (an answer refused): as is
             message = self._transport_message(scrubbed(exc), stream=stream)
             raise ChatClientException(message + attempts.note()) from exc
         except ChatClientException:
