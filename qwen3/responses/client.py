@@ -3,10 +3,10 @@ client.
 
 Thin on purpose: the request goes through ``qwen3.responses.convert`` (MAF → the body) and the answer through
 ``qwen3.responses.parse``; settings, region and workspace are the one DashScope service's (``qwen3.service``); the
-transport is the openai SDK client of ``clients.openai.client`` (bounded bodies, redirects refused, one client per
-event loop, its own retries off) on the shared request path (``clients.core.client``), pointed at the
-compatible-mode base of the user's region with the ``X-DashScope-WorkSpace`` header. Decisions and sources:
-docs/responses.md.
+transport is the OpenAI wire (``clients.openai.wire.OpenAIWire``: bounded bodies, redirects refused, one SDK client
+per event loop, its own retries off), the OpenAI chat client's sibling on it, on the shared request path
+(``clients.core.client``), pointed at the compatible-mode base of the user's region with the
+``X-DashScope-WorkSpace`` header. Decisions and sources: docs/responses.md.
 """
 
 from __future__ import annotations
@@ -61,9 +61,8 @@ from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_s
 
 with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too
     import httpx2
-    import openai
 
-    from clients.openai.client import RawOpenAIChatCompletionClient
+    from clients.openai.wire import OpenAIWire
 
 __all__ = ["QwenResponsesClient", "QwenResponsesOptions", "QwenResponsesSettings", "RawQwenResponsesClient"]
 
@@ -172,7 +171,7 @@ async def _events(http: httpx2.Response, max_bytes: int, idle: float) -> AsyncGe
         yield opening
 
 
-class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], Generic[ResponsesOptionsT]):
+class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOptionsT]):
     """DashScope's Responses API without MAF's function, middleware and telemetry layers (use
     ``QwenResponsesClient``)."""
 
@@ -201,9 +200,6 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         """The model, key and the compatible-mode base URL of `service`."""
         return str(self.service.model), self.service.api_key, self.service.compatible_request_url
-
-    def _label(self) -> str:
-        return "DashScope"
 
     # ------------------------------------------------------------------------------------------ hosted tools
 
@@ -311,30 +307,9 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
 
     # ------------------------------------------------------------------------------------------- transport
 
-    def _client(self) -> openai.AsyncOpenAI:
-        """The running loop's openai SDK client at the compatible-mode base, with the workspace header."""
-        timeout = httpx2.Timeout(self.timeout, connect=self.connect_timeout)
-        return self._per_loop(
-            lambda: openai.AsyncOpenAI(
-                api_key=self._api_key.get_secret_value(),
-                base_url=self._url,
-                timeout=timeout,
-                max_retries=0,
-                default_headers={**self._sdk_headers(), **self.service.headers},
-                http_client=openai.DefaultAsyncHttpxClient(
-                    timeout=timeout, event_hooks={"response": [self._on_response]}
-                ),
-            )
-        )
-
-    def _create(self, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
-        """``responses.create`` through ``with_streaming_response`` (the body comes back unparsed); every key but
-        ``model`` / ``input`` / ``stream`` goes in ``extra_body`` (the body is complete already)."""
-        rest = {key: value for key, value in body.items() if key not in ("model", "input", "stream")}
-        timeout = httpx2.Timeout(read_timeout, connect=self.connect_timeout)
-        return self._client().responses.with_streaming_response.create(
-            model=body["model"], input=body["input"], stream=stream, extra_body=rest, timeout=timeout
-        )
+    def _sdk_headers(self) -> dict[str, Any]:
+        """The wire's headers with the workspace's (``X-DashScope-WorkSpace``)."""
+        return {**super()._sdk_headers(), **self.service.headers}
 
     def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
         """DashScope's error body or event → `Failure` (`_failure`, with DashScope's codes and hints)."""
@@ -376,10 +351,6 @@ class RawQwenResponsesClient(RawOpenAIChatCompletionClient[ResponsesOptionsT], G
             "session by itself, keep its history on your side too (a MAF history provider that loads its messages), "
             f"and the client sends the whole history again. {failure.error}"
         )
-
-    def _failed_answer(self, data: Mapping[str, Any]) -> bool:
-        """A 200 whose response says ``status: "failed"`` (DashScope's throttling among them) is an error answer."""
-        return data.get("status") == "failed" or super()._failed_answer(data)
 
     def _events(self, http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any], None]:
         """The Responses events of the stream (`_events`): an ``error`` / ``response.failed`` event raises."""

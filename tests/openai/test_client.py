@@ -772,3 +772,16 @@ async def test_the_emulator_refuses_what_openai_refuses_in_openai_words(emu: Ope
         await sdk.chat.completions.create(model="gpt-4o", messages=[user, unanswered, user])  # type: ignore[list-item]
     assert emu.pending == 0
     await sdk.close()
+
+
+def test_the_responses_client_is_the_chat_client_s_sibling_on_one_wire() -> None:
+    # issue 29 §2: one wire per API; the Responses client no longer subclasses the Chat Completions client
+    from clients.openai.client import RawOpenAIChatCompletionClient
+    from clients.openai.wire import OpenAIWire
+    from qwen3.responses.client import RawQwenResponsesClient
+
+    assert not issubclass(RawQwenResponsesClient, RawOpenAIChatCompletionClient)
+    transport = {"_client", "_create", "_send", "_open_events", "_on_response", "_not_a_stream", "_failed_answer"}
+    for client in (RawOpenAIChatCompletionClient, RawQwenResponsesClient):
+        assert issubclass(client, OpenAIWire)
+        assert not transport & set(vars(client)), f"{client.__name__} builds or sends on its own"
