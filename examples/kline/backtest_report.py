@@ -148,14 +148,9 @@ def plots(page: Page) -> tuple[str, str]:
     for source, calls in page.calls.items():
         buckets = [b for b in scoring.calibration(calls, horizon, boot=page.boot) if b.calls]
         if buckets:
-            x, y = [b.confidence for b in buckets], [b.hit_rate for b in buckets]
-            errors = [
-                [0.0 if _undefined(b.interval[0]) else max(0.0, b.hit_rate - b.interval[0]) for b in buckets],
-                [0.0 if _undefined(b.interval[1]) else max(0.0, b.interval[1] - b.hit_rate) for b in buckets],
-            ]
             brier = scoring.point("brier", calls, horizon)
             label = f"{_label(source, page.emulated)} (Brier {brier:.3f})"
-            ax.errorbar(x, y, yerr=errors, marker="o", capsize=3, color=COLORS.get(source), label=label)
+            calibration_points(ax, buckets, COLORS.get(source), label)
             for b in buckets:
                 ax.annotate(
                     f"n={b.calls}",
@@ -189,6 +184,17 @@ def plots(page: Page) -> tuple[str, str]:
         ax.legend(fontsize=8)
     equity.tight_layout()
     return _png(calibration), _png(equity)
+
+
+def calibration_points(ax: Any, buckets: Sequence[scoring.Bucket], color: str | None, label: str) -> None:
+    """One source's calibration on ``ax``: each bucket's hit rate at its mean confidence, joined by a line, and its
+    95 % interval as a capped vertical segment from the interval's low end to its high end, drawn where the numbers
+    are even when the interval does not contain the estimate (a Wilson end rounded past 0 or 1 by an ulp, a
+    resampled interval), which error bars measured from the point (matplotlib's ``yerr``) refuse as negative."""
+    ends = np.array([sorted(b.interval) for b in buckets], dtype="float64").reshape(-1, 2)
+    x = [b.confidence for b in buckets]
+    ax.errorbar(x, ends.mean(axis=1), yerr=np.diff(ends, axis=1)[:, 0] / 2, fmt="none", capsize=3, color=color)
+    ax.plot(x, [b.hit_rate for b in buckets], marker="o", color=color, label=label)
 
 
 def _table(headers: Sequence[str], rows: Iterable[str], table_id: str) -> str:
