@@ -1,9 +1,9 @@
 """Runs the Python blocks of README.md and docs/*.md as tests (pytest-markdown-docs; ``pytest`` collects them as
 ``[CodeFence#N]`` items). A block runs as written, in a fresh namespace, from a scratch directory holding
-``chart.png``. Where a block would call a real service, the provider's own environment variables point it at the
-bundled loopback emulator (a key and a base URL, as a user's environment would hold the real ones), so every block
-runs offline. A block that is deliberately a fragment is fenced ```` ```python notest ```` and is only compiled
-(tests/test_docs.py)."""
+``chart.png`` and ``kline.png``. Where a block would call a real service, the provider's own environment variables
+point it at the bundled loopback emulator (a key and a base URL, as a user's environment would hold the real ones), so
+every block runs offline. A block that is deliberately a fragment is fenced ```` ```python notest ```` and is only
+compiled (tests/test_docs.py)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,7 @@ def _docs_offline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
             monkeypatch.setenv(f"{prefix}_BASE_URL", server.base_url)
         monkeypatch.setenv("SSL_CERT_FILE", one_ca_bundle(tmp_path))  # plain http to 127.0.0.1: no CA needed
         monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-        (tmp_path / "chart.png").write_bytes(_PNG)
+        for name in ("chart.png", "kline.png"):  # kline.png: the README's, the quick start's chart
+            (tmp_path / name).write_bytes(_PNG)
         monkeypatch.chdir(tmp_path)
         yield

@@ -24,12 +24,14 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_framework import Agent, AgentResponse
 
-from qwen3 import QwenResponsesClient
 from qwen3.testing import DashScopeEmulator, FileHit, HostedReply, McpCall, SearchResult
+
+if TYPE_CHECKING:
+    from qwen3 import QwenResponsesClient
 
 MODEL = "qwen3.5-plus"
 KEY = "sk-emulator"
@@ -88,6 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--knowledge-base", help="a Model Studio knowledge base id (live)")
     parser.add_argument("--mcp", help="an SSE MCP server URL (live)")
     args = parser.parse_args(argv)
+    try:
+        from qwen3 import QwenResponsesClient
+    except ImportError as exc:  # the openai SDK (the [openai] extra) is missing: its pip line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     with ExitStack() as stack:
         if args.live:
             client = QwenResponsesClient(model=MODEL)

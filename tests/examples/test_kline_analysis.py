@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -488,3 +489,12 @@ def test_script_runs_offline_as_a_subprocess(tmp_path: Path) -> None:
     assert "EMULATED" in proc.stdout
     assert "[EMULATED ANALYSIS" in proc.stdout
     assert png_size(tmp_path / "kline.png") == (1200, 700)  # default --out is ./kline.png
+
+
+def test_the_readme_reads_the_chart_the_quick_start_writes(ka: ModuleType) -> None:
+    """The README's quick start runs examples/kline_analysis.py (its chart: ``--out``, by default ./kline.png); its
+    "Use" block then reads a chart from the same directory: the same file, or the block fails where a user runs it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    use = readme.split("## Use", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    assert "examples/kline_analysis.py" in readme.split("## Quick start", 1)[1].split("```", 2)[1]
+    assert re.findall(r'image_content\("([^"]+)"\)', use) == [ka.DEFAULT_OUT]

@@ -229,19 +229,23 @@ sys.argv = sys.argv[2:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
+CHART = ["--out", "{out}/chart.png", "--days", "30"]
+
 
 @pytest.mark.parametrize(
     ("example", "missing", "extra", "more"),
     [
-        ("devui_kline.py", "agent_framework_devui", "agent-framework-qwen3[examples,integrations]", []),
+        ("devui_kline.py", "agent_framework_devui", "agent-framework-qwen3[examples,integrations]", CHART),
         # the shipped analyst is Qwen's (runs after [examples] alone); an OpenAI analyst needs [openai]
-        ("workflow_swap.py", "openai,httpx2", "agent-framework-qwen3[openai]", ["--analyst", "openai"]),
+        ("workflow_swap.py", "openai,httpx2", "agent-framework-qwen3[openai]", [*CHART, "--analyst", "openai"]),
+        # Qwen's Responses API speaks through the openai SDK: [openai], not in [examples] (the K-line examples')
+        ("qwen_responses.py", "openai,httpx2", "agent-framework-qwen3[openai]", []),
     ],
 )
 def test_an_example_whose_extra_is_missing_says_which_in_one_line(
     tmp_path: Path, example: str, missing: str, extra: str, more: list[str]
 ) -> None:
-    argv = [str(ROOT / "examples" / example), "--out", str(tmp_path / "chart.png"), "--days", "30", *more]
+    argv = [str(ROOT / "examples" / example), *(arg.format(out=tmp_path) for arg in more)]
     done = subprocess.run(
         [sys.executable, "-c", BLOCKER, missing, *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
