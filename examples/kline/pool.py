@@ -10,6 +10,12 @@ So every worker, as it starts (`RenderPool`'s initializer):
 * on Linux also asks the kernel to kill it when the process that forked it dies (``prctl(PR_SET_PDEATHSIG)``);
 * ignores SIGINT: Ctrl-C in a terminal reaches the whole process group, and the run, not each worker, handles it
   (it stops the pool and exits 130), so no worker prints a ``KeyboardInterrupt`` traceback.
+
+Workers are never recycled (no ``max_tasks_per_child``): with it, ``ProcessPoolExecutor`` stops replacing the
+workers that retire and the run idles for ever once ``max_tasks_per_child × workers`` tasks have been taken (CPython
+issue 115634, https://github.com/python/cpython/issues/115634, in every release from 3.11 to 3.15.0b3). A worker's
+memory is bounded by what it draws instead: one figure per chart size, reused, and bounded caches (`kline.chart`);
+``benchmarks/backtest.py`` measures a worker's peak memory past that limit.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -40,13 +45,11 @@ class RenderPool(ProcessPoolExecutor):
         if "forkserver" in methods:
             context.set_forkserver_preload(list(preload))
         self._lifeline, self._held = context.Pipe(duplex=False)  # read end: every worker's; write end: only ours
-        extra: dict[str, Any] = {"max_tasks_per_child": 500} if sys.version_info >= (3, 11) else {}
         super().__init__(
             max_workers=workers or os.cpu_count() or 2,
             mp_context=context,
             initializer=die_with_parent,
             initargs=(self._lifeline,),
-            **extra,
         )
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
