@@ -104,6 +104,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--stamp-duty", type=_fraction, default=0.0005, help="A-share stamp duty on sells, since 2023-08-28 (0.0005)"
     )
     ask = parser.add_argument_group("asking (as kline_watchlist.py)")
+    ask.add_argument(
+        "--anonymise",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show the model no symbol, no dates and rescaled prices, so it cannot recall what followed (default: on)",
+    )
     ask.add_argument("--batch", action="store_true", help="use DashScope's Batch API (half price, within hours)")
     ask.add_argument("--concurrency", type=positive(int), default=4, help="charts analysed at once (default 4)")
     ask.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True, help="reuse stored verdicts")

@@ -253,10 +253,21 @@ WEEKLY_NOTE = (
 )
 
 
-def question(symbol: str, sessions: int, start: str, end: str, *, weekly: bool = False) -> str:
-    """The ask of one chart (and with ``weekly`` of its weekly chart, the second image)."""
+ANONYMOUS = (
+    "an unnamed instrument (prices rescaled so that the last close is 100, sessions numbered back from the last one, "
+    "session 0)"
+)
+ANONYMOUS_DATES = " Date every pattern, event and signal by its session as the chart numbers it (session -3)."
+
+
+def question(
+    symbol: str, sessions: int, start: str, end: str, *, weekly: bool = False, anonymised: bool = False
+) -> str:
+    """The ask of one chart (and with ``weekly`` of its weekly chart, the second image). ``anonymised``: the chart
+    is `kline.anonymise`'s, and the ask names neither ``symbol`` nor a date (``start``/``end`` are session labels)."""
     return (
-        f"Daily K-line chart of {symbol}: {sessions} sessions, {start} to {end}, candles with volume and "
+        f"Daily K-line chart of {ANONYMOUS if anonymised else symbol}: {sessions} sessions, {start} to {end}, "
+        "candles with volume and "
         "MA5/MA10/MA20. Call the indicator tool first, then give your verdict as JSON: trend (up, down or "
         "sideways), up to 3 support and 3 resistance prices, up to 5 signals (MA crossovers, RSI/MACD momentum, "
         "volume, patterns), risk (low, medium, high), confidence from 0 to 1, a rationale of at most two sentences, "
@@ -264,6 +275,7 @@ def question(symbol: str, sessions: int, start: str, end: str, *, weekly: bool =
         "dated by the session each completes on; none if none), and the Wyckoff reading: the phase (accumulation, "
         "markup, distribution, markdown or none) and the events seen (selling climax, automatic rally, secondary "
         "test, spring, sign of strength, upthrust…) with their dates."
+        + (ANONYMOUS_DATES if anonymised else "")
         + (" 分析这张K线图的威科夫形态。" if A_SHARE_CODE.search(symbol) else "")
         + (WEEKLY_NOTE if weekly else "")
     )
@@ -272,7 +284,9 @@ def question(symbol: str, sessions: int, start: str, end: str, *, weekly: bool =
 def ask(ticker: Ticker) -> Message:
     """A ticker's question as the user's turn: the text, the daily chart, and the weekly chart when it is sent."""
     charts = [ticker.chart] + ([ticker.weekly_chart] if ticker.weekly_chart is not None else [])
-    text = question(ticker.label, ticker.sessions, ticker.start, ticker.end, weekly=len(charts) > 1)
+    text = question(
+        ticker.label, ticker.sessions, ticker.start, ticker.end, weekly=len(charts) > 1, anonymised=ticker.anonymised
+    )
     return Message("user", [Content.from_text(text), *(image_content(chart) for chart in charts if chart is not None)])
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kline import portfolio, scoring
+from kline import anonymise, portfolio, scoring
 from kline.backtest_report import MODEL, Page, Reading, summaries, write_page
 from kline.baselines import BASELINES
 from kline.chart import file_style
@@ -38,7 +38,7 @@ from kline.provenance import counts as provenance_counts
 from kline.provenance import of as provenance_of
 from kline.report import stored_totals
 from kline.stats import DateBootstrap
-from kline.store import Store, Ticker, analysis_key, chart_settings
+from kline.store import PROMPT_VERSION, Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import FLAG_KINDS, KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
 from kline.watchlist import EMULATED_BANNER, Run, Totals, print_problems, service
 from qwen3.testing import DashScopeEmulator
@@ -81,13 +81,31 @@ async def plan_all(pool: Any, files: Sequence[Path], walk: Walk) -> list[Plan]:
     return list(await asyncio.gather(*(loop.run_in_executor(pool, plan_ticker, str(f), walk) for f in files)))
 
 
-def pairs_of(plans: Sequence[Plan], model: str, source: str, chart: str) -> Iterator[Pair]:
+PROMPTS = {True: "anonymised", False: "named"}
+"""The backtest's prompt modes (``--anonymise``, the default, and ``--no-anonymise``): part of each result's key."""
+
+
+PROMPT_NOTES = {
+    "anonymised": "anonymised: no symbol, no dates (sessions -N … 0), prices rescaled to a last close of 100",
+    "named": "named: the symbol and the dates in the chart and the question",
+}
+
+
+def prompt_of(args: argparse.Namespace) -> str:
+    """``"anonymised"`` (`kline.anonymise`: no symbol, no date, prices rescaled) or ``"named"``."""
+    return PROMPTS[bool(getattr(args, "anonymise", False))]
+
+
+def pairs_of(
+    plans: Sequence[Plan], model: str, source: str, chart: str, prompt: str = PROMPTS[False]
+) -> Iterator[Pair]:
     """The usable (ticker, as-of date) pairs, each keyed by the data up to its date, the chart settings, the model,
-    the prompt and the verdict's source (emulated or the service's)."""
+    the prompt (its version and mode: ``v2-anonymised``) and the verdict's source (emulated or the service's)."""
+    version = PROMPT_VERSION if prompt == PROMPTS[False] else f"{PROMPT_VERSION}-{prompt}"
     for plan in plans:
         for as_of in plan.dates:
             if not as_of.problem:
-                key = analysis_key(plan.digests[as_of.position], model, source, chart)
+                key = analysis_key(plan.digests[as_of.position], model, source, chart, version)
                 yield Pair(Path(plan.file), key, until=as_of.position, as_of=as_of.date, step=as_of.step)
 
 
@@ -134,7 +152,7 @@ async def run(
         with service(emulator) as (api_key, base_url, emu):
             emulated = emu is not None
             source = "emulated" if emulated else "dashscope"
-            pairs = list(pairs_of(plans, args.model, source, chart_settings(args)))
+            pairs = list(pairs_of(plans, args.model, source, chart_settings(args), prompt_of(args)))
             finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
             todo = [p for p in pairs if p.key not in finished]
             print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")
@@ -195,6 +213,8 @@ def write_results(
             continue
         verdict = json.loads(row["verdict"])
         as_of, close = AsOf(pair.step, at, pair.as_of), plan.closes[at]
+        if prompt_of(args) == PROMPTS[True]:  # levels back to prices, session labels back to dates
+            verdict = anonymise.restore(verdict, close, plan.recent[at])
         call = _call(MODEL, plan, as_of, verdict.get("trend", ""), float(verdict.get("confidence") or 0.0))
         support = scoring.nearest(verdict.get("support") or (), close, "support")
         resistance = scoring.nearest(verdict.get("resistance") or (), close, "resistance")
@@ -227,6 +247,7 @@ def write_results(
         "data": provenance_counts(list(origins.values())),
         "model": args.model + (" (EMULATED)" if run.emulated else ""),
         "mode": run.mode,
+        "prompt": PROMPT_NOTES[prompt_of(args)],
         **stored_totals(store, rows.values(), run.totals),
     }
     skipped = [(plan.symbol or Path(plan.file).stem, d) for plan in plans for d in plan.dates if d.problem]
@@ -250,6 +271,7 @@ def write_results(
         differences.append(scoring.Difference("total_return", h, *portfolio.versus_best(books[h], MODEL)))
     page = Page(
         title=f"K-line backtest: {args.data.name or args.data}",
+        prompt=prompt_of(args),
         emulated=run.emulated,
         horizons=tuple(args.horizons),
         calls=calls,
@@ -324,6 +346,7 @@ def write_scores(path: Path, page: Page) -> Path:
         | _portfolio_keys(page, s.source, s.horizon)
         | {
             "emulated": page.emulated and s.source == MODEL,
+            "prompt": page.prompt,
             "vs_best_baseline": differences.get(s.horizon) if s.source == MODEL else None,
         }
         for s in summaries(page)

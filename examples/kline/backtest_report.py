@@ -81,6 +81,7 @@ class Page:
     readings: Iterable[Reading] = ()
     generated: tuple[int, int] = (0, 0)  # tickers whose prices are generated, of all tickers: the page says so
     returns: Mapping[int, portfolio.Evaluation] = field(default_factory=dict)  # per horizon: the portfolios
+    prompt: str = ""  # "anonymised" or "named": what the model was shown (kline.anonymise)
     costs: portfolio.Costs = field(default_factory=portfolio.Costs)
     boot: stats.DateBootstrap | None = None  # the run's resamples of its as-of dates at the longest horizon
 

@@ -36,6 +36,7 @@ from matplotlib.path import Path as MplPath
 from matplotlib.transforms import IdentityTransform
 from PIL import Image, ImageDraw, ImageFont  # matplotlib's own dependency
 
+from kline import anonymise
 from kline.data import header_layout, load_csv, weekly
 from kline.indicators import MA_WINDOWS, compute_indicators, moving_average
 from kline.layouts import DataError
@@ -211,6 +212,7 @@ class _Canvas:
         style: str,
         levels: Sequence[tuple[float, str]],
         markers: Sequence[Marker],
+        relative: bool = False,
     ) -> np.ndarray:
         n = len(window)
         x = np.arange(n, dtype="float64")
@@ -267,7 +269,8 @@ class _Canvas:
                 labels.append((right + 2 * tick, y, text, "lm"))
         for i, px in zip(xs, self.volume.transData.transform([(i, 0) for i in xs])[:, 0], strict=True):
             marks.append([(px, floor), (px, floor - tick)])
-            labels.append((px, floor - 2 * tick, f"{window.index[i]:%Y-%m-%d}", "mt"))
+            text = str(i - (n - 1)) if relative else f"{window.index[i]:%Y-%m-%d}"  # sessions back from the last
+            labels.append((px, floor - 2 * tick, text, "mt"))
         self.ticks.set_segments(marks)
 
         self.canvas.restore_region(self.background)
@@ -413,18 +416,20 @@ def draw_chart(
     dpi: int = DPI,
     levels: Sequence[tuple[float, str]] = (),
     markers: Sequence[Marker] = (),
+    relative: bool = False,
 ) -> np.ndarray:
     """The last ``days`` sessions as candles + volume + MA5/10/20, with the annotations of `render_chart`, as an RGBA
     array (height, width, 4): a view of this process's figure of that size, valid until its next chart (copy it to
-    keep it)."""
+    keep it). ``relative``: the x axis counts sessions back from the last one (-119 … 0) instead of naming dates."""
     if data.empty:
         raise DataError("no data to plot")
     window = data.iloc[-days:] if days > 0 else data
     title = title or default_title(symbol or "OHLCV", window)
     canvas = _canvas(figsize, dpi)
     return canvas.draw(
-        data, window, title=title, style=chart_style(data, style, symbol), levels=levels, markers=markers
-    )
+        data, window, title=title, style=chart_style(data, style, symbol), levels=levels, markers=markers,
+        relative=relative,
+    )  # fmt: skip
 
 
 def render_chart(
@@ -439,6 +444,7 @@ def render_chart(
     dpi: int = DPI,
     levels: Sequence[tuple[float, str]] = (),
     markers: Sequence[Marker] = (),
+    relative: bool = False,
 ) -> Path:
     """Render the last ``days`` sessions as candles + volume + MA5/10/20 to a PNG and return its path.
 
@@ -449,7 +455,7 @@ def render_chart(
     """
     pixels = draw_chart(
         data, days=days, title=title, symbol=symbol, style=style, figsize=figsize, dpi=dpi, levels=levels,
-        markers=markers,
+        markers=markers, relative=relative,
     )  # fmt: skip
     return write_png(pixels, out)
 
@@ -487,6 +493,7 @@ def render_ticker(
     until: int | None = None,
     timeframes: tuple[str, ...] = ("daily",),
     colors: str = "auto",
+    anonymise: bool = False,
 ) -> dict[str, Any]:
     """Load one CSV (any layout ``kline_analysis`` accepts), check it has ``min_sessions`` sessions, compute the
     indicators and draw the chart the model reads. Returns ``{"symbol", "indicators", "sessions", "start", "end",
@@ -496,7 +503,9 @@ def render_ticker(
     (candles resampled from the daily ones, the last ``days`` weeks) beside ``chart`` (``<chart>.weekly.png``, in the
     result as ``"weekly_chart"``) and its indicators (``indicators["weekly"]``). ``colors``: the candles' colours
     (`chart_style`; ``"style"`` in the result). A series whose provenance is generated (`kline.provenance`) says
-    GENERATED PRICES in its title; ``"provenance"`` in the result says where the prices came from."""
+    GENERATED PRICES in its title; ``"provenance"`` in the result says where the prices came from. ``anonymise``: the
+    chart, the indicators and ``"start"``/``"end"`` name no symbol and no date, and the prices are rescaled
+    (`kline.anonymise`); ``"anonymised"`` in the result says so (daily charts only)."""
     started = time.perf_counter()
     try:
         data, symbol = load_csv(csv)
@@ -507,6 +516,12 @@ def render_ticker(
             return {"error": f"too few sessions: {len(data)} (at least {min_sessions} are needed)"}
         window = data.iloc[-days:]
         style = chart_style(data, colors, symbol)
+        if anonymise:
+            return _anonymised(data, chart, days, style, figsize, dpi, mark, timeframes, started) | {
+                "symbol": symbol,
+                "provenance": origin.as_dict(),
+                "notes": data.attrs.get("notes", []),
+            }
         title = default_title(symbol, window) + mark
         render_chart(data, chart, days=days, title=title, symbol=symbol, style=style, figsize=figsize, dpi=dpi)
         result = {
@@ -536,6 +551,37 @@ def render_ticker(
         return {"error": str(exc)}
     except (OSError, ValueError) as exc:  # a file that vanished, a value pandas or matplotlib cannot take
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _anonymised(
+    data: pd.DataFrame,
+    chart: str,
+    days: int,
+    style: str,
+    figsize: tuple[float, float],
+    dpi: int,
+    mark: str,
+    timeframes: tuple[str, ...],
+    started: float,
+) -> dict[str, Any]:
+    """`render_ticker`'s chart and indicators in anonymised mode: no symbol, no date, prices rescaled."""
+    if "weekly" in timeframes:
+        raise DataError("an anonymised chart is daily only: a weekly chart's dates would show its calendar")
+    shown = anonymise.rescaled(data, days)
+    sessions = len(shown.iloc[-days:])
+    first, last = anonymise.label(sessions - 1), anonymise.label(0)
+    title = f"daily K-line  {first} to {last}  ({sessions} sessions, last close = 100){mark}"
+    render_chart(shown, chart, days=days, title=title, style=style, figsize=figsize, dpi=dpi, relative=True)
+    return {
+        "style": style,
+        "indicators": anonymise.indicators(compute_indicators(shown)),
+        "sessions": sessions,
+        "start": first,
+        "end": last,
+        "chart": chart,
+        "anonymised": True,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def annotate_ticker(

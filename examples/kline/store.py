@@ -32,6 +32,7 @@ class Ticker:
     end: str = ""
     until: int | None = None  # the row of the last session the chart and indicators see (a backtest's as-of date)
     weekly_chart: Path | None = None  # with --timeframes daily,weekly: the weekly chart, sent beside the daily one
+    anonymised: bool = False  # the chart and the question name no symbol and no date (kline.anonymise)
 
     @property
     def label(self) -> str:
@@ -185,16 +186,19 @@ def result_key(file: Path, model: str, source: str, chart: str) -> str:
     return analysis_key(digest.hexdigest()[:24], model, source, chart)
 
 
-def analysis_key(digest: str, model: str, source: str, chart: str) -> str:
+def analysis_key(digest: str, model: str, source: str, chart: str, prompt: str = PROMPT_VERSION) -> str:
     """A stored result's key, ``"<data and chart digest>:<model>:<prompt version>:<source>"``: the ``digest`` of the
     data analysed (a CSV's content, or a backtest's rows up to its as-of date) hashed with the ``chart`` settings
     (`chart_settings`; the first part also names the chart's PNG, so charts drawn otherwise never overwrite it), the
-    model, the prompt version and the verdict's source (`SOURCES`). Everything that changes an answer is in it: a
-    rerun with other settings asks again instead of resuming verdicts made on other charts."""
+    model, the prompt version (``prompt``: `PROMPT_VERSION`, or a variant of it such as the backtest's anonymised
+    ``v2-anonymised``, hashed into the first part too, so that its charts have files of their own) and the verdict's
+    source (`SOURCES`). Everything that changes an answer is in it: a rerun with other settings asks again instead
+    of resuming verdicts made on other charts."""
     if source not in SOURCES:
         raise ValueError(f"unknown verdict source {source!r}: one of {', '.join(SOURCES)}")
-    drawn = hashlib.sha256(f"{digest}|{chart}".encode()).hexdigest()[:24]
-    return f"{drawn}:{model}:{PROMPT_VERSION}:{source}"
+    variant = "" if prompt == PROMPT_VERSION else f"|{prompt}"
+    drawn = hashlib.sha256(f"{digest}|{chart}{variant}".encode()).hexdigest()[:24]
+    return f"{drawn}:{model}:{prompt}:{source}"
 
 
 def other_source(key: str) -> str:

@@ -122,6 +122,7 @@ class Run:
             until=ticker.until,
             timeframes=getattr(self.args, "timeframes", ("daily",)),
             colors=getattr(self.args, "colors", "auto"),
+            anonymise=getattr(self.args, "anonymise", False),
         )
         result = await loop.run_in_executor(self.pool, job)
         self.totals.render_seconds += result.pop("seconds", 0.0)
@@ -137,6 +138,7 @@ class Run:
         ticker.weekly_chart = Path(result["weekly_chart"]) if "weekly_chart" in result else None
         ticker.indicators = result["indicators"]
         ticker.sessions, ticker.start, ticker.end = result["sessions"], result["start"], result["end"]
+        ticker.anonymised = result.get("anonymised", False)
         return True
 
     def annotate(self, ticker: Ticker, verdict: dict[str, Any]) -> None:
