@@ -40,16 +40,18 @@ def _leaks(text: str) -> list[str]:
 
 @pytest.fixture
 def drawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every string the chart draws: the tick labels and title (Pillow, in `chart._glyphs`) and matplotlib's texts
+    """Every string the chart draws: the tick labels and title (Pillow, in `chart._glyphs` / `_label_glyphs`) and
+    matplotlib's texts
     (the panel labels, the legend)."""
     texts: list[str] = []
-    original = chart._glyphs
+    for name in ("_glyphs", "_label_glyphs"):  # the title's and the tick labels' (kept per process)
+        original = getattr(chart, name)
 
-    def recording(text: str, *args: Any) -> Any:
-        texts.append(text)
-        return original(text, *args)
+        def recording(text: str, *args: Any, _draw: Any = original) -> Any:
+            texts.append(text)
+            return _draw(text, *args)
 
-    monkeypatch.setattr(chart, "_glyphs", recording)
+        monkeypatch.setattr(chart, name, recording)
     return texts
 
 
