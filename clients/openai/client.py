@@ -23,7 +23,6 @@ from agent_framework import (
     load_settings,
 )
 from agent_framework.exceptions import (
-    ChatClientInvalidResponseException,
     SettingNotFoundError,
 )
 from agent_framework.observability import ChatTelemetryLayer
@@ -35,7 +34,6 @@ from clients.core.transport import (
     Failure,
     SSEDecoder,
     aiter_events,
-    redact,
 )
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
@@ -74,12 +72,7 @@ async def _payloads(
     request_id = http.headers.get("x-request-id")
 
     def decoded(payload: str) -> Mapping[str, Any] | str:
-        try:
-            event = decode_event(payload)
-        except ValueError as exc:
-            raise ChatClientInvalidResponseException(
-                f"{provider} sent a malformed event: {redact(payload)[:200]!r}"
-            ) from exc
+        event = decode_event(payload, provider)
         if isinstance(event, Mapping) and event.get("error") is not None and not event.get("choices"):
             raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream
         return event

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from agent_framework import (
 from clients.core.parse import (
     LeadingThinkSplitter,
     StreamedToolCalls,
+    json_object,
     split_leading_think,
     text_delta,
     think_contents,
@@ -310,18 +310,13 @@ def parse_stream_event(
 # ------------------------------------------------------------------------------------------------- SSE
 
 
-def decode_event(payload: str) -> Mapping[str, Any] | str:
-    """One event payload → its JSON object, or the string ``"[DONE]"``.
+def decode_event(payload: str, provider: str = "OpenAI") -> Mapping[str, Any] | str:
+    """One event payload → its JSON object (``clients.core.parse.json_object``, the one decoder of every stream's
+    JSON), or the string ``"[DONE]"``.
 
     Raises:
-        ValueError: a payload that is neither.
+        ChatClientInvalidResponseException: a payload that is neither (``provider`` named in the message).
     """
     if payload.strip() == "[DONE]":
         return "[DONE]"
-    try:
-        data = json.loads(payload)
-    except RecursionError as exc:  # nested deeper than Python's parser goes: as malformed as any other
-        raise ValueError(f"event data nested too deeply: {payload[:200]!r}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"event data is not a JSON object: {payload[:200]!r}")
-    return data
+    return json_object(provider, payload, what="event")

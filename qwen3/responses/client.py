@@ -28,13 +28,13 @@ from agent_framework import (
 from agent_framework.exceptions import (
     ChatClientException,
     ChatClientInvalidRequestException,
-    ChatClientInvalidResponseException,
 )
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
+from clients.core.parse import json_object
 from clients.core.transport import (
     Failure,
     SSEDecoder,
@@ -55,7 +55,7 @@ from qwen3.responses.convert import (
     web_extractor_tool,
     web_search_tool,
 )
-from qwen3.responses.parse import Calls, StreamState, decode_event, parse_response, parse_stream_event
+from qwen3.responses.parse import Calls, StreamState, parse_response, parse_stream_event
 from qwen3.selfhosted.values import max_recovered_calls
 from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
 
@@ -144,12 +144,7 @@ async def _events(http: httpx2.Response, max_bytes: int, idle: float) -> AsyncGe
     other one."""
     held: list[Mapping[str, Any]] | None = []
     async for event in aiter_events(http.aiter_bytes(), SSEDecoder(), max_bytes, idle):
-        try:
-            data = decode_event(event.data)
-        except ValueError as exc:
-            raise ChatClientInvalidResponseException(
-                f"DashScope sent a malformed event: {redact(event.data)[:200]!r}"
-            ) from exc
+        data = json_object("DashScope", event.data, what="event")
         kind = data.get("type")
         if kind in _WATCHED:  # a text delta, the most common event, pays one set lookup here
             if kind == "error":

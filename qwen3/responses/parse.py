@@ -452,18 +452,3 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
         finish_reason=finish,  # type: ignore[arg-type]
         raw_representation=event,
     )
-
-
-def decode_event(payload: str) -> Mapping[str, Any]:
-    """One ``data:`` payload → its JSON object.
-
-    Raises:
-        ValueError: not a JSON object.
-    """
-    try:
-        data = json.loads(payload)
-    except RecursionError as exc:
-        raise ValueError("event nested too deeply") from exc
-    if not isinstance(data, dict):
-        raise ValueError("event data is not a JSON object")
-    return data

@@ -139,7 +139,7 @@ def test_deep_nesting_is_no_recursion_error() -> None:
 def test_json_nested_too_deep_to_parse_is_malformed() -> None:
     with pytest.raises(ChatClientInvalidResponseException, match="non-JSON body"):
         json_object("OpenAI", DEEP)
-    with pytest.raises(ValueError, match="nested too deeply"):
+    with pytest.raises(ChatClientInvalidResponseException, match="OpenAI sent a malformed event"):
         decode_event(DEEP)
 
 
