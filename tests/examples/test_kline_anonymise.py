@@ -41,8 +41,7 @@ def _leaks(text: str) -> list[str]:
 @pytest.fixture
 def drawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every string the chart draws: the tick labels and title (Pillow, in `chart._glyphs` / `_label_glyphs`) and
-    matplotlib's texts
-    (the panel labels, the legend)."""
+    matplotlib's texts (the panel labels, the legend)."""
     texts: list[str] = []
     for name in ("_glyphs", "_label_glyphs"):  # the title's and the tick labels' (kept per process)
         original = getattr(chart, name)
