@@ -40,7 +40,7 @@ from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import PROMPT_VERSION, Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import FLAG_KINDS, KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
-from kline.watchlist import EMULATED_BANNER, Run, Totals, print_problems, service
+from kline.watchlist import EMULATED_BANNER, Run, Totals, print_problems, service, why_stopped
 from qwen3.testing import DashScopeEmulator
 
 DEFAULT_LIMITS = (60, 100_000)
@@ -167,10 +167,14 @@ async def run(
             current.totals.tickers, current.totals.resumed = len(pairs), len(finished)
             console = Console(stderr=True)
             columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            stopped: BaseException | None = None
             with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
                 current.progress = progress
                 current.task = progress.add_task("charts", total=len(todo), status="")
-                await (run_batch if args.batch else run_realtime)(current, todo)
+                try:
+                    await (run_batch if args.batch else run_realtime)(current, todo)
+                except BaseException as exc:  # Ctrl-C, a RunAborted: the page is written for what is stored, marked
+                    current.totals.incomplete, stopped = why_stopped(exc), exc
         current.totals.seconds = time.perf_counter() - started
         store.add_run(wall_started, time.time())
         record = Record(current.totals, len(pairs), emulated=emulated)
@@ -181,6 +185,8 @@ async def run(
         if pool is None:
             workers.shutdown(wait=True, cancel_futures=True)
         store.close()
+    if stopped is not None:
+        raise stopped
     print_summary(record, current, skipped)
     return record
 
@@ -269,8 +275,12 @@ def write_results(
     for h in args.horizons:
         differences += scoring.versus_best(calls[MODEL], baselines, h, boot)
         differences.append(scoring.Difference("total_return", h, *portfolio.versus_best(books[h], MODEL)))
+    t = run.totals
+    if t.incomplete:  # the run stopped before it asked every pair: said before any number
+        unasked = len(pairs) - t.resumed - t.done - t.failed
+        totals = {"INCOMPLETE": f"{t.incomplete}; {unasked} pairs not asked (run again to resume)", **totals}
     page = Page(
-        title=f"K-line backtest: {args.data.name or args.data}",
+        title=f"K-line backtest: {args.data.name or args.data}" + (" (INCOMPLETE)" if t.incomplete else ""),
         prompt=prompt_of(args),
         emulated=run.emulated,
         horizons=tuple(args.horizons),

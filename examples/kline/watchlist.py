@@ -178,6 +178,13 @@ class RunAborted(RuntimeError):
     """A failure no ticker can get past (a wrong key, an exhausted quota): the run stops, results so far kept."""
 
 
+def why_stopped(exc: BaseException) -> str:
+    """What a report says of a run that ``exc`` stopped before it asked everything (`Totals.incomplete`)."""
+    if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+        return "interrupted"
+    return f"stopped: {exc}".splitlines()[0][:200]
+
+
 class NothingAnalysed(RuntimeError):
     """A run that ended with no verdict at all (every ticker skipped or failed): exit 2, so a nightly job sees it."""
 
@@ -300,8 +307,7 @@ async def run(
                     await (run_batch if args.batch else run_realtime)(current, todo)
                 await _annotate_missing(current, tickers)
             except BaseException as exc:  # Ctrl-C (a cancelled task), a RunAborted: the report says it is partial
-                stopped = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
-                current.totals.incomplete = "interrupted" if stopped else f"stopped: {exc}".splitlines()[0][:200]
+                current.totals.incomplete = why_stopped(exc)
                 raise
             finally:
                 if pool is None:

@@ -474,3 +474,21 @@ def test_a_watchlist_where_every_answer_failed_says_each_failure_on_stderr_and_e
     for name in ("T1.csv", "T2.csv"):
         assert any(line.startswith(f"failed: {name}: ") and "DataInspectionFailed" in line for line in err)
     assert err[-1] == "error: no ticker was analysed: 0 skipped, 2 failed of 2 (each reason above)"
+
+
+def test_a_stopped_backtest_writes_its_page_marked_incomplete(
+    bt: ModuleType, pool: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: no page at all (an earlier run's page in the same folder stayed, looking current)."""
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    write_csv(_good(), data / "GOOD.csv", "yahoo", "GOOD")
+    with socket.socket() as probe:  # a port nothing listens on: the run stops at the first pair
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-real")
+    monkeypatch.setenv("DASHSCOPE_BASE_URL", f"http://127.0.0.1:{port}/api/v1")
+    assert _main(bt, ["--data", str(data), "--out", str(out), *FAST, *WALK, "--cooldown", "0.05"], pool) == 2
+    page = (out / "backtest.html").read_text(encoding="utf-8")
+    assert "<title>K-line backtest: data (INCOMPLETE)</title>" in page
+    assert "<div>INCOMPLETE<b>stopped: Cannot reach DashScope" in page
