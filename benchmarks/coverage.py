@@ -63,6 +63,8 @@ def main() -> None:
     ]
     print(f"{args.tickers} tickers, cross-sectional correlation 0.45, seed 20240601 ({os.cpu_count()} cores)")
     for label, market, block, markets in settings:
+        if markets <= 0:
+            continue
         resamples = args.resamples if market.every >= market.horizon else min(args.resamples, 500)
         started = time.process_time()
         result = montecarlo.coverage(market, markets, resamples=resamples, block=block)

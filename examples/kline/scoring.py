@@ -386,7 +386,7 @@ def summarize(source: str, calls: Sequence[Call], horizon: int, boot: stats.Date
         ic_p=ic.p_value,
         ic_dates=len(ic.by_date),
         rank_ic=pooled,
-        rank_ic_ci=stats.cluster_interval(pooled, resampled("rank_ic", scored, horizon, boot), boot.clusters, (-1, 1))
+        rank_ic_ci=_correlation_interval(pooled, resampled("rank_ic", scored, horizon, boot), boot.clusters)
         if scored
         else stats.NO_INTERVAL,
         support_held=shares["support_held"][0],
@@ -397,6 +397,17 @@ def summarize(source: str, calls: Sequence[Call], horizon: int, boot: stats.Date
         resistance_calls=held["resistance"][1],
         bias=bias(scored),
     )
+
+
+def _correlation_interval(r: float, values: np.ndarray, clusters: int) -> Interval:
+    """A correlation's date-cluster interval on Fisher's z = atanh(r) scale, mapped back by tanh (R. A. Fisher,
+    *Biometrika* 10 (1915) 507-521: z is near normal with a steady variance where r is skewed near ±1)."""
+    if math.isnan(r) or abs(r) >= 1:
+        return stats.NO_INTERVAL
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.arctanh(np.clip(values, -1 + 1e-12, 1 - 1e-12))
+    low, high = stats.cluster_interval(math.atanh(r), z, clusters)
+    return (math.tanh(low), math.tanh(high)) if not math.isnan(low) else stats.NO_INTERVAL
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,11 @@ def test_the_ic_series_recomputed_with_pandas() -> None:
     summary = scoring.summarize("m", calls, 5)
     assert (summary.ic_mean, summary.ic_t, summary.ic_dates) == (series.mean, series.t, 8)
     assert summary.rank_ic == pytest.approx(frame["x"].rank().corr(frame["y"].rank()))  # pooled, kept apart
+    boot = stats.DateBootstrap(c.as_of for c in calls)
+    z = np.arctanh(scoring.resampled("rank_ic", calls, 5, boot))
+    half = stats.t_quantile(0.975, 7) * math.sqrt(8 / 7) * float(np.std(z[np.isfinite(z)]))
+    fisher = np.arctanh(summary.rank_ic)
+    assert summary.rank_ic_ci == pytest.approx((math.tanh(fisher - half), math.tanh(fisher + half)))
 
 
 def test_coverage_the_all_calls_score_and_brier_by_plain_counting() -> None:
