@@ -78,7 +78,7 @@ def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path, mo
         assert set(variables) >= PEER_VARIABLES
         assert {variables[name] for name in PEER_VARIABLES if name.endswith("_API_KEY")} == {"sk-local"}
 
-        (tmp_path / "chart.png").write_bytes(PNG)
+        (tmp_path / "kline.png").write_bytes(PNG)
         environment = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_PREFIXES)}
         env = {**environment, **variables, "PYTHONPATH": str(ROOT)}
         run = _python(_readme_example(), tmp_path, env)
