@@ -31,6 +31,8 @@ from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
 from matplotlib.patches import PathPatch
 from matplotlib.path import Path as MplPath
 from matplotlib.transforms import IdentityTransform
@@ -124,13 +126,35 @@ def file_style(csv: str | os.PathLike[str], choice: str, symbol: str) -> str:
 @dataclass(frozen=True)
 class Marker:
     """A point drawn on one session: a verdict's signal (▲ bullish, ▼ bearish, ● neutral) or a labelled event (e.g.
-    a Wyckoff "SC" or "spring"), its ``label`` written above it. ``marker`` is a matplotlib marker code."""
+    a Wyckoff "SC" or "spring"), its ``label`` written above it. ``marker`` is a matplotlib marker code. ``legend``:
+    its entry in the chart's key (with its price), none when empty."""
 
     date: Any
     price: float
     marker: str = "o"
     color: str = "#8a8a8a"
     label: str = ""
+    legend: str = ""
+
+
+Level = tuple[float, str] | tuple[float, str, str]
+"""A dashed horizontal line: ``(price, colour)``, or ``(price, colour, name)`` to list it in the chart's key as
+``name price`` (``support 182.40``)."""
+
+
+def price_text(price: float) -> str:
+    """A price as the chart's key writes it: two decimals, more significant digits under 1 (``0.01234``)."""
+    return f"{price:,.2f}" if abs(price) >= 1 else f"{price:.4g}"
+
+
+def key_entries(
+    levels: Sequence[Level], markers: Sequence[Marker], extra: Sequence[tuple[str, str, str]] = ()
+) -> list[tuple[str, str, str]]:
+    """The chart's key as ``(marker code or "--" for a dashed line, colour, text)``: each named level as ``name
+    price``, each marker with a ``legend``, then ``extra`` entries given as ``(text, code, colour)``."""
+    entries = [("--", level[1], f"{level[2]} {price_text(level[0])}") for level in levels if len(level) > 2]
+    entries += [(m.marker, m.color, m.legend) for m in markers if m.legend]
+    return entries + [(code, color, text) for text, code, color in extra]
 
 
 class _Canvas:
@@ -210,9 +234,10 @@ class _Canvas:
         *,
         title: str,
         style: str,
-        levels: Sequence[tuple[float, str]],
+        levels: Sequence[Level],
         markers: Sequence[Marker],
         relative: bool = False,
+        key: Sequence[tuple[str, str, str]] = (),
     ) -> np.ndarray:
         n = len(window)
         x = np.arange(n, dtype="float64")
@@ -235,11 +260,11 @@ class _Canvas:
             shown.append(bool(np.isfinite(ma).any()))
         if tuple(shown) != self.shown:
             self._prepare(tuple(shown))
-        self.levels.set_segments([[(-0.5, p), (n - 0.5, p)] for p, _ in levels])
-        self.levels.set_color([color for _, color in levels] or "none")
+        self.levels.set_segments([[(-0.5, level[0]), (n - 0.5, level[0])] for level in levels])
+        self.levels.set_color([level[1] for level in levels] or "none")
 
         points = _points(markers, window.index)
-        ys = [float(np.nanmin(lo)), float(np.nanmax(h)), *(p for p, _ in levels), *(p for _, p, _ in points)]
+        ys = [float(np.nanmin(lo)), float(np.nanmax(h)), *(lv[0] for lv in levels), *(p for _, p, _ in points)]
         low_y, high_y = min(ys), max(ys)
         pad = (high_y - low_y) * 0.05 or abs(high_y) * 0.01 or 1.0
         top_v = float(v.max()) * 1.05 or 1.0
@@ -283,6 +308,7 @@ class _Canvas:
         self._draw_markers(points)
         if self.legend is not None:
             self.canvas.restore_region(self.legend)
+        self._draw_key(levels, points, key)
         self.figure.draw_artist(self.ticks)
         pixels = np.asarray(self.canvas.buffer_rgba())
         self._write(pixels, labels, title)
@@ -304,6 +330,31 @@ class _Canvas:
                 )  # fmt: skip
                 self.price.draw_artist(note)
                 note.remove()
+
+    def _draw_key(
+        self,
+        levels: Sequence[Level],
+        points: Sequence[tuple[int, float, Marker]],
+        extra: Sequence[tuple[str, str, str]],
+    ) -> None:
+        """The chart's key (lower left): each named level as ``name price`` on its dashed line, each drawn marker with
+        a ``legend`` beside its symbol, then ``extra`` entries ``(text, marker code or "--", colour)`` (what the
+        chart could not draw, e.g. a level far off its range)."""
+        entries = key_entries(levels, [m for _, _, m in points], extra)
+        if not entries:
+            return
+        handles = []
+        for code, color, _ in entries:
+            handle = Line2D([], [], color=color, linewidth=1.2)
+            if code == "--":
+                handle.set_linestyle("--")
+            else:
+                handle.set_linestyle("none")
+                handle.set_marker(code)
+                handle.set_markersize(7)
+            handles.append(handle)
+        key = Legend(self.price, handles, [text for _, _, text in entries], loc="lower left", fontsize=8, framealpha=1)
+        self.price.draw_artist(key)
 
     def _write(self, pixels: np.ndarray, labels: Sequence[tuple[float, float, str, str]], title: str) -> None:
         """The tick labels (10 pt) and the title (13 pt bold, a CJK font when it needs one), in matplotlib's font,
@@ -414,9 +465,10 @@ def draw_chart(
     style: str = "auto",
     figsize: tuple[float, float] = FIGSIZE,
     dpi: int = DPI,
-    levels: Sequence[tuple[float, str]] = (),
+    levels: Sequence[Level] = (),
     markers: Sequence[Marker] = (),
     relative: bool = False,
+    key: Sequence[tuple[str, str, str]] = (),
 ) -> np.ndarray:
     """The last ``days`` sessions as candles + volume + MA5/10/20, with the annotations of `render_chart`, as an RGBA
     array (height, width, 4): a view of this process's figure of that size, valid until its next chart (copy it to
@@ -428,7 +480,7 @@ def draw_chart(
     canvas = _canvas(figsize, dpi)
     return canvas.draw(
         data, window, title=title, style=chart_style(data, style, symbol), levels=levels, markers=markers,
-        relative=relative,
+        relative=relative, key=key,
     )  # fmt: skip
 
 
@@ -442,7 +494,7 @@ def render_chart(
     style: str = "auto",
     figsize: tuple[float, float] = FIGSIZE,
     dpi: int = DPI,
-    levels: Sequence[tuple[float, str]] = (),
+    levels: Sequence[Level] = (),
     markers: Sequence[Marker] = (),
     relative: bool = False,
 ) -> Path:
@@ -450,8 +502,9 @@ def render_chart(
 
     The moving averages are computed on the full history, so MA20 is defined from the first displayed candle.
     ``style``: candle colours, see `chart_style`. ``figsize`` (inches) and ``dpi`` size the PNG. Annotations (the
-    watchlist's verdicts, the backtest's events): ``levels`` are ``(price, colour)`` dashed horizontal lines,
-    ``markers`` are `Marker` points (with an optional label) on sessions inside the window; others are left out.
+    watchlist's verdicts, the backtest's events): ``levels`` are `Level` dashed horizontal lines, ``markers`` are
+    `Marker` points (with an optional label) on sessions inside the window; others are left out. Named levels and
+    markers with a ``legend`` are listed with their prices in the chart's key (lower left).
     """
     pixels = draw_chart(
         data, days=days, title=title, symbol=symbol, style=style, figsize=figsize, dpi=dpi, levels=levels,
@@ -584,6 +637,38 @@ def _anonymised(
     }
 
 
+def annotations(
+    verdict: Mapping[str, Any], window: pd.DataFrame
+) -> tuple[list[Level], list[Marker], list[tuple[str, str, str]]]:
+    """What `annotate_ticker` draws of a verdict on ``window`` (the sessions shown): the named levels near enough to
+    draw, the markers (each with its key entry and price), and the key's ``(text, "--", colour)`` entries for the
+    levels too far off the chart to draw (under 0.8 × its low or over 1.2 × its high: one would squash the chart)."""
+    named = [(float(p), SUPPORT_COLOR, "support") for p in verdict.get("support") or ()]
+    named += [(float(p), RESISTANCE_COLOR, "resistance") for p in verdict.get("resistance") or ()]
+    low, high = float(window["Low"].min()), float(window["High"].max())
+    levels: list[Level] = [lv for lv in named if low * 0.8 <= lv[0] <= high * 1.2]  # one far off squashes the chart
+    off = [(f"{name} {price_text(p)} (off the chart)", "--", c) for p, c, name in named if (p, c, name) not in levels]
+    markers = []
+    for signal in verdict.get("signals") or ():
+        direction = signal.get("direction", "neutral")
+        marker, color = SIGNAL_STYLE.get(direction, SIGNAL_STYLE["neutral"])
+        date = signal.get("date") or f"{window.index[-1]:%Y-%m-%d}"
+        price = signal.get("price")
+        day = window.index.asof(pd.Timestamp(date)) if date else window.index[-1]
+        stated = price if price is not None else float(window["Close"].get(day, window["Close"].iloc[-1]))
+        if price is None:
+            price = float(window["Low"].get(day, window["Low"].iloc[-1])) * 0.985
+        legend = f"{direction}: {signal.get('name') or 'signal'}  {date}  {price_text(float(stated))}"
+        markers.append(Marker(date, float(price), marker, color, legend=legend))
+    for date, label in wyckoff_marks(verdict):
+        with contextlib.suppress(ValueError, TypeError, KeyError):  # a date that is no session of the chart
+            day = pd.Timestamp(date)
+            close = price_text(float(window["Close"][day]))
+            legend = f"Wyckoff {label}  {date}  {close}"
+            markers.append(Marker(date, float(window["High"][day]) * 1.02, "D", WYCKOFF_COLOR, label, legend))
+    return levels, markers, off
+
+
 def annotate_ticker(
     csv: str,
     out: str,
@@ -598,26 +683,13 @@ def annotate_ticker(
     """Redraw the chart with the verdict: support (blue) and resistance (red) as dashed lines, each signal as a
     marker (▲ bullish, ▼ bearish, ● neutral) on its session, each Wyckoff event as a labelled ◆ above its session
     (SC, ST, Spring, SOS, UT…), the trend, risk, confidence and Wyckoff phase in the title (and GENERATED PRICES for a
-    generated series). Writes ``out`` and a JPEG thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's
-    path. ``colors``: the candles' colours (`chart_style`)."""
+    generated series). The key (lower left) lists each level with its price, each signal with its session and price
+    (the one it names, else the session's close) and each Wyckoff event with its session's close; a level too far
+    from the chart's range to draw (under 0.8 × its low or over 1.2 × its high) is listed there as off the chart.
+    Writes ``out`` and a JPEG thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's path. ``colors``:
+    the candles' colours (`chart_style`)."""
     data, symbol = load_csv(csv)
-    window = data.iloc[-days:]
-    levels = [(float(p), SUPPORT_COLOR) for p in verdict.get("support") or ()]
-    levels += [(float(p), RESISTANCE_COLOR) for p in verdict.get("resistance") or ()]
-    low, high = float(window["Low"].min()), float(window["High"].max())
-    levels = [(p, c) for p, c in levels if low * 0.8 <= p <= high * 1.2]  # a level far off the chart squashes it
-    markers = []
-    for signal in verdict.get("signals") or ():
-        marker, color = SIGNAL_STYLE.get(signal.get("direction", "neutral"), SIGNAL_STYLE["neutral"])
-        date = signal.get("date") or f"{window.index[-1]:%Y-%m-%d}"
-        price = signal.get("price")
-        if price is None:
-            day = window.index.asof(pd.Timestamp(date)) if date else window.index[-1]
-            price = float(window["Low"].get(day, window["Low"].iloc[-1])) * 0.985
-        markers.append(Marker(date, float(price), marker, color))
-    for date, label in wyckoff_marks(verdict):
-        with contextlib.suppress(ValueError, TypeError, KeyError):  # a date that is no session of the chart
-            markers.append(Marker(date, float(window["High"][pd.Timestamp(date)]) * 1.02, "D", WYCKOFF_COLOR, label))
+    levels, markers, off = annotations(verdict, data.iloc[-days:])
     phase = (verdict.get("wyckoff") or {}).get("phase") or "none"
     title = (
         f"{symbol}  trend {verdict.get('trend')}  risk {verdict.get('risk')}  "
@@ -626,7 +698,7 @@ def annotate_ticker(
     )
     pixels = draw_chart(
         data, days=days, symbol=symbol, title=title, style=colors, figsize=figsize, dpi=dpi, levels=levels,
-        markers=markers,
+        markers=markers, key=off,
     )  # fmt: skip
     write_png(pixels, out)
     thumb = Path(out).with_suffix(".thumb.jpg")

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from kline.agent import TOOL_NAME, emulated_analysis, make_indicator_tool, tool_result_from_messages
 from kline.analysis import RunReport, cache_line
-from kline.chart import MAX_PNG_BYTES, default_title, render_chart
-from kline.data import detect_layout, load_csv, load_goog_sample
+from kline.chart import MAX_PNG_BYTES, annotations, default_title, draw_chart, key_entries, render_chart
+from kline.data import detect_layout, generated_series, load_csv, load_goog_sample
 from kline.indicators import compute_indicators, macd, rsi
 from kline.layouts import DataError
 
@@ -498,3 +498,35 @@ def test_the_readme_reads_the_chart_the_quick_start_writes(ka: ModuleType) -> No
     use = readme.split("## Use", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     assert "examples/kline_analysis.py" in readme.split("## Quick start", 1)[1].split("```", 2)[1]
     assert re.findall(r'image_content\("([^"]+)"\)', use) == [ka.DEFAULT_OUT]
+
+
+def test_the_annotated_chart_keys_each_level_and_marker_with_its_price() -> None:
+    """The verdict's levels and markers are in the chart's key with their prices (a signal without one: its
+    session's close), and a level too far off the chart to draw is listed there as such, not dropped in silence."""
+    window = generated_series(3, 150).iloc[-120:]
+    close = float(window["Close"].iloc[-1])
+    first, last = window.index[-10], window.index[-1]
+    verdict = {
+        "support": [round(close * 0.95, 2), round(close * 0.2, 2)],
+        "resistance": [round(close * 1.05, 2)],
+        "signals": [
+            {"name": "volume spike", "direction": "bullish", "date": f"{first:%Y-%m-%d}"},
+            {"name": "RSI overbought", "direction": "bearish", "date": f"{last:%Y-%m-%d}", "price": 1234.5},
+        ],
+        "wyckoff": {"phase": "markup", "events": [{"name": "selling climax", "date": f"{first:%Y-%m-%d}"}]},
+    }
+    levels, markers, off = annotations(verdict, window)
+    texts = [text for _, _, text in key_entries(levels, markers, off)]
+    at_first = float(window["Close"][first])
+    assert texts == [
+        f"support {close * 0.95:,.2f}",
+        f"resistance {close * 1.05:,.2f}",
+        f"bullish: volume spike  {first:%Y-%m-%d}  {at_first:,.2f}",
+        f"bearish: RSI overbought  {last:%Y-%m-%d}  1,234.50",
+        f"Wyckoff SC  {first:%Y-%m-%d}  {at_first:,.2f}",
+        f"support {close * 0.2:,.2f} (off the chart)",
+    ]
+    keyed = draw_chart(window, levels=levels, markers=markers, figsize=(6, 4), dpi=50).copy()
+    plain = draw_chart(window, levels=[lv[:2] for lv in levels], markers=[], figsize=(6, 4), dpi=50)
+    corner = (slice(int(0.45 * keyed.shape[0]), int(0.7 * keyed.shape[0])), slice(0, keyed.shape[1] // 3))
+    assert (keyed[corner] != plain[corner]).any()  # the key is drawn (lower left of the price panel)
