@@ -101,14 +101,16 @@ def parse_usage(usage: Mapping[str, Any] | None) -> UsageDetails | None:
         count = usage.get(key, input_details.get(key))  # top level (qwen-vl) or input_tokens_details (qwen3.6)
         if isinstance(count, int):
             details[f"dashscope.{key}"] = count
-    details.update(_plugin_counts(usage.get("plugins")))
+    details.update(plugin_counts(usage.get("plugins")))
     return details or None  # type: ignore[return-value]  # UsageDetails admits extra int keys
 
 
-def _plugin_counts(plugins: Any) -> dict[str, int]:
+def plugin_counts(plugins: Any) -> dict[str, int]:
     """``usage.plugins`` → ``dashscope.<plugin>_count``: ``{"search": {"count": 1, "strategy": "turbo"}}`` →
     ``{"dashscope.search_count": 1}``; likewise ``code_interpreter`` and ``image_search`` (recorded exchanges
-    ``*-search-*``, ``*-with-websearch-*``, ``*-with-code-interpreter-sse``)."""
+    ``*-search-*``, ``*-with-websearch-*``, ``*-with-code-interpreter-sse``). The Responses API's ``usage.x_tools``
+    has the same shape (``{"web_search": {"count": 1}}`` → ``{"dashscope.web_search_count": 1}``,
+    ``qwen3.responses.parse.parse_usage``)."""
     if not isinstance(plugins, Mapping):
         return {}
     counts: dict[str, int] = {}

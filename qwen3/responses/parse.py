@@ -36,6 +36,7 @@ from agent_framework.exceptions import ChatClientInvalidResponseException
 
 from clients.core.parse import MAX_NESTING, nesting
 from clients.core.transport import as_text
+from qwen3.parse import plugin_counts
 from qwen3.selfhosted.values import MAX_RECOVERED_CALLS, broken_limit
 
 logger = logging.getLogger("agent_framework.qwen3.responses")
@@ -58,7 +59,9 @@ __all__ = [
 def parse_usage(usage: Any) -> UsageDetails | None:
     """Responses ``usage`` → MAF ``UsageDetails``: ``input_tokens`` / ``output_tokens`` / ``total_tokens``,
     ``input_tokens_details.cached_tokens`` → ``cache_read_input_token_count``,
-    ``output_tokens_details.reasoning_tokens`` → ``reasoning_output_token_count``."""
+    ``output_tokens_details.reasoning_tokens`` → ``reasoning_output_token_count``, and the built-in tools' use,
+    ``x_tools`` (``{"web_search": {"count": 1}}``), → ``dashscope.<tool>_count`` (``dashscope.web_search_count``), the
+    additional counts ``QwenChatClient`` gives ``usage.plugins`` (``qwen3.parse.plugin_counts``)."""
     if not isinstance(usage, Mapping):
         return None
     details: dict[str, int] = {}
@@ -80,6 +83,7 @@ def parse_usage(usage: Any) -> UsageDetails | None:
         value = inner.get(key) if isinstance(inner, Mapping) else None
         if isinstance(value, int) and not isinstance(value, bool):
             details[maf] = value
+    details.update(plugin_counts(usage.get("x_tools")))
     return details or None  # type: ignore[return-value]
 
 

@@ -13,7 +13,9 @@ Shapes, each from its page (docs/responses.md lists them with their URLs and rea
   (``text``, ``parallel_tool_calls``…) is ignored, as DashScope ignores it ("Any OpenAI parameters not mentioned are
   ignored", [QC-REF]), and listed in `ResponsesRecordedRequest.ignored`.
 * The answer: a ``response`` object (``id`` ``resp_…``, ``status``, ``output`` items, ``usage`` with ``input_tokens``,
-  ``output_tokens``, ``total_tokens``, ``output_tokens_details.reasoning_tokens``, [QC-REF]): ``reasoning`` (its
+  ``output_tokens``, ``total_tokens``, ``output_tokens_details.reasoning_tokens``, [QC-REF], and, when a built-in
+  tool ran, ``x_tools`` ``{"<tool>": {"count": n}}``, e.g. ``{"web_search": {"count": 1}}``: ASSUMPTION for tools
+  other than web search, keyed by the tool's ``type``): ``reasoning`` (its
   text as ``summary`` ``[{"type": "summary_text", "text"}]``), hosted-tool calls (``web_search_call`` whose
   ``action.sources`` hold ``{type, url}``; ``web_extractor_call`` with ``urls`` and ``output``;
   ``code_interpreter_call`` with ``code`` and ``outputs``; ``file_search_call`` with ``queries`` and ``results``;
@@ -512,13 +514,21 @@ class _Rendering:
         reasoning = math.ceil(token_weight(self.reply.reasoning))
         calls = sum(token_weight(c.name + c.arguments_json) for c in self.reply.tool_calls)
         answer = math.ceil(token_weight(self.reply.text) + calls) + reasoning
-        return {
+        usage: dict[str, Any] = {
             "input_tokens": given,
             "output_tokens": answer,
             "total_tokens": given + answer,
             "input_tokens_details": {"cached_tokens": self.reply.cached_tokens},
             "output_tokens_details": {"reasoning_tokens": reasoning},
         }
+        tools: dict[str, dict[str, int]] = {}
+        for item in self.output():  # each built-in tool's call counted under its tool type (x_tools)
+            kind = item["type"].removesuffix("_call")
+            if item["type"].endswith("_call") and kind != "function":
+                tools.setdefault(kind, {"count": 0})["count"] += 1
+        if tools:
+            usage["x_tools"] = tools
+        return usage
 
     def _status(self) -> tuple[str, dict[str, Any] | None]:
         reason = self.reply.resolved_finish_reason

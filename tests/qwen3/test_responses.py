@@ -304,6 +304,30 @@ async def test_web_search_sources_become_citations(emu: DashScopeEmulator, clien
     assert calls[0].arguments == {"query": "Weather?"}
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_built_in_tool_use_is_counted_in_usage(emu: DashScopeEmulator, client: QwenResponsesClient, stream: bool):
+    """``usage.x_tools`` (``{"web_search": {"count": 1}}``) → ``dashscope.<tool>_count``, the key ``QwenChatClient``
+    gives ``usage.plugins``; an answer without a built-in tool has none."""
+    emu.script(
+        Reply(text="Cloudy.", search_results=[SearchResult("Weather", "https://weather.example/hz")]),
+        HostedReply(text="It is 56.", executed_code=["print(7*8)"], code_output="56\n"),
+        "Plain.",
+    )
+    usages = []
+    for tools in ([client.get_web_search_tool()], [client.get_code_interpreter_tool()], None):
+        if stream:
+            updates = [u async for u in client.get_response("Go", stream=True, options={"tools": tools})]
+            usage = [c.usage_details for u in updates for c in u.contents if c.type == "usage"]
+            assert len(usage) == 1
+            usages.append(usage[0])
+        else:
+            usages.append((await client.get_response("Go", options={"tools": tools})).usage_details)
+    counts = [{k: v for k, v in (u or {}).items() if k.startswith("dashscope.")} for u in usages]
+    assert counts == [{"dashscope.web_search_count": 1}, {"dashscope.code_interpreter_count": 1}, {}]
+    assert usages[0]
+    assert usages[0]["input_token_count"] > 0
+
+
 def test_search_queries_are_read_as_the_calls_arguments():
     """A web search action's ``queries`` and an image search's ``arguments`` (``{"queries": […]}``, Qwen Cloud
     "OpenAI responses") become the search-tool call's arguments."""
