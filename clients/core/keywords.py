@@ -35,6 +35,7 @@ from clients.core.transport import RetryPolicy
 __all__ = [
     "DEFAULT_TIMEOUTS",
     "MAF_KEYWORDS",
+    "PLACEHOLDER_KEY",
     "ClientSettings",
     "CommonSettings",
     "PublicKeywords",

@@ -27,7 +27,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
-from clients.core.keywords import ClientSettings, PublicKeywords
+from clients.core.keywords import PLACEHOLDER_KEY, ClientSettings, PublicKeywords
 from clients.core.transport import Failure, shown_url, to_chat_client_exception
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.parse import StreamState
@@ -81,7 +81,7 @@ class ResolvedSettings(NamedTuple):
 
 def resolve_settings(keywords: ClientSettings) -> ResolvedSettings:
     """The keywords given (`ClientSettings.given`), else the ``QWEN_SELFHOSTED_`` variables or ``.env`` file; no key is
-    the SDK's placeholder ``"EMPTY"``, no base URL `DEFAULT_BASE_URL`.
+    the SDK's placeholder ``"EMPTY"`` (``clients.core.keywords.PLACEHOLDER_KEY``), no base URL `DEFAULT_BASE_URL`.
 
     Raises:
         SettingNotFoundError: no model.
@@ -96,7 +96,7 @@ def resolve_settings(keywords: ClientSettings) -> ResolvedSettings:
     url = (settings.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
     if servers.is_dashscope(url):
         raise ValueError(str(servers.dashscope_error(shown_url(url))))
-    key = settings.get("api_key") or "EMPTY"  # the SDK needs some key
+    key = settings.get("api_key") or PLACEHOLDER_KEY  # the SDK needs some key
     return ResolvedSettings(str(settings["model"]), key, url, settings.get("server") or None)
 
 
