@@ -88,10 +88,18 @@ class QwenResponsesOptions(ChatOptions[Any], total=False):
 ResponsesOptionsT = TypeVar("ResponsesOptionsT", bound=TypedDict, default="QwenResponsesOptions", covariant=True)  # type: ignore[valid-type]
 
 
+SESSION_CACHE_HEADER = "x-dashscope-session-cache"
+"""The request header that turns DashScope's session cache on (value ``enable``): "Session cache: For multi-turn
+Responses API conversations. Add x-dashscope-session-cache: enable to the request header to enable automatic
+caching." (Model Studio "Context cache", https://www.alibabacloud.com/help/en/model-studio/context-cache)."""
+
+
 @dataclass(frozen=True)
 class QwenResponsesSettings(ClientSettings, ServiceSettings):
-    """``QwenResponsesClient``'s keywords: every client's (`ClientSettings`) and every DashScope client's
-    (``qwen3.service.ServiceSettings``: ``region``, ``workspace``…)."""
+    """``QwenResponsesClient``'s keywords: every client's (`ClientSettings`), every DashScope client's
+    (``qwen3.service.ServiceSettings``: ``region``, ``workspace``…) and ``session_cache``."""
+
+    session_cache: bool = False
 
 
 FAILED_CODES: dict[str, int] = {"rate_limit_exceeded": 429, "server_error": 500}
@@ -190,6 +198,9 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
         self.service: DashScopeService = resolve_service(own, compatible=True)
         if self.service.model is None:
             raise no_model("model", "qwen3.5-plus")
+        if not isinstance(own.session_cache, bool):
+            raise ValueError(f"session_cache must be True or False, not {own.session_cache!r}")
+        self.session_cache = own.session_cache
         super().__init__(settings=settings, **kwargs)
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
@@ -303,8 +314,10 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
     # ------------------------------------------------------------------------------------------- transport
 
     def _sdk_headers(self) -> dict[str, Any]:
-        """The wire's headers with the workspace's (``X-DashScope-WorkSpace``)."""
-        return {**super()._sdk_headers(), **self.service.headers}
+        """The wire's headers with the workspace's (``X-DashScope-WorkSpace``) and, with ``session_cache=True``,
+        ``x-dashscope-session-cache: enable`` (`SESSION_CACHE_HEADER`) on every request."""
+        cache = {SESSION_CACHE_HEADER: "enable"} if self.session_cache else {}
+        return {**super()._sdk_headers(), **self.service.headers, **cache}
 
     def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
         """DashScope's error body or event → `Failure` (`_failure`, with DashScope's codes and hints)."""
@@ -381,12 +394,15 @@ class QwenResponsesClient(
             (a ``…/compatible-mode/v1`` or legacy ``…/api/v2/apps/protocols/compatible-mode/v1`` base_url is kept).
         timeout, connect_timeout, stream_idle_timeout, stream_timeout, max_event_bytes, max_retries, retry_policy,
         rewrite_other_agents: as ``QwenChatClient``.
+        session_cache: ``True`` sends ``x-dashscope-session-cache: enable`` on every request: DashScope caches the
+            conversation's context (Model Studio "Context cache"; hits billed at 10 % of the input price, the tokens
+            that create it at 125 %, kept 5 minutes from the last hit); default ``False``: DashScope's implicit cache.
         middleware, function_invocation_configuration, additional_properties, compaction_strategy, tokenizer: MAF's.
 
     Raises:
         SettingNotFoundError: no API key or no model, naming the variable to set.
         ModuleNotFoundError: the ``openai`` extra is not installed (the message gives the pip line).
-        ValueError: a bad ``region``, ``workspace``, base URL or timeout.
+        ValueError: a bad ``region``, ``workspace``, base URL or timeout; a ``session_cache`` not a bool.
     """
 
     KEYWORDS = QwenResponsesSettings

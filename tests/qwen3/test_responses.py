@@ -469,6 +469,22 @@ async def test_workspace_header_is_sent(emu: DashScopeEmulator):
     assert _last(emu).headers["x-dashscope-workspace"] == "ws_abc"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_session_cache_sends_dashscopes_header(emu: DashScopeEmulator, stream: bool):
+    """``session_cache=True`` → ``x-dashscope-session-cache: enable`` on every request (Model Studio "Context cache");
+    not sent by default; anything but a bool refused."""
+    cached = QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url, session_cache=True)
+    plain = QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url)
+    for client in (cached, cached, plain):
+        if stream:
+            [u async for u in client.get_response("hi", stream=True)]
+        else:
+            await client.get_response("hi")
+    assert [r.headers.get("x-dashscope-session-cache") for r in emu.requests] == ["enable", "enable", None]
+    with pytest.raises(ValueError, match="session_cache must be True or False"):
+        QwenResponsesClient(model=MODEL, api_key=KEY, base_url=emu.base_url, session_cache="enable")
+
+
 async def test_stored_turns_send_the_instructions_every_turn(emu: DashScopeEmulator, client: QwenResponsesClient):
     """DashScope does not carry a previous turn's instructions over (Model Studio "Create a response"): each stored
     turn sends them again, and the model sees them on every turn."""
