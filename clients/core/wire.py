@@ -28,6 +28,7 @@ __all__ = [
     "bound_answer",
     "bounded_bytes",
     "bounded_stream",
+    "content_type",
     "is_event_stream",
     "read_limited",
     "too_long",
@@ -136,9 +137,15 @@ def bounded_stream(stream: Any, max_bytes: int, what: str, **bounds: Any) -> Any
     return kind(stream, max_bytes, what, **bounds)
 
 
+def content_type(response: Any) -> str:
+    """An HTTP answer's (httpx's or httpx2's) media type, lower case, without its parameters (``"text/event-stream"``
+    for ``text/event-stream; charset=utf-8``); ``""`` when it names none."""
+    return str(response.headers.get("content-type", "")).split(";")[0].strip().lower()
+
+
 def is_event_stream(response: Any) -> bool:
     """Whether an HTTP answer (httpx's or httpx2's) says it is an event stream (``text/event-stream``)."""
-    return bool(response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream")
+    return content_type(response) == "text/event-stream"
 
 
 async def bound_answer(response: Any, what: str, max_bytes: int, deadline: float) -> None:

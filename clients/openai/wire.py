@@ -26,7 +26,7 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.parse import json_object
 from clients.core.transport import EventStream, Failure, redact, shown_url, within
-from clients.core.wire import bound_answer, is_event_stream
+from clients.core.wire import bound_answer, content_type, is_event_stream
 from clients.providers import PROVIDERS
 
 with PROVIDERS["openai"].sdk_required():  # imported directly, this module names the extra too
@@ -185,7 +185,7 @@ class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
             Failure: a JSON error body.
             ChatClientInvalidResponseException: any other JSON body or HTML page, its start quoted.
         """
-        kind = http.headers.get("content-type", "").split(";")[0].strip().lower()
+        kind = content_type(http)
         if kind not in ("text/html", "application/json"):
             return
         try:
