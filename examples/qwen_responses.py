@@ -27,6 +27,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from agent_framework import Agent, AgentResponse
+from kline.cli import loopback
 
 from qwen3.testing import DashScopeEmulator, FileHit, HostedReply, McpCall, SearchResult
 
@@ -98,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ExitStack() as stack:
         if args.live:
             client = QwenResponsesClient(model=MODEL)
-            print(f"LIVE: DashScope's Responses API at {client.base_url}")
+            label = "EMULATED (loopback, not DashScope)" if loopback(str(client.base_url)) else "LIVE"
+            print(f"{label}: DashScope's Responses API at {client.base_url}")
         else:
             emu = stack.enter_context(DashScopeEmulator(api_key=KEY))
             _script(emu)

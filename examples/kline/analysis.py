@@ -17,6 +17,7 @@ from agent_framework.exceptions import SettingNotFoundError
 from clients import MediaError, image_content
 from kline.agent import INSTRUCTIONS, make_indicator_tool, script_emulator
 from kline.chart import chart_style, default_title, render_chart
+from kline.cli import loopback
 from kline.data import GOOG_SOURCE, load_csv, load_goog_sample
 from kline.provenance import GENERATED, Provenance
 from kline.provenance import of as provenance_of
@@ -182,8 +183,10 @@ async def run(args: argparse.Namespace) -> RunReport:
     options = {"symbol": symbol, "question": args.question, "model": args.model}
     if api_key:
         base_url = os.environ.get("DASHSCOPE_BASE_URL", "").strip() or None
-        print(f"Asking {args.model} on DashScope{f' ({base_url})' if base_url else ''}...\n")
-        report = await analyze(data, chart, api_key=api_key, base_url=base_url, emulated=False, **options)
+        emulated = loopback(base_url)  # a key, but the URL is this machine: an emulator answers, not DashScope
+        where = f"EMULATED: {base_url} is loopback, not DashScope" if emulated else "DashScope"
+        print(f"Asking {args.model} on {where}{f' ({base_url})' if base_url and not emulated else ''}...\n")
+        report = await analyze(data, chart, api_key=api_key, base_url=base_url, emulated=emulated, **options)
     else:
         print(EMULATED_BANNER + "\n")
         with DashScopeEmulator(api_key="sk-emulated") as emulator:

@@ -30,6 +30,7 @@ from kline import anonymise, portfolio, scoring
 from kline.backtest_report import MODEL, Page, Reading, summaries, write_page
 from kline.baselines import BASELINES
 from kline.chart import file_style
+from kline.cli import loopback
 from kline.fetch import data_files
 from kline.layouts import DataError
 from kline.patterns import TALIB_MISSING, claimed, talib_available
@@ -40,7 +41,7 @@ from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import PROMPT_VERSION, Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import FLAG_KINDS, KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
-from kline.watchlist import EMULATED_BANNER, Run, Totals, print_problems, service, why_stopped
+from kline.watchlist import Run, Totals, emulated_banner, print_problems, service, why_stopped
 from qwen3.testing import DashScopeEmulator
 
 DEFAULT_LIMITS = (60, 100_000)
@@ -150,12 +151,12 @@ async def run(
                 print(f"skipped: {plan.symbol or Path(plan.file).name}{when}: {as_of.problem}", file=sys.stderr)
             raise DataError(f"no (ticker, as-of date) pair can be scored: all {len(skipped)} skipped (reasons above)")
         with service(emulator) as (api_key, base_url, emu):
-            emulated = emu is not None
+            emulated = emu is not None or loopback(base_url)
             source = "emulated" if emulated else "dashscope"
             pairs = list(pairs_of(plans, args.model, source, chart_settings(args), prompt_of(args)))
             finished = store.finished((p.key for p in pairs), retry_failed=args.retry_failed) if args.resume else {}
             todo = [p for p in pairs if p.key not in finished]
-            print(EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope")
+            print(emulated_banner(base_url, emu is not None) if emulated else f"Asking {args.model} on DashScope")
             print(
                 f"{len(files)} CSVs in {args.data}: {len(pairs)} (ticker, as-of) pairs, {len(finished)} finished "
                 f"before (resumed), {len(todo)} to analyse; {len(skipped)} pairs skipped (bad input)"

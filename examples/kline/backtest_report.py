@@ -415,8 +415,9 @@ def write_page(path: Path, page: Page) -> Path:
     calibration_png, equity_png = plots(page)
     boxes = "".join(f"<div>{_esc(k)}<b>{_esc(v)}</b></div>" for k, v in page.totals.items())
     banner = (
-        '<div class="emulated"><b>EMULATED</b>: no DASHSCOPE_API_KEY was set, so the model row is the local DashScope '
-        "emulator's rule-based verdicts, not a model's record. The baselines are real: computed from the data.</div>"
+        '<div class="emulated"><b>EMULATED</b>: no DASHSCOPE_API_KEY (or a loopback DASHSCOPE_BASE_URL), so the '
+        "model row is a local DashScope emulator's rule-based verdicts, not a model's record. The baselines are "
+        "real: computed from the data.</div>"
         if page.emulated
         else ""
     )

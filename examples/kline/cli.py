@@ -5,12 +5,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import re
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
+from urllib.parse import urlsplit
 
 from kline.markets import a_share
+
+
+def loopback(base_url: str | None) -> bool:
+    """Whether ``base_url``'s host is this machine (127.0.0.0/8, ``::1``, ``localhost``): what answers there is an
+    emulator (``python -m qwen3.testing``) or another local stand-in, not the provider, so every example labels the run
+    EMULATED and stores its results as emulated. ``None`` or ``""`` (the provider's default URL) is not loopback."""
+    text = (base_url or "").strip()
+    if not text:
+        return False
+    host = urlsplit(text if "://" in text else f"//{text}").hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):  # RFC 6761 6.3: always this machine
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def chart_size(text: str) -> tuple[float, float]:

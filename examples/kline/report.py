@@ -155,8 +155,9 @@ def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, 
     ]
     boxes = "".join(f"<div>{_esc(k)}<b>{_esc(v)}</b></div>" for k, v in totals.items())
     banner = (
-        '<div class="emulated"><b>EMULATED</b>: no DASHSCOPE_API_KEY was set, so a local DashScope emulator answered '
-        "with rule-based verdicts built from the indicators, not a model's reading of the charts.</div>"
+        '<div class="emulated"><b>EMULATED</b>: no DASHSCOPE_API_KEY was set (or DASHSCOPE_BASE_URL was this '
+        "machine), so a local DashScope emulator answered with rule-based verdicts built from the indicators, not a "
+        "model's reading of the charts.</div>"
         if emulated
         else ""
     )

@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kline.agent import emulated_reply
 from kline.analysis import USER_ERRORS as ANALYSIS_ERRORS
 from kline.chart import annotate_ticker, render_ticker
+from kline.cli import loopback
 from kline.data import write_demo
 from kline.fetch import data_files
 from kline.pool import make_pool
@@ -37,6 +38,17 @@ EMULATED_BANNER = (
     "EMULATED RUN - DASHSCOPE_API_KEY is not set: a local DashScope emulator answers with rule-based verdicts built "
     "from the indicators, NOT a model's reading of the charts. Set DASHSCOPE_API_KEY for real ones."
 )
+
+
+def emulated_banner(base_url: str | None, own: bool) -> str:
+    """What an emulated run says first: `EMULATED_BANNER` on the example's own emulator (``own``), else that
+    DASHSCOPE_BASE_URL is a loopback address (`kline.cli.loopback`), so no DashScope model answers."""
+    if own:
+        return EMULATED_BANNER
+    return (
+        f"EMULATED RUN - DASHSCOPE_BASE_URL {base_url} is this machine (loopback), not DashScope: whatever answers "
+        "there (an emulator) is NOT a model's reading of the charts. Unset DASHSCOPE_BASE_URL for the real service."
+    )
 
 
 def safe_name(symbol: str, file: Path, taken: set[str]) -> str:
@@ -271,7 +283,7 @@ async def run(
     (args.out / ".charts").mkdir(exist_ok=True)
     store = Store(args.out / "results.sqlite")
     with service(emulator) as (api_key, base_url, emu):
-        emulated = emu is not None
+        emulated = emu is not None or loopback(base_url)
         source = "emulated" if emulated else "dashscope"
         tickers = [Ticker(f, result_key(f, args.model, source, chart_settings(args))) for f in files]
         stored = store.statuses(t.key for t in tickers) if args.resume else {}
@@ -279,7 +291,9 @@ async def run(
         finished = {k: s for k, s in stored.items() if s == "done" or (s == "failed" and not args.retry_failed)}
         todo = [t for t in tickers if t.key not in finished]
         print(
-            EMULATED_BANNER if emulated else f"Asking {args.model} on DashScope{f' ({base_url})' if base_url else ''}"
+            emulated_banner(base_url, emu is not None)
+            if emulated
+            else f"Asking {args.model} on DashScope{f' ({base_url})' if base_url else ''}"
         )
         print(
             f"{len(files)} CSVs in {args.data}: {len(finished)} finished before (resumed), {len(todo)} to analyse"
@@ -317,7 +331,7 @@ async def run(
                 jsonl, report = write_outputs(current, tickers)
                 store.close()
     if emulated:
-        print("EMULATED: the verdicts came from the local DashScope emulator, not from Qwen.")
+        print(f"EMULATED: the verdicts came from {'the local DashScope emulator' if emu else base_url}, not from Qwen.")
     print_summary(current, jsonl, report)
     verdicts = current.totals.done + sum(1 for status in finished.values() if status == "done")
     if not verdicts:

@@ -546,6 +546,7 @@ def test_a_run_on_the_service_never_reuses_an_emulated_verdict(
         _run(wl, argv, offline, monkeypatch, pool)  # no key: the emulator's verdicts
     capsys.readouterr()
     with DashScopeEmulator(api_key="sk-real", default_reply=_model_reply) as service:
+        monkeypatch.setattr("kline.watchlist.loopback", lambda url: False)  # this stand-in plays the remote service
         monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-real")
         monkeypatch.setenv("DASHSCOPE_BASE_URL", service.base_url)
         totals = asyncio.run(wl.run(wl.parse_args(argv), pool=pool))
@@ -694,3 +695,43 @@ def test_the_readmes_pace_is_what_the_defaults_give(
 
     asyncio.run(book(300))
     assert float(stated.group(1)) == pytest.approx(300 / now[0], rel=0.2)
+
+
+def test_a_key_with_a_loopback_base_url_is_labelled_emulated(
+    wl: ModuleType, pool: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a key with DASHSCOPE_BASE_URL at the emulator said 'Asking ... on DashScope', stored its verdicts as
+    the service's ('dashscope') and wrote no EMULATED banner."""
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 2, sessions=60)
+    with DashScopeEmulator(api_key="sk-some-key", default_reply=emulated_reply) as emu:
+        monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-some-key")
+        monkeypatch.setenv("DASHSCOPE_BASE_URL", emu.base_url.replace("127.0.0.1", "localhost"))
+        asyncio.run(wl.run(wl.parse_args(["--data", str(data), "--out", str(out), *FAST]), pool=pool))
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0].startswith("EMULATED RUN - DASHSCOPE_BASE_URL http://localhost:")
+    assert "on DashScope" not in printed
+    assert "<b>EMULATED</b>" in (out / "report.html").read_text(encoding="utf-8")
+    keys = [row[0] for row in sqlite3.connect(out / "results.sqlite").execute("SELECT key FROM results")]
+    assert keys
+    assert all(k.endswith(":emulated") for k in keys)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://127.0.0.1:8000/api/v1", True),
+        ("http://127.9.9.9/api/v1", True),
+        ("http://[::1]:80/api/v1", True),
+        ("http://LOCALHOST:1/x", True),
+        ("localhost:8000", True),
+        ("https://dashscope-intl.aliyuncs.com/api/v1", False),
+        ("http://10.0.0.1/api/v1", False),
+        (None, False),
+        ("", False),
+    ],
+)
+def test_loopback_hosts(url: str | None, expected: bool) -> None:
+    from kline.cli import loopback
+
+    assert loopback(url) is expected
