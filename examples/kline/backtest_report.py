@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,12 +134,52 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
+ERA_GAP_DAYS = 31
+"""Consecutive portfolio days further apart than this (calendar days) belong to different eras of the walk."""
+
+
+def eras(days: Sequence[Any]) -> list[tuple[int, int]]:
+    """``[start, stop)`` index ranges of ``days`` (sorted dates) split wherever two consecutive days lie more than
+    ``ERA_GAP_DAYS`` calendar days apart: a walk over as-of dates years apart has one era per stretch of sessions."""
+    when = np.array(days, dtype="datetime64[D]")
+    if not len(when):
+        return []
+    cuts = [int(i) + 1 for i in np.flatnonzero(np.diff(when).astype(int) > ERA_GAP_DAYS)]
+    bounds = [0, *cuts, len(when)]
+    return list(itertools.pairwise(bounds))
+
+
+def equity_lines(ax: Any, days: Sequence[Any], curves: Mapping[str, tuple[np.ndarray, str | None]]) -> None:
+    """Each curve's equity (``cumprod(1 + daily return)``) drawn against its days. One era: a calendar axis. Several
+    eras (as-of dates years apart): the sessions in order, the line broken and a dashed rule between eras, each era
+    labelled by its first and last day, so that years without a position are not drawn as one straight line."""
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    when = np.array(days, dtype="datetime64[D]")
+    spans = eras(when)
+    if len(spans) <= 1:
+        for label, (returns, color) in curves.items():
+            ax.plot(when, np.cumprod(1.0 + returns), color=color, label=label)
+        ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=7))
+        ax.xaxis.set_major_formatter(ConciseDateFormatter(ax.xaxis.get_major_locator()))
+        ax.set(xlabel="session (calendar)")
+        return
+    for label, (returns, color) in curves.items():
+        equity = np.cumprod(1.0 + returns)
+        for n, (start, stop) in enumerate(spans):
+            ax.plot(np.arange(start, stop), equity[start:stop], color=color, label=label if n == 0 else None)
+    for start, _ in spans[1:]:
+        ax.axvline(start - 0.5, color="#999", lw=0.8, ls="--")
+    ax.set_xticks([(start + stop - 1) / 2 for start, stop in spans])
+    ax.set_xticklabels([f"{when[start]}\n{when[stop - 1]}" for start, stop in spans], fontsize=7)
+    ax.set(xlabel=f"sessions of {len(spans)} eras (gaps over {ERA_GAP_DAYS} days between them not drawn)")
+
+
 def plots(page: Page) -> tuple[str, str]:
     """The calibration plot and the equity curves, as PNG data URIs."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
     from matplotlib.figure import Figure
 
     horizon = max(page.horizons)
@@ -173,13 +214,12 @@ def plots(page: Page) -> tuple[str, str]:
     if evaluation is not None:
         curves[BENCHMARK] = evaluation.benchmark
     curves = {source: returns for source, returns in curves.items() if len(returns)}
-    when = np.array(evaluation.days if evaluation is not None else (), dtype="datetime64[D]")
-    for source, returns in curves.items():
-        ax.plot(when, np.cumprod(1.0 + returns), color=COLORS.get(source), label=_label(source, page.emulated))
+    days = evaluation.days if evaluation is not None else ()
+    equity_lines(
+        ax, days, {_label(source, page.emulated): (returns, COLORS.get(source)) for source, returns in curves.items()}
+    )
     ax.axhline(1.0, color="#ccc", lw=0.8)
-    ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=7))
-    ax.xaxis.set_major_formatter(ConciseDateFormatter(ax.xaxis.get_major_locator()))
-    ax.set(xlabel="session (calendar)", ylabel="equity (start = 1)")
+    ax.set(ylabel="equity (start = 1)")
     ax.set_title(f"Long {horizon} sessions after an 'up' call, else cash; after costs", fontsize=11)
     if curves:
         ax.legend(fontsize=8)

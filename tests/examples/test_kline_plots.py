@@ -6,9 +6,10 @@ import base64
 import io
 import math
 
+import numpy as np
 import pytest
 from kline import scoring
-from kline.backtest_report import MODEL, Page, calibration_points, plots
+from kline.backtest_report import MODEL, Page, calibration_points, equity_lines, eras, plots
 from kline.scoring import Bucket, Call, Outcome
 from matplotlib.figure import Figure
 from PIL import Image
@@ -55,3 +56,22 @@ def test_the_interval_is_drawn_from_its_own_ends_and_the_estimate_where_it_is() 
     (line,) = [line for line in ax.lines if line.get_label() == "model"]
     assert list(line.get_xdata()) == [0.7, 0.9, 0.5]
     assert list(line.get_ydata()) == [0.30, 0.50, 1.00]
+
+
+def test_equity_eras_years_apart_are_not_joined_by_one_line() -> None:
+    """A walk over as-of dates in 2015 and 2020: the page drew one line across the five empty years between them.
+    Now each era is its own line on a session axis; no drawn segment joins two days more than ERA_GAP_DAYS apart."""
+    days = ["2015-03-02", "2015-03-03", "2015-03-04", "2020-06-01", "2020-06-02"]
+    assert eras(days) == [(0, 3), (3, 5)]
+    assert eras(days[:3]) == [(0, 3)]
+    returns = np.array([0.01, -0.02, 0.03, 0.01, 0.02])
+    ax = Figure().add_subplot()
+    equity_lines(ax, days, {"model": (returns, "#d62728")})
+    lines = [line for line in ax.lines if line.get_linestyle() == "-"]
+    assert [list(line.get_xdata()) for line in lines] == [[0, 1, 2], [3, 4]]
+    assert np.allclose(np.concatenate([line.get_ydata() for line in lines]), np.cumprod(1 + returns))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2015-03-02\n2015-03-04", "2020-06-01\n2020-06-02"]
+    single = Figure().add_subplot()
+    equity_lines(single, days[:3], {"model": (returns[:3], None)})
+    (line,) = single.lines
+    assert len(line.get_xdata()) == 3
