@@ -24,9 +24,12 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_framework import Agent, AgentResponse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 from kline.cli import loopback
 
 from qwen3.testing import DashScopeEmulator, FileHit, HostedReply, McpCall, SearchResult
