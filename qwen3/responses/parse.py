@@ -196,9 +196,11 @@ def _broken(arguments: str) -> str | None:
         return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep"
     except ValueError:
         return None
+    if isinstance(value, dict):
+        return broken_limit(value)  # measures the nesting itself: walked once per call, not twice
     if nesting(value) > MAX_NESTING:
         return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep"
-    return broken_limit(value) if isinstance(value, dict) else None
+    return None
 
 
 def _function_call(item: Mapping[str, Any], call_id: str, calls: Calls) -> Content:
