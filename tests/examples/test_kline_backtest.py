@@ -897,7 +897,8 @@ def test_the_backtest_page_renders_in_headless_chromium(offline: dict[str, Any])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto((offline["out"] / "backtest.html").as_uri(), wait_until="load")
             assert page.locator("#scores tbody tr").count() == 8
-            assert page.locator("#versus tbody tr").count() == len(scoring.METRICS) * 2  # per metric and horizon
+            rows = (len(scoring.METRICS) + 1) * 2  # per metric and horizon, and the portfolio's total return per horizon
+            assert page.locator("#versus tbody tr").count() == rows
             assert page.locator("#scores small.ci").count() >= 8  # the intervals show
             assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # no sideways scrolling
             assert page.locator("#readings tbody tr").count() == offline["record"].pairs
