@@ -1,5 +1,14 @@
-"""The bytes on the wire, shared by every provider's wire: an answer's bytes in, bounded, whoever reads them (we, or
-an SDK). No provider SDK is imported here.
+"""The bytes on the wire, shared by every provider's wire: what a wire is (`Wire`), an answer's bytes in, bounded,
+whoever reads them (we, or an SDK), and a stream's bytes turned into its payloads by one loop (`payloads`). No
+provider SDK is imported here.
+
+The wire
+--------
+
+One object per API (the OpenAI SDK, DashScope's native API, Anthropic, Gemini) that a client holds: it builds the SDK
+client, sends a body and opens a stream (one attempt each), bounds every byte it reads and spots error answers and
+error events (a `Failure`). It gets what it needs when it is made (secrets, base URL, timeouts, its error reader),
+never the client. `Wire` is what every wire offers; docs/design.md "One wire per API".
 
 Bounded bytes
 -------------
@@ -10,29 +19,156 @@ request's deadline; an event stream an SDK reads (google-genai's) at most ``max_
 event within ``stream_idle_timeout``. Where we read the bytes ourselves, `read_limited`; where an SDK reads them,
 `bounded_stream` in front of its reader (from an HTTP response hook, `bound_answer`). Streams we decode ourselves are
 bounded line by line by ``clients.core.transport.aiter_events``.
+
+Payloads
+--------
+
+`payloads` is the one loop from a stream's bytes to what a client's stream parser takes: server-sent events
+(``clients.core.transport.aiter_events``, `SSEDecoder`), each ``data:`` one JSON object
+(``clients.core.parse.json_object``), an error event raised as the `Failure` the wire's error test returns. What
+differs per API is passed in: the end marker that is no JSON (OpenAI's ``[DONE]``), DashScope's framing (an event
+complete at its ``data:`` line) and its text kept beside the parsed data, the events held until the first other one
+and the events that end the stream (the Responses API's).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-from clients.core.transport import event_too_long
+from clients.core.parse import json_object
+from clients.core.transport import Failure, ServerSentEvent, SSEDecoder, aiter_events, event_too_long
+
+if TYPE_CHECKING:
+    from clients.core.client import ProviderRequest
 
 __all__ = [
     "BoundedStream",
+    "ErrorTest",
+    "OpenStream",
+    "Wire",
     "bound_answer",
     "bounded_bytes",
     "bounded_stream",
     "content_type",
     "is_event_stream",
+    "payloads",
     "read_limited",
     "too_long",
 ]
+
+
+# ----------------------------------------------------------------------------------------------------------- the wire
+
+
+class OpenStream(NamedTuple):
+    """A stream a wire opened: its ``payloads`` (`payloads`: each as the client's stream parser takes it, an error
+    event raising `Failure`) and ``close`` (closes the HTTP answer: the server sees the client go). The request path
+    reads it through ``clients.core.transport.EventStream``, up to the first payload within the attempt."""
+
+    payloads: AsyncGenerator[Any, None]
+    close: Callable[[], Awaitable[object]]
+
+
+class Wire(Protocol):
+    """What every wire offers the request path (``clients.core.client.ProviderChatClient``); the module docstring."""
+
+    errors: tuple[type[Exception], ...]
+    """The SDK's exceptions that mean "no answer came", raised ``from`` a transport error (retried as one)."""
+
+    async def send(self, request: ProviderRequest) -> dict[str, Any]:
+        """One non-streamed attempt: the answer's JSON body, read bounded; an error answer (one sent with HTTP 200
+        too) raises `Failure`."""
+        ...
+
+    async def open(self, request: ProviderRequest) -> OpenStream:
+        """One attempt to open a stream; an error answer raises `Failure`."""
+        ...
+
+    def detail(self, exc: BaseException, cause: BaseException) -> str:
+        """The text of a transport failure ``exc`` (``cause``: the transport error under the SDK's, else ``exc``)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the SDK client of every event loop (pooled connections)."""
+        ...
+
+
+ErrorTest = Callable[[ServerSentEvent, dict[str, Any], Mapping[str, str]], "Failure | None"]
+"""A wire's error test for one event: the event, its ``data`` parsed and the answer's headers → the `Failure` it
+stands for, else None."""
+
+
+async def payloads(
+    chunks: AsyncIterable[bytes],
+    headers: Mapping[str, str],
+    failed: ErrorTest,
+    *,
+    provider: str,
+    max_bytes: int,
+    idle_timeout: float | None,
+    complete_on_data: bool = False,
+    done: str | None = None,
+    with_text: bool = False,
+    opening: frozenset[str] = frozenset(),
+    final: frozenset[str] = frozenset(),
+) -> AsyncGenerator[Any, None]:
+    """The payloads of a stream's bytes ``chunks``: each event (`aiter_events`, at most ``max_bytes`` a line or an
+    event, each within ``idle_timeout`` seconds) whose ``data`` is one JSON object (`json_object`, ``provider`` named
+    in its error), after the wire's error test ``failed`` (given ``headers``, the answer's) found no error in it.
+
+    What differs per API:
+
+    - ``complete_on_data``: an event ends at its ``data:`` line (DashScope; `SSEDecoder`);
+    - ``done``: a ``data`` that is this text (white space around it ignored) is yielded as it is, not parsed (OpenAI's
+      ``"[DONE]"``);
+    - ``with_text``: each payload is ``(data, text)``, the event's text kept beside it (DashScope's updates keep it);
+    - ``opening``: events whose ``type`` is one of these are held until the first other event (or the stream's end),
+      so that a failure right after them is met before the stream counts as started (the Responses API's
+      ``response.created``);
+    - ``final``: an event whose ``type`` is one of these ends the stream (what a server sends after it is not read).
+
+    ``chunks`` is closed (``aclose``, when it has one) however the loop ends.
+
+    Raises:
+        Failure: ``failed`` returned one.
+        ChatClientInvalidResponseException: a ``data`` that is not a JSON object, or a line or event over
+            ``max_bytes``.
+        asyncio.TimeoutError: no complete event within ``idle_timeout``.
+    """
+    held: list[Any] | None = [] if opening else None
+    decoder = SSEDecoder(complete_on_data=complete_on_data)
+    try:
+        async for event in aiter_events(chunks, decoder, max_bytes, idle_timeout):
+            text = event.data
+            if done is not None and text.strip() == done:
+                yield done
+                continue
+            data = json_object(provider, text, what="event")
+            failure = failed(event, data, headers)
+            if failure is not None:
+                raise failure
+            payload = (data, text) if with_text else data
+            if held is not None:
+                if data.get("type") in opening:
+                    held.append(payload)
+                    continue
+                for item in held:
+                    yield item
+                held = None
+            yield payload
+            if final and data.get("type") in final:
+                return
+        for item in held or ():
+            yield item
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
 
 
 # ------------------------------------------------------------------------------------------------------ bounded bytes

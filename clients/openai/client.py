@@ -2,9 +2,9 @@
 
 Thin on purpose: the translation lives in ``clients.openai.convert`` (requests) and ``clients.openai.parse``
 (responses), the transport in ``clients.openai.wire`` (the ``openai`` SDK, its own retries off, asked for the raw
-HTTP response so the wire JSON goes to the parser as is). This module resolves settings, reads the SSE stream's
-payloads (an error event raises) and OpenAI's error bodies; retries are ``clients.core.transport``'s (streams only
-before their first event).
+HTTP response so the wire JSON goes to the parser as is). This module resolves settings, tells an error event in the
+stream (``clients.core.wire.payloads`` reads the payloads) and reads OpenAI's error bodies; retries are
+``clients.core.transport``'s (streams only before their first event).
 Decisions and sources: docs/openai.md.
 """
 
@@ -30,15 +30,12 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.transport import (
-    Failure,
-    SSEDecoder,
-    aiter_events,
-)
+from clients.core.transport import Failure, ServerSentEvent
+from clients.core.wire import payloads
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
-from clients.openai.parse import StreamState, decode_event, parse_response, parse_stream_event
+from clients.openai.parse import StreamState, parse_response, parse_stream_event
 from clients.openai.wire import OpenAIWire
 from clients.providers import PROVIDERS
 
@@ -65,20 +62,12 @@ class OpenAISettings(TypedDict, total=False):
     chat_completion_model: str | None
 
 
-async def _payloads(
-    http: httpx2.Response, max_bytes: int, idle: float, provider: str = "OpenAI"
-) -> AsyncGenerator[Mapping[str, Any] | str, None]:
-    """The event payloads of a stream (``data:`` JSON objects, and ``"[DONE]"``); an error event raises `Failure`."""
-    request_id = http.headers.get("x-request-id")
-
-    def decoded(payload: str) -> Mapping[str, Any] | str:
-        event = decode_event(payload, provider)
-        if isinstance(event, Mapping) and event.get("error") is not None and not event.get("choices"):
-            raise Failure(parse_error(None, event, request_id), http.headers)  # an error sent mid-stream
-        return event
-
-    async for event in aiter_events(http.aiter_bytes(), SSEDecoder(), max_bytes, idle):
-        yield decoded(event.data)
+def _failed(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[str, str]) -> Failure | None:
+    """An error event sent mid-stream (an ``error`` beside no ``choices``) as `Failure`, else None: the OpenAI
+    stream's error test (``clients.core.wire.payloads``)."""
+    if data.get("error") is not None and not data.get("choices"):
+        return Failure(parse_error(None, data, headers.get("x-request-id")), headers)
+    return None
 
 
 class RawOpenAIChatCompletionClient(OpenAIWire[OpenAIOptionsT], Generic[OpenAIOptionsT]):
@@ -163,8 +152,17 @@ class RawOpenAIChatCompletionClient(OpenAIWire[OpenAIOptionsT], Generic[OpenAIOp
         return Failure(parse_error(status, body, request_id), headers)
 
     def _events(self, http: httpx2.Response) -> AsyncGenerator[Any, None]:
-        """The stream's payloads as the parser takes them (here: each ``data:`` JSON object, and ``"[DONE]"``)."""
-        return _payloads(http, self.max_event_bytes, self.stream_idle_timeout, self._label())
+        """The stream's payloads as the parser takes them (here: each ``data:`` JSON object, and ``"[DONE]"``); an
+        error event raises `Failure` (`_failed`)."""
+        return payloads(
+            http.aiter_bytes(),
+            http.headers,
+            _failed,
+            provider=self._label(),
+            max_bytes=self.max_event_bytes,
+            idle_timeout=self.stream_idle_timeout,
+            done="[DONE]",
+        )
 
 
 class OpenAIChatCompletionClient(

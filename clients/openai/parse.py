@@ -1,6 +1,7 @@
 """MAF ⇄ OpenAI Chat Completions, response side: ``parse_response`` (one JSON body → ``ChatResponse``),
 ``parse_stream_event`` (one SSE ``data:`` payload → ``ChatResponseUpdate``, with a per-stream ``StreamState``),
-``decode_event``, ``parse_usage`` and ``finish_reason``. Pure; the stream's framing is ``clients.core.transport``'s.
+``parse_usage`` and ``finish_reason``. Pure; the stream's payloads (each ``data:`` a JSON object, or ``"[DONE]"``)
+are ``clients.core.wire.payloads``'.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from agent_framework import (
 from clients.core.parse import (
     LeadingThinkSplitter,
     StreamedToolCalls,
-    json_object,
     split_leading_think,
     text_delta,
     think_contents,
@@ -305,18 +305,3 @@ def parse_stream_event(
         additional_properties=_metadata(event),
         raw_representation=event,
     )
-
-
-# ------------------------------------------------------------------------------------------------- SSE
-
-
-def decode_event(payload: str, provider: str = "OpenAI") -> Mapping[str, Any] | str:
-    """One event payload → its JSON object (``clients.core.parse.json_object``, the one decoder of every stream's
-    JSON), or the string ``"[DONE]"``.
-
-    Raises:
-        ChatClientInvalidResponseException: a payload that is neither (``provider`` named in the message).
-    """
-    if payload.strip() == "[DONE]":
-        return "[DONE]"
-    return json_object(provider, payload, what="event")

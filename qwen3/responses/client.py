@@ -34,15 +34,14 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
-from clients.core.parse import json_object
 from clients.core.transport import (
     Failure,
-    SSEDecoder,
-    aiter_events,
+    ServerSentEvent,
     as_text,
     redact,
     to_chat_client_exception,
 )
+from clients.core.wire import payloads
 from clients.providers import PROVIDERS
 from qwen3.errors import AUTH_CODES, FILTER_CODES, UNKNOWN_MODEL_CODES, WORKSPACE_CODES, explained, parse_error
 from qwen3.responses.convert import (
@@ -145,33 +144,18 @@ def _gone(request: ProviderRequest, failure: Failure) -> str | None:
     return previous if named or (error.status == 404 and not other) else None
 
 
-async def _events(http: httpx2.Response, max_bytes: int, idle: float) -> AsyncGenerator[Mapping[str, Any], None]:
-    """The events of a Responses stream, each ``data:`` parsed, up to ``response.completed`` / ``.incomplete``: the
-    stream ends there (what a server sends after it is not read). An ``error`` or ``response.failed`` event, or a final
-    event whose response says ``failed``, raises `Failure`; the opening events (`_OPENING`) are held until the first
-    other one."""
-    held: list[Mapping[str, Any]] | None = []
-    async for event in aiter_events(http.aiter_bytes(), SSEDecoder(), max_bytes, idle):
-        data = json_object("DashScope", event.data, what="event")
-        kind = data.get("type")
-        if kind in _WATCHED:  # a text delta, the most common event, pays one set lookup here
-            if kind == "error":
-                raise _failure(None, data, http.headers)
-            response = data.get("response")
-            if kind == "response.failed" or (isinstance(response, Mapping) and response.get("status") == "failed"):
-                raise _failure(None, response if isinstance(response, Mapping) else data, http.headers)
-        if held is not None:
-            if kind in _OPENING:
-                held.append(data)
-                continue
-            for opening in held:
-                yield opening
-            held = None
-        yield data
-        if kind in _FINAL:
-            return
-    for opening in held or ():
-        yield opening
+def _failed(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[str, str]) -> Failure | None:
+    """The Responses stream's error test (``clients.core.wire.payloads``): an ``error`` or ``response.failed`` event,
+    or a final event whose response says ``failed``, as `Failure`; else None."""
+    kind = data.get("type")
+    if kind not in _WATCHED:  # a text delta, the most common event, pays one set lookup here
+        return None
+    if kind == "error":
+        return _failure(None, data, headers)
+    response = data.get("response")
+    if kind == "response.failed" or (isinstance(response, Mapping) and response.get("status") == "failed"):
+        return _failure(None, response if isinstance(response, Mapping) else data, headers)
+    return None
 
 
 class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOptionsT]):
@@ -361,8 +345,19 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
         )
 
     def _events(self, http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any], None]:
-        """The Responses events of the stream (`_events`): an ``error`` / ``response.failed`` event raises."""
-        return _events(http, self.max_event_bytes, self.stream_idle_timeout)
+        """The events of a Responses stream, each ``data:`` parsed, up to ``response.completed`` / ``.incomplete``:
+        the stream ends there (what a server sends after it is not read). An error event raises `Failure`
+        (`_failed`); the opening events (`_OPENING`) are held until the first other one."""
+        return payloads(
+            http.aiter_bytes(),
+            http.headers,
+            _failed,
+            provider="DashScope",
+            max_bytes=self.max_event_bytes,
+            idle_timeout=self.stream_idle_timeout,
+            opening=_OPENING,
+            final=_FINAL,
+        )
 
 
 class QwenResponsesClient(

@@ -25,7 +25,6 @@ from clients.gemini.errors import parse_error as gemini_error
 from clients.gemini.errors import retry_delay_seconds
 from clients.gemini.testing import GeminiEmulator
 from clients.openai.errors import parse_error as openai_error
-from clients.openai.parse import decode_event
 from clients.openai.testing import OpenAIEmulator
 from clients.testing import Answer, json_answer
 from qwen3 import QwenChatClient, QwenVLChatClient
@@ -140,7 +139,7 @@ def test_json_nested_too_deep_to_parse_is_malformed() -> None:
     with pytest.raises(ChatClientInvalidResponseException, match="non-JSON body"):
         json_object("OpenAI", DEEP)
     with pytest.raises(ChatClientInvalidResponseException, match="OpenAI sent a malformed event"):
-        decode_event(DEEP)
+        json_object("OpenAI", DEEP, what="event")
 
 
 # ------------------------------------------------------------------------------------------------ error bodies

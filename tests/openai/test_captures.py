@@ -28,10 +28,11 @@ from agent_framework.exceptions import (
 )
 from pydantic import BaseModel, Field
 
+from clients.core.parse import json_object
 from clients.core.transport import SSEDecoder, to_chat_client_exception
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.errors import parse_error
-from clients.openai.parse import StreamState, decode_event, parse_response, parse_stream_event
+from clients.openai.parse import StreamState, parse_response, parse_stream_event
 from tests.conftest import Interaction, cassettes
 from tests.conftest import cassette as _read_cassette
 from tests.helpers import request_body
@@ -504,13 +505,18 @@ ANSWERS: dict[str, list[Answer | Failure]] = {
 }
 
 
+def _decoded(data: str) -> Any:
+    """One event's data as the stream loop yields it (``clients.core.wire.payloads`` with ``done="[DONE]"``)."""
+    return data if data.strip() == "[DONE]" else json_object("OpenAI", data, what="event")
+
+
 def _replay_stream(text: str) -> tuple[ChatResponse[Any], StreamState, int]:
     """An SSE body fed line by line → the aggregated response, the final state, the number of updates."""
     decoder, state, updates = SSEDecoder(), StreamState(), []
     for line in text.splitlines():
         event = decoder.feed(line)
         if event is not None:
-            update = parse_stream_event(decode_event(event.data), state, model="gpt-4o")
+            update = parse_stream_event(_decoded(event.data), state, model="gpt-4o")
             if update is not None:
                 updates.append(update)
     assert decoder.flush() is None  # every event ended with its blank line
@@ -574,7 +580,7 @@ def test_a_streamed_parallel_call_keeps_each_calls_fragments_apart() -> None:
     fragments = []
     for line in text.splitlines():
         event = decoder.feed(line)
-        if event is not None and (update := parse_stream_event(decode_event(event.data), state)) is not None:
+        if event is not None and (update := parse_stream_event(_decoded(event.data), state)) is not None:
             fragments += [c for c in update.contents if c.type == "function_call"]
     ids = {c.call_id: c.id for c in fragments}
     assert list(ids) == ["call_M26z19sncd7b4LBgzKRRbaUE", "call_KPXe5NX7IcKkaBUhc6dto2QV"]
