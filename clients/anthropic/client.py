@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict
@@ -40,7 +39,7 @@ from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import json_object
 from clients.core.transport import EventStream, Failure, SSEDecoder, aiter_events, shown_url
-from clients.core.wire import bound_answer
+from clients.core.wire import checked_answer
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
 
@@ -197,11 +196,11 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         )
 
     async def _on_response(self, response: httpx2.Response) -> None:
-        """Each HTTP answer, before the SDK reads it: one that is not an event stream (the JSON answer, an error
+        """Each HTTP answer, before the SDK reads it (each hop of a redirect too: the SDK's httpx client follows
+        them): a redirect to another origin refused, one that is not an event stream (the JSON answer, an error
         body, a proxy's page) read no further than ``max_event_bytes`` and no later than ``timeout`` from now, a
-        compressed one refused unread (``clients.core.wire.bound_answer``)."""
-        what = f"Anthropic's answer (HTTP {response.status_code}) from {self.base_url}"
-        await bound_answer(response, what, self.max_event_bytes, time.monotonic() + self.timeout)
+        compressed one refused unread (``clients.core.wire.checked_answer``)."""
+        await checked_answer(response, "Anthropic", self.base_url, self.max_event_bytes, self.timeout)
 
     def _create(self, body: Mapping[str, Any], read_timeout: float) -> Any:
         """``messages.with_streaming_response.create``: the SDK builds the request and raises its status errors;

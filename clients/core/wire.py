@@ -37,11 +37,12 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from urllib.parse import urlsplit
 
-from agent_framework.exceptions import ChatClientInvalidResponseException
+from agent_framework.exceptions import ChatClientInvalidRequestException, ChatClientInvalidResponseException
 
 from clients.core.parse import json_object
-from clients.core.transport import Failure, ServerSentEvent, SSEDecoder, aiter_events, event_too_long
+from clients.core.transport import Failure, ServerSentEvent, SSEDecoder, aiter_events, event_too_long, shown_url
 
 if TYPE_CHECKING:
     from clients.core.client import ProviderRequest
@@ -54,10 +55,12 @@ __all__ = [
     "bound_answer",
     "bounded_bytes",
     "bounded_stream",
+    "checked_answer",
     "content_type",
     "is_event_stream",
     "payloads",
     "read_limited",
+    "refuse_other_origin",
     "too_long",
 ]
 
@@ -322,3 +325,53 @@ async def read_limited(response: Any, limit: int, provider: str) -> bytes:
             )
         ]
     )
+
+
+# -------------------------------------------------------------------------------------------------------- each answer
+
+
+def _origin(url: Any) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of an httpx or httpx2 URL, the scheme's default port filled in: what a redirect may not
+    change."""
+    port = url.port if url.port is not None else {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, port
+
+
+def refuse_other_origin(response: Any, who: str, base_url: str) -> None:
+    """A redirect (an httpx or httpx2 answer with a ``Location``) to another origin (scheme, host or port) refused:
+    the conversation is never sent there, whatever the SDK's HTTP client would follow. A redirect within the origin
+    passes (``who``: the server's name, ``base_url``: the client's, shown, for the message; it suggests the base URL
+    the redirect points at, the request's path below the base taken off).
+
+    Raises:
+        ChatClientInvalidRequestException: a redirect to another origin (the message names it).
+    """
+    if not response.has_redirect_location:
+        return
+    request_url = response.request.url
+    target = request_url.join(response.headers["location"])
+    if _origin(target) == _origin(request_url):
+        return
+    base_path = urlsplit(base_url).path.rstrip("/")
+    below = request_url.path[len(base_path) :] if request_url.path.startswith(base_path) else ""
+    base = shown_url(str(target.copy_with(query=None, fragment=None))).removesuffix(below)
+    raise ChatClientInvalidRequestException(
+        f"{who} at {base_url} redirected the request (HTTP {response.status_code}) to {shown_url(str(target))}, "
+        "another origin: not followed, a redirect never carries the conversation to another scheme, host or port. "
+        f"If that server is the one you mean, pass base_url={base!r}."
+    )
+
+
+async def checked_answer(response: Any, who: str, base_url: str, max_bytes: int, timeout: float) -> None:
+    """Each HTTP answer an SDK is about to read, as every wire checks it (from an httpx or httpx2 response hook, so
+    each hop of a redirect too): a redirect to another origin refused (`refuse_other_origin`), then the answer held
+    to the bounds, read no later than ``timeout`` seconds from now (`bound_answer`; ``who``: the server's name,
+    ``base_url``: the client's, shown).
+
+    Raises:
+        ChatClientInvalidRequestException: a redirect to another origin.
+        ChatClientInvalidResponseException: a compressed answer.
+    """
+    refuse_other_origin(response, who, base_url)
+    what = f"{who}'s answer (HTTP {response.status_code}) from {base_url}"
+    await bound_answer(response, what, max_bytes, time.monotonic() + timeout)

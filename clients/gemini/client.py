@@ -16,7 +16,6 @@ import base64
 import binascii
 import contextvars
 import json
-import time
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -48,7 +47,7 @@ from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import WRONG_SHAPE, json_object
 from clients.core.transport import EventStream, Failure, as_text, shown_url
-from clients.core.wire import bound_answer, bounded_stream
+from clients.core.wire import bounded_stream, checked_answer
 from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions
@@ -296,7 +295,8 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         """A response while a request is made: kept (`_answers`) and held to the bounds google-genai's reader then
         meets (``clients.core.wire.bounded_stream``): a stream's events to ``max_event_bytes`` and
         ``stream_idle_timeout``; any other answer (a JSON body, an error body) to ``max_event_bytes`` in all, read
-        within ``timeout`` (``clients.core.wire.bound_answer``, which also refuses a compressed answer unread)."""
+        within ``timeout``, a compressed one refused unread, and a redirect to another origin refused (one within the
+        origin is followed, as google-genai's own httpx client does): ``clients.core.wire.checked_answer``."""
         collector = _RESPONSES.get()
         if collector is not None:
             collector.append(response)
@@ -309,8 +309,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
                 idle_timeout=self.stream_idle_timeout,
             )
             return
-        what = f"Gemini's answer (HTTP {response.status_code}) from {self.base_url}"
-        await bound_answer(response, what, self.max_event_bytes, time.monotonic() + self.timeout)
+        await checked_answer(response, "Gemini", self.base_url, self.max_event_bytes, self.timeout)
 
     def _client(self) -> genai.Client:
         """The SDK client of the running event loop, on an httpx client of ours (its retries off: our
@@ -321,6 +320,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
             event_hooks={"request": [self._on_request], "response": [self._on_response]},
+            follow_redirects=True,  # as google-genai's own client (its _api_client); another origin is refused
         )
         return genai.Client(
             api_key=self._api_key.get_secret_value(),

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, ClassVar, Generic, TypedDict
 
-from agent_framework.exceptions import ChatClientInvalidRequestException, ChatClientInvalidResponseException
+from agent_framework.exceptions import ChatClientInvalidResponseException
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.parse import json_object
-from clients.core.transport import EventStream, Failure, redact, shown_url, within
-from clients.core.wire import bound_answer, content_type, is_event_stream
+from clients.core.transport import EventStream, Failure, redact, within
+from clients.core.wire import checked_answer, content_type, is_event_stream
 from clients.providers import PROVIDERS
 
 with PROVIDERS["openai"].sdk_required():  # imported directly, this module names the extra too
@@ -36,12 +35,6 @@ with PROVIDERS["openai"].sdk_required():  # imported directly, this module names
 __all__ = ["OpenAIWire"]
 
 WireOptionsT = TypeVar("WireOptionsT", bound=TypedDict, default="dict[str, Any]", covariant=True)  # type: ignore[valid-type]
-
-
-def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
-    """(scheme, host, port) with the scheme's default port filled in: what a redirect may not change."""
-    port = url.port if url.port is not None else {"http": 80, "https": 443}.get(url.scheme)
-    return url.scheme, url.host, port
 
 
 class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
@@ -56,7 +49,7 @@ class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
     (`_sdk_headers`); the Qwen clients on this wire set it False."""
     _ENDPOINT: ClassVar[str] = "/chat/completions"
     """The path below the base URL the requests go to: ``/chat/completions`` or ``/responses`` (the SDK resource
-    `_create` calls; a redirect's message suggests the base it found)."""
+    `_create` calls)."""
 
     def _label(self) -> str:
         """The server's name in messages about what it sent."""
@@ -107,19 +100,7 @@ class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
             ChatClientInvalidRequestException: a redirect to another origin (the message names it).
             ChatClientInvalidResponseException: a compressed answer.
         """
-        request_url = response.request.url
-        if response.has_redirect_location:
-            target = request_url.join(response.headers["location"])
-            if _origin(target) != _origin(request_url):
-                shown = shown_url(str(target))
-                base = shown.removesuffix(self._ENDPOINT)
-                raise ChatClientInvalidRequestException(
-                    f"{self._label()} at {self.base_url} redirected the request (HTTP {response.status_code}) to "
-                    f"{shown}, another origin: not followed, a redirect never carries the conversation to another "
-                    f"scheme, host or port. If that server is the one you mean, pass base_url={base!r}."
-                )
-        what = f"{self._label()}'s answer (HTTP {response.status_code}) from {self.base_url}"
-        await bound_answer(response, what, self.max_event_bytes, time.monotonic() + self.timeout)
+        await checked_answer(response, self._label(), self.base_url, self.max_event_bytes, self.timeout)
 
     def _create(self, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
         """``chat.completions.create`` (or ``responses.create``, `_ENDPOINT`) through ``with_streaming_response``: the
