@@ -1,5 +1,5 @@
 """A research agent on Qwen's Responses API: web search with citations, a knowledge-base answer and an MCP tool call,
-over a conversation DashScope stores.
+over a conversation DashScope stores, then read back and deleted.
 
 ``QwenResponsesClient`` swaps in for ``QwenChatClient`` in an ``Agent``; its hosted tools (``get_web_search_tool``,
 ``get_file_search_tool``, ``get_mcp_tool``) run on DashScope's side, and with ``store=True`` each turn sends only the
@@ -78,13 +78,22 @@ def _report(response: AgentResponse) -> list[str]:
 
 
 async def run(client: QwenResponsesClient, tools: list[Any], questions: Sequence[str]) -> list[str]:
-    """Ask ``questions`` in one stored session; the printed lines."""
+    """Ask ``questions`` in one stored session, then read back what DashScope stored and delete it; the printed
+    lines."""
     agent = Agent(client=client, instructions="Answer briefly and cite.", tools=tools, default_options={"store": True})
     session = agent.create_session()
-    lines = []
+    lines, ids = [], []
     for question in questions:
         response = await agent.run(question, session=session)
         lines += [f"> {question}", *_report(response), f"  response id: {response.response_id}"]
+        ids.append(str(response.response_id))
+    first = await client.retrieve_response(ids[0])
+    stored = await client.list_input_items(ids[-1])
+    asked = sum(1 for message in stored if message.role == "user")
+    lines.append(f"stored: the first answer retrieved ({first.text[:40]}...); {asked} questions in the last input")
+    for response_id in ids:  # DashScope would keep them 7 days: this example leaves nothing behind
+        await client.delete_response(response_id)
+    lines.append(f"deleted the {len(ids)} stored responses")
     return lines
 
 

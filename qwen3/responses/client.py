@@ -12,8 +12,11 @@ per event loop, its own retries off), the OpenAI chat client's sibling on it, on
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import re
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict
 
 from agent_framework import (
@@ -28,18 +31,21 @@ from agent_framework import (
 from agent_framework.exceptions import (
     ChatClientException,
     ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
 )
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
+from clients.core.parse import json_object
 from clients.core.transport import (
     Failure,
     ServerSentEvent,
     as_text,
     redact,
     to_chat_client_exception,
+    within,
 )
 from clients.core.wire import payloads
 from clients.providers import PROVIDERS
@@ -54,12 +60,13 @@ from qwen3.responses.convert import (
     web_extractor_tool,
     web_search_tool,
 )
-from qwen3.responses.parse import Calls, StreamState, parse_response, parse_stream_event
+from qwen3.responses.parse import Calls, StreamState, input_messages, parse_response, parse_stream_event
 from qwen3.selfhosted.values import max_recovered_calls
 from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
 
 with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too
     import httpx2
+    import openai
 
     from clients.openai.wire import OpenAIWire
 
@@ -111,6 +118,13 @@ _OPENING = frozenset({"response.created", "response.in_progress", "response.queu
 """Events before any output: held back until the first other event, so that a failure right after them (a throttled
 stream's ``response.failed``) is met before the stream counts as started, and retried."""
 _FINAL = frozenset({"response.completed", "response.incomplete"})
+RESPONSE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+"""What a stored response's id may hold before it goes into a URL path (``…/responses/{id}``): DashScope's are
+``resp_`` and a UUID ("格式为 resp_xxx", Model Studio "Retrieve a response"); no ``/``, ``.``, ``%`` or space, so
+an id can never name another path."""
+MAX_INPUT_ITEMS = 10_000
+"""The most input items `RawQwenResponsesClient.list_input_items` reads (100 pages of DashScope's largest page,
+``limit`` 100): a server that says ``has_more`` for ever is stopped there."""
 _WATCHED = _FINAL | {"error", "response.failed"}
 
 
@@ -142,6 +156,35 @@ def _gone(request: ProviderRequest, failure: Failure) -> str | None:
     named = "previous_response" in f"{error.code} {error.message}".lower()
     other = (error.code or "") in UNKNOWN_MODEL_CODES | WORKSPACE_CODES
     return previous if named or (error.status == 404 and not other) else None
+
+
+def _checked_id(response_id: object) -> str:
+    """``response_id`` if it is one (`RESPONSE_ID`), else raise before anything is sent.
+
+    Raises:
+        ChatClientInvalidRequestException: not a string of letters, digits, ``_`` and ``-`` (1 to 200 of them).
+    """
+    if isinstance(response_id, str) and RESPONSE_ID.fullmatch(response_id):
+        return response_id
+    raise ChatClientInvalidRequestException(
+        f"Not a stored response id: {redact(as_text(response_id))[:80]!r}. DashScope's are resp_ followed by letters, "
+        "digits and '-' (the response_id of a stored answer); the id goes into the URL path, so '/', '.', '%' and "
+        "spaces are refused, nothing was sent."
+    )
+
+
+def _input_items_page(response_id: str, page: Mapping[str, Any], sdk: openai.AsyncOpenAI) -> Any:
+    """One page of a stored response's input items, as the SDK's ``with_streaming_response`` request."""
+    return sdk.responses.input_items.with_streaming_response.list(response_id, **page)
+
+
+def _not_stored(status: int | None, code: str | None, message: str) -> bool:
+    """Whether DashScope answered that it has no such stored response: ``{"error": {"message": "Response with id
+    'resp_xxx' not found.", "type": "InvalidParameter"}}`` (Model Studio "Retrieve a response", "Delete a response",
+    "List input items"; the pages give no HTTP status: a 404, or a 400 saying "not found", ASSUMPTION)."""
+    if status == 404:
+        return (code or "") not in WORKSPACE_CODES
+    return status == 400 and "not found" in message.lower()
 
 
 def _failed(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[str, str]) -> Failure | None:
@@ -260,6 +303,124 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
             allowed_tools=allowed_tools,
             headers=headers,
         )
+
+    # ------------------------------------------------------------------------------------------ stored responses
+
+    async def retrieve_response(self, response_id: str) -> ChatResponse[Any]:
+        """A stored response (``GET …/responses/{response_id}``, Model Studio "Retrieve a response"): the response the
+        request that created it got, parsed as an answer (``qwen3.responses.parse.parse_response``: its output items'
+        contents, usage, ``response_id``, and ``conversation_id`` = its id, which a MAF session can continue).
+
+        Raises:
+            ChatClientInvalidRequestException: an id that is not one (`RESPONSE_ID`; nothing is sent), or DashScope
+                has no such stored response (it keeps only those created with ``store=True``, for 7 days, until
+                deleted).
+            ChatClientException: the stored response had failed (its ``error``), or any other failure, as
+                ``get_response`` raises it (retried where transient).
+        """
+        checked = _checked_id(response_id)
+        data = await self._stored(checked, lambda sdk: sdk.responses.with_streaming_response.retrieve(checked))
+        if data.get("status") == "failed":
+            given = data.get("error")
+            error: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+            raise ChatClientException(
+                f"The stored response {checked!r} had failed: {as_text(error.get('code'))[:80]}: "
+                f"{as_text(error.get('message'))[:300]}"
+            )
+        return parse_response(data, model=str(self.service.model), stored=True)
+
+    async def delete_response(self, response_id: str) -> None:
+        """Delete a stored response (``DELETE …/responses/{response_id}``, Model Studio "Delete a response"; DashScope
+        answers ``{"deleted": true, "id"}``): a session that continues it gets DashScope's "no longer has the stored
+        response" error from then on.
+
+        Raises:
+            ChatClientInvalidRequestException: an id that is not one (nothing is sent), or DashScope has no such
+                stored response (never stored, expired after 7 days, or deleted already).
+            ChatClientInvalidResponseException: the answer does not say ``deleted: true``.
+            ChatClientException: any other failure, as ``get_response`` raises it (retried where transient).
+        """
+        checked = _checked_id(response_id)
+        data = await self._stored(checked, lambda sdk: sdk.responses.with_streaming_response.delete(checked))
+        if data.get("deleted") is not True:
+            raise ChatClientInvalidResponseException(
+                f"DashScope answered the deletion of {checked!r} without deleted: true: {redact(as_text(data))[:200]!r}"
+            )
+
+    async def list_input_items(self, response_id: str) -> list[Message]:
+        """The input a stored response was created from, oldest first (``GET …/responses/{response_id}/input_items``,
+        Model Studio "List input items": for a conversation continued by ``previous_response_id``, the earlier
+        turns' user messages and answers too), as MAF messages (``qwen3.responses.parse.input_messages``: the
+        system text, user messages, earlier answers, function calls and their results, each item's ``id`` as the
+        message id). Read in pages of 100 (``order=asc``, ``after`` = the last id) while ``has_more`` says so,
+        at most `MAX_INPUT_ITEMS` items.
+
+        Raises:
+            ChatClientInvalidRequestException: an id that is not one (nothing is sent), or DashScope has no such
+                stored response.
+            ChatClientInvalidResponseException: a page that is not one (no ``data`` list, or ``has_more`` with a
+                cursor that does not move on), or more than `MAX_INPUT_ITEMS` items.
+            ChatClientException: any other failure, as ``get_response`` raises it (retried where transient).
+        """
+        checked = _checked_id(response_id)
+        items: list[Any] = []
+        after: str | None = None
+        while True:
+            page: dict[str, Any] = {"limit": 100, "order": "asc", **({"after": after} if after else {})}
+            data = await self._stored(checked, partial(_input_items_page, checked, page))
+            batch = data.get("data")
+            if not isinstance(batch, list):
+                raise ChatClientInvalidResponseException(
+                    f"DashScope's input items of {checked!r} came without a data list: {redact(as_text(data))[:200]!r}"
+                )
+            items.extend(batch)
+            if len(items) > MAX_INPUT_ITEMS:
+                raise ChatClientInvalidResponseException(
+                    f"DashScope's input items of {checked!r} went past MAX_INPUT_ITEMS={MAX_INPUT_ITEMS}: not read on"
+                )
+            last = data.get("last_id")
+            if data.get("has_more") is not True:
+                return input_messages(items)
+            if not isinstance(last, str) or not last or last == after:
+                raise ChatClientInvalidResponseException(
+                    f"DashScope's input items of {checked!r} say has_more with a last_id that does not move on "
+                    f"({as_text(last)[:80]!r}): not read on"
+                )
+            after = last
+
+    async def _stored(self, response_id: str, call: Callable[[openai.AsyncOpenAI], Any]) -> dict[str, Any]:
+        """The JSON object a stored-response request answers: ``call(sdk)`` is the SDK's ``with_streaming_response``
+        request (so each answer passes the wire's checks: bounded, no redirect to another origin), retried per
+        ``retry_policy``, all within ``timeout``. A failure is raised as MAF's exception: DashScope's "not found"
+        (`_not_stored`) saying why a response may be missing, any other as ``get_response`` would."""
+
+        async def attempt() -> dict[str, Any]:
+            try:
+                async with call(self._client()) as response:
+                    raw = await response.read()
+            except openai.APIStatusError as exc:
+                failure: Failure | None = self._failure(exc.status_code, exc.body, exc.response.headers)
+            else:
+                failure = None
+            if failure is not None:  # raised outside the handler, as the wire's _send does
+                raise failure
+            return json_object(self._label(), raw)
+
+        deadline = time.monotonic() + self.timeout
+        try:
+            return await self._with_retries(
+                lambda: within(attempt(), max(deadline - time.monotonic(), 0.0)), stream=False, deadline=deadline
+            )
+        except Failure as failure:
+            error = failure.error
+            if _not_stored(error.status, error.code, error.message):
+                raise ChatClientInvalidRequestException(
+                    f"DashScope has no stored response {response_id!r}: a response can be retrieved, listed or deleted "
+                    "only when the request that created it sent store=True (QwenResponsesOptions; the client's default "
+                    f"is not stored), for 7 days after it was created, and not once it is deleted. {error}"
+                ) from None
+            explained_error = explained(error, model=str(self.service.model), media=False, headers=self.service.headers)
+            raise to_chat_client_exception(explained_error) from None
 
     # ------------------------------------------------------------------------------------------ conversion
 

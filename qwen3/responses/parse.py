@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mimetypes
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -49,6 +50,7 @@ __all__ = [
     "Calls",
     "StreamState",
     "finish_reason",
+    "input_messages",
     "item_contents",
     "parse_response",
     "parse_stream_event",
@@ -458,3 +460,73 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
         finish_reason=finish,  # type: ignore[arg-type]
         raw_representation=event,
     )
+
+
+INPUT_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
+"""The roles of stored input messages → MAF's (``developer`` is a system message, as the client sends it)."""
+
+
+def _input_part(part: Mapping[str, Any]) -> Content | None:
+    """One part of a stored input message → MAF content: ``input_text`` / ``output_text`` → text, ``refusal`` →
+    text, ``input_image`` → the image (its URL, the media type guessed from its path, or its data URI); another part
+    type: None."""
+    kind = part.get("type")
+    if kind in ("input_text", "output_text", "text"):
+        return Content.from_text(as_text(part.get("text") or ""), raw_representation=part)
+    if kind == "refusal":
+        return Content.from_text(as_text(part.get("refusal") or ""), raw_representation=part)
+    url = part.get("image_url")
+    if kind != "input_image" or not isinstance(url, str) or not url:
+        return None
+    if url.startswith("data:"):
+        return Content.from_uri(url, raw_representation=part)
+    guessed = mimetypes.guess_type(url.partition("?")[0])[0]
+    media_type = guessed if guessed and guessed.startswith("image/") else "image/*"
+    return Content.from_uri(url, media_type=media_type, raw_representation=part)
+
+
+def input_messages(items: Any) -> list[Message]:
+    """Stored input items (``GET …/responses/{id}/input_items``' ``data``, oldest first) → MAF messages, one per item,
+    its ``id`` as the message id: a ``message`` (``role`` ``user`` / ``system`` / ``developer`` / ``assistant``; its
+    ``content`` a string or parts, `_input_part`), a ``function_call_output`` → a ``tool`` message with the
+    ``function_result``, and any output item (``function_call``, ``reasoning``, a built-in tool's call) → an
+    ``assistant`` message with its contents (`item_contents`). An item that gives no content (an unknown type, a
+    message of another role or with no part this reads) is skipped with a WARNING naming its type: never in
+    silence.
+
+    Raises:
+        ChatClientInvalidResponseException: ``items`` is not a list.
+    """
+    if not isinstance(items, list):
+        raise ChatClientInvalidResponseException(
+            f"DashScope sent input items that are not a list: {as_text(items)[:200]!r}"
+        )
+    messages: list[Message] = []
+    calls = Calls(most=len(items) + 1)  # a stored conversation's calls, shown, not run
+    for item in _maps(items):
+        kind = item.get("type", "message")
+        role: str | None = "assistant"
+        if kind == "message":
+            role = INPUT_ROLES.get(as_text(item.get("role")))
+            content = item.get("content")
+            parts = [{"type": "input_text", "text": content}] if isinstance(content, str) else _maps(content)
+            contents = [c for c in map(_input_part, parts) if c is not None]
+        elif kind == "function_call_output":
+            role = "tool"
+            contents = [
+                Content.from_function_result(_call_id(item), result=item.get("output"), raw_representation=item)
+            ]
+        else:
+            contents = item_contents(item, calls)  # an unknown type is warned about there
+            if not contents:
+                continue
+        if role is None or not contents:
+            logger.warning(
+                "DashScope sent a stored input item this client does not read (type %s, role %s): skipped",
+                as_text(kind)[:80],
+                as_text(item.get("role"))[:40],
+            )
+            continue
+        message_id = as_text(item.get("id") or "") or None
+        messages.append(Message(role, contents, message_id=message_id, raw_representation=item))
+    return messages

@@ -233,6 +233,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             return self._compatible.chat(path, query, headers, raw, request_id)
         if path in RESPONSES_PATHS and method == "POST":
             return self.responses.handle(path, query, headers, raw, request_id)
+        if (route := self.responses.stored_route(method, path)) is not None:  # before any generic GET
+            return self.responses.serve_stored(route, query, headers, request_id)
         if path == FILES_PATH or path.startswith(FILES_PATH + "/"):
             return self._files(method, path, query, headers, raw, request_id)
         if method == "GET":

@@ -48,7 +48,13 @@ Shapes, each from its page (docs/responses.md lists them with their URLs and rea
 Stored responses: each answered request with ``store`` not false keeps its input and output under its id (OpenAI's
 default; ASSUMPTION: the pages read give no default for ``store``), and a later ``previous_response_id`` puts them
 before its own input (`ResponsesRecordedRequest.context`); the instructions are not kept ([QC-REF]). An id is valid
-for 7 days on DashScope ([QC-REF]); the emulator keeps its ids for its lifetime.
+for 7 days on DashScope ([QC-REF]); the emulator keeps its ids for its lifetime. A stored response is served back
+(`ResponsesMode.serve_stored`): ``GET …/responses/{id}`` (the same response object, Model Studio "Retrieve a
+response", https://help.aliyun.com/en/model-studio/retrieve-a-response), ``DELETE …/responses/{id}`` (``{"deleted":
+true, "id"}``, "Delete a response", https://help.aliyun.com/en/model-studio/delete-a-response) and ``GET
+…/responses/{id}/input_items`` (its input and the earlier turns', paged, "List input items",
+https://help.aliyun.com/en/model-studio/list-input-items); an id not stored or deleted gets the pages' error body
+with HTTP 404 (ASSUMPTION: the pages give no status).
 """
 
 from __future__ import annotations
@@ -331,6 +337,78 @@ class ResponsesMode:
         answer: Answer = self.emulator._chat(request, raw, body, rid, wire=self)
         return answer
 
+    def stored_route(self, method: str, path: str) -> tuple[str, str] | None:
+        """``(response id, what)`` of a request for a stored response, ``what`` one of ``retrieve`` (``GET
+        …/responses/{id}``), ``delete`` (``DELETE …/responses/{id}``), ``input_items`` (``GET
+        …/responses/{id}/input_items``); None for any other request (the id: one path segment, as sent)."""
+        for prefix in RESPONSES_PATHS:
+            if not path.startswith(prefix + "/"):
+                continue
+            rest = path[len(prefix) + 1 :]
+            if rest.endswith("/input_items") and method == "GET":
+                rest, what = rest.removesuffix("/input_items"), "input_items"
+            elif method in ("GET", "DELETE"):
+                what = "retrieve" if method == "GET" else "delete"
+            else:
+                return None
+            return (rest, what) if rest and "/" not in rest else None
+        return None
+
+    def serve_stored(
+        self, route: tuple[str, str], query: dict[str, list[str]], headers: dict[str, str], rid: str
+    ) -> Answer:
+        """Answer a stored-response request (`stored_route`): the stored ``response`` object ("Returns the same
+        Response object as the Create response API", Model Studio "Retrieve a response"), its deletion (``{"deleted":
+        true, "id"}``, "Delete a response"), or a page of its input items ("List input items": ``after``, ``limit``
+        1-100 (default 20), ``order`` ``asc`` / ``desc`` (default ``desc``); ``data``, ``first_id``, ``last_id``,
+        ``has_more``, ``id``, ``model``, ``created_at`` in milliseconds, ``previous_response_id``). An id never
+        stored (``store: false``), or deleted: the pages' error body ``{"error": {"message": "Response with id
+        '…' not found.", "type": "InvalidParameter"}}`` with HTTP 404 (ASSUMPTION: the pages give no status). A
+        wrong key: 401 as on the chat route; a bad ``limit`` / ``order`` / ``after``: 400 (ASSUMPTION)."""
+        response_id, what = route
+        key = self.emulator._key(headers, query)
+        if self.emulator.api_key is not None and key != self.emulator.api_key:
+            return error_answer(401, "invalid_api_key", "Incorrect API key provided. ", rid)
+        stored = self.stored.get(response_id)
+        if stored is None:
+            missing = {"error": {"message": f"Response with id {response_id!r} not found.", "type": "InvalidParameter"}}
+            return json_answer(404, missing, {"x-request-id": rid})
+        if what == "retrieve":
+            return json_answer(200, stored["body"], {"x-request-id": rid})
+        if what == "delete":
+            del self.stored[response_id]
+            return json_answer(200, {"deleted": True, "id": response_id}, {"x-request-id": rid})
+        return self._input_items(response_id, stored, query, rid)
+
+    def _input_items(self, response_id: str, stored: dict[str, Any], query: dict[str, list[str]], rid: str) -> Answer:
+        """One page of a stored response's input items (`serve_stored`)."""
+        order = query.get("order", ["desc"])[-1]
+        limit_text = query.get("limit", ["20"])[-1]
+        limit = int(limit_text) if limit_text.isdigit() else 0
+        if order not in ("asc", "desc") or not 1 <= limit <= 100:
+            return error_answer(400, "InvalidParameter", "limit must be 1-100 and order asc or desc.", rid)
+        items = list(stored["input"]) if order == "asc" else list(reversed(stored["input"]))
+        after = query.get("after", [None])[-1]
+        if after is not None:
+            ids = [i.get("id") for i in items]
+            if after not in ids:
+                return error_answer(400, "InvalidParameter", f"No input item with id {after!r}.", rid)
+            items = items[ids.index(after) + 1 :]
+        page = items[:limit]
+        body = stored["body"]
+        answer: dict[str, Any] = {
+            "created_at": int(body["created_at"]) * 1000,
+            "data": page,
+            "first_id": page[0].get("id") if page else None,
+            "has_more": len(items) > limit,
+            "id": response_id,
+            "last_id": page[-1].get("id") if page else None,
+            "model": body["model"],
+        }
+        if body.get("previous_response_id"):
+            answer["previous_response_id"] = body["previous_response_id"]
+        return json_answer(200, answer, {"x-request-id": rid})
+
     # -- the steps of the chat flow (clients.testing.Wire) -----------------------------------------------
     def _key_refused(self, request: ResponsesRecordedRequest, key: str | None, request_id: str) -> Answer:
         return error_answer(401, "invalid_api_key", "Incorrect API key provided. ", request_id)
@@ -374,12 +452,30 @@ class ResponsesMode:
             items = self.stored.get(str(request.body.get("previous_response_id")), {}).get("items", [])
             given = request.body.get("input")
             given = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+            given = [_input_item(i) for i in given if isinstance(i, dict)]
             output = rendering.output()
             calls = [str(i.get("call_id")) for i in [*items, *given, *output] if i.get("type") == "function_call"]
-            self.stored[rendering.id] = {"items": [*items, *given, *output], "calls": calls}
+            self.stored[rendering.id] = {
+                "items": [*items, *given, *output],
+                "calls": calls,
+                "input": [*items, *given],
+                "body": rendering.body(),
+            }
         if request.stream:
             return sse_answer(rendering.events(), reply, _malformed, headers, content_type=SSE_CONTENT_TYPE)
         return nonstream_faults(json_answer(200, rendering.body(), headers), reply)
+
+
+def _input_item(item: dict[str, Any]) -> dict[str, Any]:
+    """An input item as DashScope lists it back (Model Studio "List input items": ``{"type": "message", "id":
+    "msg_…", "role", "status": "completed", "content": [{"type": "input_text", "text"}]}``): a message's string
+    content as one ``input_text`` part (ASSUMPTION for roles other than user: the page's sample has a user message),
+    an ``id`` given to an item without one (ASSUMPTION for items other than messages: ``fc_…`` ids as output items)."""
+    if item.get("type", "message") == "message" and "role" in item:
+        content = item.get("content")
+        parts = [{"type": "input_text", "text": content}] if isinstance(content, str) else content
+        return {"type": "message", "id": _id("msg"), "role": item["role"], "status": "completed", "content": parts}
+    return {"id": _id("item"), **item}
 
 
 def _malformed(_: int) -> bytes:

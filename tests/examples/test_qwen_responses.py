@@ -55,3 +55,6 @@ async def test_the_session_is_stored_and_continued(example: ModuleType) -> None:
     mcp = requests[2].body["tools"][2]
     assert mcp["server_protocol"] == "sse"
     assert mcp["server_url"] == "https://mcp.example/fetch/sse"
+    assert "stored: the first answer retrieved (Tomorrow in Hangzhou: cloudy, 18-24°C....); 3 questions" in lines[-2]
+    assert lines[-1] == "deleted the 3 stored responses"
+    assert emu.responses.stored == {}  # nothing left behind
