@@ -11,7 +11,7 @@ For each CSV in ``--data`` (any layout ``kline_analysis.py`` accepts, mixed in o
    ``--batch`` sends them through DashScope's Batch API instead (``qwen3.batch``: half the price, no real-time
    limits, answers within hours),
 3. stores each verdict as it arrives (``OUT/results.sqlite``), so a rerun resumes and never asks twice for a
-   finished ticker (``--no-resume`` starts over), redraws each chart with its verdict (``OUT/<symbol>.png``), and
+   finished ticker (``--no-resume`` starts over), redraws each chart with its verdict (``OUT/<ticker>_<date>.png``), and
    writes ``OUT/verdicts.jsonl`` and ``OUT/report.html``.
 
 Without ``DASHSCOPE_API_KEY`` it runs against the local DashScope emulator and says EMULATED: the verdicts are then

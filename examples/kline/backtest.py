@@ -22,6 +22,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -41,7 +42,7 @@ from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import PROMPT_VERSION, Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import FLAG_KINDS, KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
-from kline.watchlist import Run, Totals, emulated_banner, print_problems, service, why_stopped
+from kline.watchlist import Run, Totals, chart_folder, emulated_banner, print_problems, service, why_stopped
 from qwen3.testing import DashScopeEmulator
 
 DEFAULT_LIMITS = (60, 100_000)
@@ -51,9 +52,8 @@ UNLIMITED = 10**9
 
 @dataclass
 class Pair(Ticker):
-    """A ticker at one as-of date: a watchlist ticker whose chart and indicators stop at row ``until``."""
+    """A ticker at one as-of date (``as_of``): a watchlist ticker whose chart and indicators stop at row ``until``."""
 
-    as_of: str = ""
     step: int = 0
 
 
@@ -136,8 +136,7 @@ async def run(
     started, wall_started = time.perf_counter(), time.time()
     walk = walk_of(args)
     files = data_files(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "charts").mkdir(exist_ok=True)
+    chart_folder(args.out / "charts")
     store = Store(args.out / "results.sqlite")
     workers = make_pool(args.workers) if pool is None else pool
     try:
@@ -231,7 +230,7 @@ def write_results(
         for source, (trend, confidence) in plan.baselines[at].items():
             calls[source].append(_call(source, plan, as_of, trend, confidence))
             orders[source].append(portfolio.Order(plan.file, pair.as_of, trend == "up"))
-        chart = f"charts/{pair.key.split(':')[0]}.png"
+        chart = f"charts/{quote(row['name'])}.png"  # as the run named it: kline.store.Store.claim
         returns = {h: o.ret for h, o in plan.outcomes[at].items()}
         readings.append(
             Reading(row["symbol"], pair.as_of, verdict, returns, chart, styles[plan.file], origins[plan.file])

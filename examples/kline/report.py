@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from kline.chart import file_style
 from kline.patterns import patterns_text, wyckoff_text
@@ -86,7 +87,8 @@ def _row_html(row: Row) -> str:
     verdict, usage = row.verdict or {}, row.usage or {}
     if row.thumbnail is not None and row.thumbnail.is_file():
         data = base64.b64encode(row.thumbnail.read_bytes()).decode()
-        chart = f'<a href="{_esc(row.name)}.png"><img src="data:image/jpeg;base64,{data}" width="180" alt="chart"></a>'
+        link = _esc(quote(f"{row.name}.png"))  # a relative link, whatever the stored name holds
+        chart = f'<a href="{link}"><img src="data:image/jpeg;base64,{data}" width="180" alt="chart"></a>'
     else:
         chart = ""
     signals = "; ".join(
@@ -201,8 +203,9 @@ def stored_totals(store: Store, rows: Iterable[sqlite3.Row], totals: Totals) -> 
 
 
 def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
-    """``verdicts.jsonl`` (one object per ticker with a stored result: symbol, file, status, the verdict's fields,
-    usage) and ``report.html``, from the store: a resumed run's earlier verdicts included."""
+    """``verdicts.jsonl`` (one object per ticker with a stored result: symbol, file, status, chart (its annotated
+    chart's file name in OUT), the verdict's fields, usage) and ``report.html``, from the store: a resumed run's
+    earlier verdicts included."""
     rows = run.store.rows(t.key for t in tickers)
     skipped = {t.key: reason for t, reason in run.skipped}
     colors = getattr(run.args, "colors", "auto")
@@ -234,6 +237,7 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
                 "symbol": row["symbol"],
                 "file": Path(row["file"]).name,
                 "status": row["status"],
+                "chart": f"{row['name']}.png" if row["status"] == "done" else None,
                 **(verdict or {}),
                 "usage": usage,
                 "error": row["error"] or None,

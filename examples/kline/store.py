@@ -7,6 +7,7 @@ import argparse
 import bisect
 import hashlib
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -24,13 +25,14 @@ class Ticker:
     file: Path
     key: str
     symbol: str = ""
-    name: str = ""
+    name: str = ""  # the stem of its chart files (`Store.claim`): ``600519.SH_2026-12-04``
     chart: Path | None = None
     indicators: dict[str, Any] = field(default_factory=dict)
     sessions: int = 0
     start: str = ""
     end: str = ""
     until: int | None = None  # the row of the last session the chart and indicators see (a backtest's as-of date)
+    as_of: str = ""  # that session's date, YYYY-MM-DD (a backtest's as-of date, else the data's last session)
     weekly_chart: Path | None = None  # with --timeframes daily,weekly: the weekly chart, sent beside the daily one
     anonymised: bool = False  # the chart and the question name no symbol and no date (kline.anonymise)
 
@@ -48,6 +50,7 @@ CREATE TABLE IF NOT EXISTS batches (
     id TEXT PRIMARY KEY, model TEXT NOT NULL, keys TEXT NOT NULL, status TEXT NOT NULL, created REAL
 );
 CREATE TABLE IF NOT EXISTS runs (started REAL NOT NULL, ended REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS results_name ON results (name COLLATE NOCASE);
 """
 
 
@@ -114,6 +117,24 @@ class Store:
         )
         self.db.commit()
 
+    def claim(self, ticker: Ticker, claimed: dict[str, str]) -> str:
+        """The stem of ``ticker``'s chart files, ``<ticker>_<as-of date>`` (`chart_stem`), or, where another result
+        has that name already (one stored, or one of this run's in ``claimed``: lower-cased stem -> key, updated
+        here; compared without case, as macOS and Windows file systems do), that name followed by ``_`` and the first
+        8 hex digits of the SHA-256 of ``ticker.key``: the same ticker and date analysed otherwise (other data, chart
+        settings, prompt mode, model or source) never overwrites a chart a stored result names. The stem is stored
+        with the result (``name``), so a rerun finds the chart again."""
+        stem = chart_stem(ticker.label, ticker.as_of)
+        if stem.lower() in claimed:
+            taken = claimed[stem.lower()] != ticker.key
+        else:
+            stored = "SELECT 1 FROM results WHERE name=? COLLATE NOCASE AND key<>? LIMIT 1"
+            taken = self.db.execute(stored, (stem, ticker.key)).fetchone() is not None
+        if taken:
+            stem = f"{stem}_{hashlib.sha256(ticker.key.encode()).hexdigest()[:8]}"
+        claimed[stem.lower()] = ticker.key
+        return stem
+
     def rows(self, keys: Iterable[str]) -> dict[str, sqlite3.Row]:
         self.db.row_factory = sqlite3.Row
         try:
@@ -161,6 +182,30 @@ class Store:
         self.db.commit()
 
 
+UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+"""What a chart's file name never holds: anything but ASCII letters, digits, ``.``, ``_`` and ``-`` (a run of it
+becomes one ``_``)."""
+
+
+def chart_stem(symbol: str, as_of: str) -> str:
+    """``<symbol>_<as_of>`` as a file name's stem: `UNSAFE` runs made ``_``, no leading ``.``, the symbol cut to 64
+    characters (``ticker`` when no letter or digit is left). ``600519.SH`` stays, ``../x`` is ``_x``: no path
+    separator, no hidden or parent name, the same on every file system."""
+    name = UNSAFE.sub("_", symbol).lstrip(".")[:64]
+    if not any(c.isalnum() for c in name):
+        name = "ticker"
+    return f"{name}_{UNSAFE.sub('_', as_of)}" if as_of else name
+
+
+def chart_path(folder: Path, stem: str, suffix: str = ".png") -> Path:
+    """``folder/<stem><suffix>``, refused (``ValueError``) unless it resolves inside ``folder`` (symbolic links
+    followed): a name from a stored result or a link placed there never writes or reads elsewhere."""
+    path = folder / f"{stem}{suffix}"
+    if path.name != f"{stem}{suffix}" or not path.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"refusing the chart file {stem + suffix!r}: it is not inside {folder}")
+    return path
+
+
 SOURCES = ("emulated", "dashscope")
 """Where a verdict comes from: part of its key, so that a run against the real service never reuses a verdict the
 emulator made up (and an offline run never passes one of its own off as the model's)."""
@@ -189,9 +234,9 @@ def result_key(file: Path, model: str, source: str, chart: str) -> str:
 def analysis_key(digest: str, model: str, source: str, chart: str, prompt: str = PROMPT_VERSION) -> str:
     """A stored result's key, ``"<data and chart digest>:<model>:<prompt version>:<source>"``: the ``digest`` of the
     data analysed (a CSV's content, or a backtest's rows up to its as-of date) hashed with the ``chart`` settings
-    (`chart_settings`; the first part also names the chart's PNG, so charts drawn otherwise never overwrite it), the
+    (`chart_settings`), the
     model, the prompt version (``prompt``: `PROMPT_VERSION`, or a variant of it such as the backtest's anonymised
-    ``v2-anonymised``, hashed into the first part too, so that its charts have files of their own) and the verdict's
+    ``v2-anonymised``, hashed into the first part too) and the verdict's
     source (`SOURCES`). Everything that changes an answer is in it: a rerun with other settings asks again instead
     of resuming verdicts made on other charts."""
     if source not in SOURCES:

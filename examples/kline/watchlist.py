@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import hashlib
+import itertools
 import json
 import os
 import re
@@ -31,7 +31,7 @@ from kline.data import write_demo
 from kline.fetch import data_files
 from kline.pool import make_pool
 from kline.report import write_outputs
-from kline.store import Store, Ticker, chart_settings, other_source, result_key
+from kline.store import Store, Ticker, chart_path, chart_settings, other_source, result_key
 from qwen3.testing import DashScopeEmulator
 
 EMULATED_BANNER = (
@@ -51,14 +51,18 @@ def emulated_banner(base_url: str | None, own: bool) -> str:
     )
 
 
-def safe_name(symbol: str, file: Path, taken: set[str]) -> str:
-    """A file stem for the ticker's chart: the symbol's letters, digits, ``.``, ``-``, ``_``; another CSV of the same
-    symbol gets its file's hash after it."""
-    name = re.sub(r"[^\w.-]+", "_", symbol).strip("._") or "ticker"
-    if name in taken:
-        name = f"{name}_{hashlib.sha1(str(file).encode()).hexdigest()[:6]}"
-    taken.add(name)
-    return name
+PROVISIONAL = re.compile(r"\.[0-9a-f]{24}-\d+(\.weekly)?\.png")
+"""A chart `Run.render` drew and has not named yet: ``.<digest>-<n>.png`` in the run's chart folder."""
+
+
+def chart_folder(folder: Path) -> Path:
+    """Make ``folder`` (where a run draws the charts the model reads) and remove the provisional charts
+    (`PROVISIONAL`) a stopped run drew but never named."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in folder.glob(".*.png"):
+        if PROVISIONAL.fullmatch(path.name):
+            path.unlink(missing_ok=True)
+    return folder
 
 
 @dataclass
@@ -106,7 +110,8 @@ class Run:
     failures: list[tuple[Ticker, str]] = field(default_factory=list)
     notes: list[tuple[Ticker, str]] = field(default_factory=list)  # what the price check dropped or collapsed
     annotations: list[asyncio.Future[Any]] = field(default_factory=list)
-    names: set[str] = field(default_factory=set)
+    names: dict[str, str] = field(default_factory=dict)  # this run's chart stems (lower-cased) -> keys (`Store.claim`)
+    drawings: Iterator[int] = field(default_factory=itertools.count)  # numbers the charts drawn before they are named
     progress: Progress | None = None
     task: Any = None
     charts: str = ".charts"  # the folder under OUT for the charts the model reads
@@ -120,13 +125,16 @@ class Run:
             self.progress.update(self.task, advance=1, status=f"{ticker.label}: {status}")
 
     async def render(self, ticker: Ticker) -> bool:
-        """Render the chart the model reads (in the pool); False (and reported) for input that cannot be used."""
+        """Render the chart the model reads (in the pool); False (and reported) for input that cannot be used. The
+        chart is drawn under a provisional name, then named by its ticker and as-of date (`Store.claim`) once the
+        CSV has said which symbol it holds: ``<folder>/600519.SH_2026-12-04.png`` (and ``….weekly.png``)."""
         loop = asyncio.get_running_loop()
         work = self.out / self.charts
+        drawing = work / f".{ticker.key.split(':')[0]}-{next(self.drawings)}.png"
         job = functools.partial(  # a function of kline.chart: a worker imports the renderer, not the client
             render_ticker,
             str(ticker.file),
-            str(work / f"{ticker.key.split(':')[0]}.png"),
+            str(drawing),
             days=self.args.days,
             min_sessions=self.args.min_sessions,
             figsize=self.args.chart_size,
@@ -139,15 +147,21 @@ class Run:
         result = await loop.run_in_executor(self.pool, job)
         self.totals.render_seconds += result.pop("seconds", 0.0)
         if "error" in result:
+            for path in (drawing, drawing.with_suffix(".weekly.png")):  # a weekly chart that failed after the daily
+                path.unlink(missing_ok=True)
             self.skipped.append((ticker, result["error"]))
             self.totals.skipped += 1
             self.advance(ticker, "skipped")
             return False
         self.notes += [(ticker, note) for note in result.get("notes", ())]
         ticker.symbol = result["symbol"]
-        ticker.name = safe_name(ticker.symbol, ticker.file, self.names)
-        ticker.chart = Path(result["chart"])
-        ticker.weekly_chart = Path(result["weekly_chart"]) if "weekly_chart" in result else None
+        ticker.as_of = ticker.as_of or result["end"]
+        ticker.name = self.store.claim(ticker, self.names)
+        ticker.chart = chart_path(work, ticker.name)
+        os.replace(drawing, ticker.chart)
+        if "weekly_chart" in result:
+            ticker.weekly_chart = chart_path(work, ticker.name, ".weekly.png")
+            os.replace(result["weekly_chart"], ticker.weekly_chart)
         ticker.indicators = result["indicators"]
         ticker.sessions, ticker.start, ticker.end = result["sessions"], result["start"], result["end"]
         ticker.anonymised = result.get("anonymised", False)
@@ -162,7 +176,7 @@ class Run:
                 functools.partial(
                     annotate_ticker,
                     str(ticker.file),
-                    str(self.out / f"{ticker.name}.png"),
+                    str(chart_path(self.out, ticker.name)),
                     verdict,
                     days=self.args.days,
                     figsize=self.args.chart_size,
@@ -279,8 +293,7 @@ async def run(
         return Totals(tickers=len(files))
     started, wall_started = time.perf_counter(), time.time()
     files = data_files(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / ".charts").mkdir(exist_ok=True)
+    chart_folder(args.out / ".charts")
     store = Store(args.out / "results.sqlite")
     with service(emulator) as (api_key, base_url, emu):
         emulated = emu is not None or loopback(base_url)
@@ -367,7 +380,7 @@ async def _annotate_missing(run: Run, tickers: Sequence[Ticker]) -> None:
     rows = run.store.rows(t.key for t in tickers)
     for ticker in tickers:
         row = rows.get(ticker.key)
-        if row is None or row["status"] != "done" or (run.out / f"{row['name']}.png").is_file():
+        if row is None or row["status"] != "done" or chart_path(run.out, row["name"]).is_file():
             continue
         ticker.name, ticker.symbol = row["name"], row["symbol"]
         run.annotate(ticker, json.loads(row["verdict"]))

@@ -521,7 +521,10 @@ def test_no_look_ahead_the_chart_and_request_of_a_date_ignore_every_later_price(
         assert len(charts) == 1
         seen.append((charts[0].name, charts[0].read_bytes(), bodies))
     (name_a, png_a, bodies_a), (name_b, png_b, bodies_b) = seen
-    assert name_a == name_b  # the result key: the data up to the date
+    assert name_a == name_b == f"600777.SH_{as_of:%Y-%m-%d}.png"  # named by the ticker and the as-of date
+    assert not any("600777" in body for body in bodies_a)  # which the anonymised model is never sent, not as a path
+    assert b"600777" not in png_a  # nor in the image: no text chunk names it
+    assert b"tEXt" not in png_a
     assert png_a == png_b
     assert bodies_a == bodies_b
     assert len(bodies_a) == 2  # the tool call, then the verdict
@@ -541,7 +544,12 @@ def test_a_rerun_with_other_chart_settings_asks_again_instead_of_resuming(
             record, _ = _run(entry, pool, [*argv, *extra], emu)
             resumed.append((record.pairs, record.totals.resumed))
     assert resumed == [(2, 0), (2, 0)]
-    assert len(list((tmp_path / "charts").glob("*.png"))) == 2 * 2  # each settings' charts kept under its own key
+    names = sorted(p.name for p in (tmp_path / "charts").glob("*.png"))  # each settings' charts kept, named apart:
+    plain = [n for n in names if re.fullmatch(r"[\w.-]+_\d{4}-\d\d-\d\d\.png", n)]  # the first run's
+    assert len(names) == 2 * 2, names
+    assert len(plain) == 2, names
+    hashed = sorted(re.sub(r"_[0-9a-f]{8}\.png$", ".png", n) for n in names if n not in plain)
+    assert hashed == plain  # the second run's: the same tickers and dates, with 8 hex digits of their keys
     args = entry.parse_args(["--data", "d", "--out", "o"])
     keys = {
         analysis_key("0" * 24, "m", "emulated", chart_settings(args)),
@@ -611,11 +619,11 @@ def test_failed_calls_are_counted_on_every_run_and_every_source_is_scored_on_the
     assert float(again["time"].split(" s (")[0]) >= float(first["time"].removesuffix(" s")) * 0.99
 
     model = {s["horizon"]: s for s in scores if s["source"] == "model"}
-    links = re.findall(r'<a href="charts/([0-9a-f]{24})\.png">([^<]+)</a>.*?<td class="date">([\d-]+)<', page)
+    links = re.findall(r'<a href="charts/([^"]+)\.png">([^<]+)</a>.*?<td class="date">([\d-]+)<', page)
     assert len(links) == 2
     with sqlite3.connect(tmp_path / "results.sqlite") as db:
-        rows = db.execute("SELECT key, verdict FROM results WHERE status='done'")
-        verdicts = {key.split(":")[0]: json.loads(v) for key, v in rows}
+        rows = db.execute("SELECT name, verdict FROM results WHERE status='done'")
+        verdicts = {name: json.loads(v) for name, v in rows}
     frames = {}
     for file in folder.glob("*.csv"):
         with contextlib.suppress(ValueError):
@@ -624,8 +632,9 @@ def test_failed_calls_are_counted_on_every_run_and_every_source_is_scored_on_the
     for horizon in (5, 20):
         held = {"support": [0, 0], "resistance": [0, 0]}
         first_on_the_wrong_side = 0
-        for key, ticker, date in links:
-            data, verdict = frames[ticker], verdicts[key]
+        for name, ticker, date in links:
+            assert name == f"{ticker}_{date}"  # the chart's file: its ticker and as-of date
+            data, verdict = frames[ticker], verdicts[name]
             at = data.index.get_loc(pd.Timestamp(date))
             close, ahead = data["Close"].iloc[at], data.iloc[at + 1 : at + 1 + horizon]
             supports = [v for v in verdict["support"] if v <= close]
@@ -897,7 +906,7 @@ def test_the_backtest_page_renders_in_headless_chromium(offline: dict[str, Any])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto((offline["out"] / "backtest.html").as_uri(), wait_until="load")
             assert page.locator("#scores tbody tr").count() == 8
-            rows = (len(scoring.METRICS) + 1) * 2  # per metric and horizon, and the portfolio's total return per horizon
+            rows = (len(scoring.METRICS) + 1) * 2  # per metric and horizon, and the total return per horizon
             assert page.locator("#versus tbody tr").count() == rows
             assert page.locator("#scores small.ci").count() >= 8  # the intervals show
             assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # no sideways scrolling

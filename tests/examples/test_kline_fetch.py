@@ -12,6 +12,7 @@ import datetime
 import inspect
 import json
 import os
+import re
 import sys
 import types
 from collections.abc import Iterator
@@ -289,8 +290,10 @@ def test_the_watchlist_on_fetched_tickers_keeps_and_shows_their_provenance(
         == 1
     )
     assert "<div>data<b>2 fetched</b></div>" in page
-    assert 'class="done cn"><td><a href="600519.SH.png">' in page  # A-share colours for the A-share codes
-    assert 'class="done us"><td><a href="AAPL.png">' in page
+    charts = {s: r["chart"] for s, r in records.items()}  # named by the ticker and its last session's date
+    assert all(re.fullmatch(rf"{re.escape(s)}_\d{{4}}-\d\d-\d\d\.png", c) for s, c in charts.items()), charts
+    assert f'class="done cn"><td><a href="{charts["600519.SH"]}">' in page  # A-share colours for the A-share codes
+    assert f'class="done us"><td><a href="{charts["AAPL"]}">' in page
 
 
 def test_an_offline_fetch_exits_2_in_one_line_and_writes_nothing(

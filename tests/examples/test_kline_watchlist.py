@@ -29,7 +29,7 @@ from kline.agent import emulated_reply, tool_result_from_messages
 from kline.data import GOOG_SOURCE, generated_series, write_csv, write_demo
 from kline.limiter import AccountLimiter, estimated_tokens
 from kline.pool import descendants, make_pool
-from kline.store import Ticker
+from kline.store import Ticker, chart_path, chart_stem
 
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply
 from tests.conftest import example_module
@@ -150,15 +150,15 @@ def test_every_ticker_in_real_time_gets_a_structured_verdict(realtime: dict[str,
     assert len(verdicts) == GOOD
     done = {s: v for s, v in verdicts.items() if v["status"] == "done"}
     assert len(done) == GOOD - 1
-    for symbol, record in done.items():
+    for record in done.values():
         assert record["trend"] in ("up", "down", "sideways")
         assert 0 <= record["confidence"] <= 1
         assert record["risk"] in ("low", "medium", "high")
         assert all(level < record["support"][0] + 1e-9 for level in record["support"])  # nearest first
         assert record["rationale"].startswith("[EMULATED")
         assert record["usage"]["total_token_count"] > 0
-        assert (out / f"{symbol}.png").stat().st_size > 1000
-        assert (out / f"{symbol}.thumb.jpg").is_file()
+        assert (out / record["chart"]).stat().st_size > 1000
+        assert (out / record["chart"]).with_suffix(".thumb.jpg").is_file()
     assert "GOOG" in done
     if (SHARED_DATA / REAL[0]).is_file():
         assert {"000001.SH"} <= set(done)  # the SSE composite's czsc symbol column
@@ -279,7 +279,7 @@ def test_batch_charts_and_report_are_written_like_real_time_ones(batch: dict[str
     page = (batch["out"] / "report.html").read_text(encoding="utf-8")
     assert len(re.findall(r'<tr class="done (?:cn|us)">', page)) == GOOD - 2
     assert "batch (EMULATED)" in page
-    assert (batch["out"] / "GOOG.png").is_file()
+    assert (batch["out"] / "GOOG_2008-10-14.png").is_file()  # the sample's last session
 
 
 # ---------------------------------------------------------------------------------------------- stop and resume
@@ -363,7 +363,7 @@ def test_a_killed_run_loses_no_finished_verdict_and_a_rerun_never_asks_for_one_a
             first.wait(timeout=30)
         assert len(family) >= 3, family  # the two workers at least, and what starts them
         _none_survive(family)  # the workers go with the run, and the fork server and tracker with them
-        kept = {symbol for (symbol,) in _stored(db, "SELECT symbol FROM results WHERE status='done'")}
+        kept = dict(_stored(db, "SELECT symbol, name FROM results WHERE status='done'"))
         assert 2 <= len(kept) < 8
         asked_first = len(emu.requests)
         second = _subprocess(["--data", str(data), "--out", str(out), "--concurrency", "4"], emu)
@@ -371,10 +371,10 @@ def test_a_killed_run_loses_no_finished_verdict_and_a_rerun_never_asks_for_one_a
         assert second.returncode == 0, output
         asked_again = {_symbol(r) for r in emu.requests[asked_first:]}
     assert f"{len(kept)} finished before (resumed)" in output
-    assert not asked_again & kept
+    assert not asked_again & kept.keys()
     assert len(_stored(db, "SELECT key FROM results WHERE status='done'")) == 8
     assert len(_jsonl(out)) == 8
-    assert all((out / f"{symbol}.png").is_file() for symbol in kept)  # drawn again from the stored verdicts
+    assert all((out / f"{name}.png").is_file() for name in kept.values())  # drawn again from the stored verdicts
 
 
 def test_ctrl_c_during_a_batch_stops_cleanly_and_the_rerun_collects_the_same_batch(
@@ -667,6 +667,91 @@ def test_daily_and_weekly_charts_in_one_request(
         assert "Weekly chart:" in record["rationale"]
         assert "Weekly chart:" not in daily[symbol]["rationale"]
     assert len(list((out / ".charts").glob("*.weekly.png"))) == 2
+
+
+def test_charts_are_named_by_ticker_and_date_inside_out_and_a_rerun_finds_them(
+    wl: ModuleType, pool: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chart files are ``<ticker>_<as-of date>.png``: a symbol column saying ``../x`` names ``_x_<date>.png`` inside
+    OUT, an A-share code keeps its dot; a second CSV of the same code and date (other prices) takes the short hash of
+    its key, and so does a rerun with other chart settings, whose charts never overwrite the ones stored results
+    name. The report links the charts; a rerun with the first settings resumes them by these names."""
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    series = generated_series(3, sessions=60)
+    last = f"{series.index[-1]:%Y-%m-%d}"
+    write_csv(series, data / "evil.csv", "tushare", "../x")
+    write_csv(series, data / "600519.SH.csv", "tushare", "600519.SH")
+    write_csv(series * 1.5, data / "600519-hfq.csv", "tushare", "600519.SH")  # the same code and date, other prices
+    argv = ["--data", str(data), "--out", str(out), *FAST]
+    (out / ".charts").mkdir(parents=True)
+    (out / ".charts" / f".{'0' * 24}-7.png").write_bytes(b"drawn by a run that was stopped before naming it")
+    (out / ".charts" / ".notes.png").write_bytes(b"not ours: left alone")
+
+    def charts() -> dict[str, bytes]:
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*.png")}
+
+    def links() -> list[str]:
+        return sorted(re.findall(r'<a href="([^"]+)"><img', (out / "report.html").read_text(encoding="utf-8")))
+
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        _run(wl, argv, emu, monkeypatch, pool)
+    first = charts()
+    hashed = [name for name in first if name.startswith(f"600519.SH_{last}_")]  # the second CSV's annotated chart
+    assert len(hashed) == 1, sorted(first)
+    assert re.fullmatch(rf"600519\.SH_{last}_[0-9a-f]{{8}}\.png", hashed[0]), hashed
+    names = [f"_x_{last}.png", f"600519.SH_{last}.png", hashed[0]]
+    expected = [*names, *(f".charts/{n}" for n in names), ".charts/.notes.png"]  # a stopped run's drawing removed
+    assert sorted(first) == sorted(expected)  # and nothing else, nowhere else
+    assert all((out / n).with_suffix(".thumb.jpg").is_file() for n in names)
+    assert not list(tmp_path.glob("x*"))
+    assert not list(data.glob("*.png"))
+    assert links() == sorted(names)
+    lines = (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(json.loads(line)["chart"] for line in lines) == sorted(names)
+
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:  # other settings: asked again, their own files
+        _run(wl, [*argv, "--days", "40"], emu, monkeypatch, pool)
+        assert len([r for r in emu.requests if _answering(r)]) == 3
+    again = charts()
+    assert {n: again[n] for n in first} == first  # the first run's charts untouched
+    assert len(again) == 13
+    assert all(re.fullmatch(r"(\.charts/)?(_x|600519\.SH)_[\d-]+_[0-9a-f]{8}\.png", n) for n in set(again) - set(first))
+
+    (out / names[0]).unlink()  # a stored verdict's annotated chart gone: drawn again under its name
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        totals = _run(wl, argv, emu, monkeypatch, pool)
+        assert emu.requests == []
+    assert totals.resumed == 3
+    assert links() == sorted(names)
+    assert (out / names[0]).is_file()
+
+
+@pytest.mark.parametrize(
+    ("symbol", "stem"),
+    [
+        ("600519.SH", "600519.SH_2026-12-04"),
+        ("../x", "_x_2026-12-04"),
+        ("..", "ticker_2026-12-04"),
+        ("BRK-B", "BRK-B_2026-12-04"),
+        ("a/b\\c:d e", "a_b_c_d_e_2026-12-04"),
+        ("贵州茅台 600519", "_600519_2026-12-04"),
+        (".hidden", "hidden_2026-12-04"),
+        ("A" * 300, f"{'A' * 64}_2026-12-04"),
+    ],
+)
+def test_a_chart_stem_is_a_plain_file_name(symbol: str, stem: str) -> None:
+    assert chart_stem(symbol, "2026-12-04") == stem
+
+
+def test_a_chart_path_outside_its_folder_is_refused(tmp_path: Path) -> None:
+    folder, outside = tmp_path / "out", tmp_path / "elsewhere.png"
+    folder.mkdir()
+    assert chart_path(folder, "600519.SH_2026-12-04") == folder / "600519.SH_2026-12-04.png"
+    (folder / "planted.png").symlink_to(outside)  # a link placed where a chart goes
+    for stem in ("planted", "../escape", "sub/x"):
+        with pytest.raises(ValueError, match="not inside"):
+            chart_path(folder, stem)
 
 
 def test_the_readmes_pace_is_what_the_defaults_give(
