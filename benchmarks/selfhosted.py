@@ -37,7 +37,6 @@ import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
 import openai
 from agent_framework import Message
 from rounds import print_spread
@@ -75,9 +74,11 @@ def _reply(request: RecordedRequest) -> Reply:
     return Reply(text=STREAM_TEXT, chunks=STREAM_EVENTS)
 
 
-def _sdk(base_url: str) -> openai.AsyncOpenAI:
+def openai_sdk(base_url: str) -> openai.AsyncOpenAI:
+    """The openai SDK's client, given ``CONNECT`` seconds to connect like ours, in the SDK's own ``openai.Timeout``
+    (httpx2's under openai 3.x, which refuses an ``httpx.Timeout``)."""
     return openai.AsyncOpenAI(
-        api_key=KEY, base_url=base_url, max_retries=0, timeout=httpx.Timeout(300.0, connect=CONNECT)
+        api_key=KEY, base_url=base_url, max_retries=0, timeout=openai.Timeout(300.0, connect=CONNECT)
     )
 
 
@@ -174,7 +175,7 @@ async def _run(base_url: str, rounds: int) -> None:
     settings: dict[str, Any] = {"model": MODEL, "api_key": KEY, "base_url": base_url, "max_retries": 0}
     ours = SelfHostedQwenChatClient(server="vllm", connect_timeout=CONNECT, **settings)
     bare = RawSelfHostedQwenChatClient(server="vllm", connect_timeout=CONNECT, **settings)
-    raw, maf_sdk = _sdk(base_url), _sdk(base_url)
+    raw, maf_sdk = openai_sdk(base_url), openai_sdk(base_url)
     clients: dict[str, Sides] = {
         OURS: maf_sides(ours),
         BARE: maf_sides(bare),
