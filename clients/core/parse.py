@@ -92,6 +92,8 @@ Whatever is held, the work is linear in the stream's length however it is cut: a
 from __future__ import annotations
 
 import json
+import math
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -105,6 +107,7 @@ from clients.core.transport import redact
 
 __all__ = [
     "MAX_NESTING",
+    "MAX_RECOVERED_CALLS",
     "RELEASE_BYTES",
     "WRONG_SHAPE",
     "LeadingThinkSplitter",
@@ -114,8 +117,10 @@ __all__ = [
     "ThinkKind",
     "ThinkPiece",
     "ThinkSplitter",
+    "broken_limit",
     "checked_types",
     "json_object",
+    "max_recovered_calls",
     "nesting",
     "parsed",
     "reject_constant",
@@ -713,6 +718,50 @@ def strict_json(text: str) -> Any:
     if nesting(value) > MAX_NESTING:
         raise NestedTooDeep(f"JSON nested more than {MAX_NESTING} levels deep")
     return value
+
+
+# ---------------------------------------------------------------------------------------------------- calls in answers
+
+
+MAX_RECOVERED_CALLS = 128
+"""The most tool calls run from one answer (the self-hosted client's recovered from its text, the Responses client's
+``function_call`` items); the later ones stay text, with a warning. The calls go back to the server in the assistant
+message of the next turn, and OpenAI's Chat Completions refuses more than 128 ``tool_calls`` there (its 400 "array
+too long. Expected an array with maximum length 128", reported in pydantic/pydantic-ai#1105)."""
+
+
+def max_recovered_calls(options: Mapping[str, Any]) -> int:
+    """The most tool calls run from one answer to a request with these ``options``: `MAX_RECOVERED_CALLS`, or 1
+    when MAF's ``allow_multiple_tool_calls`` is False (sent as ``parallel_tool_calls: false``). vLLM then keeps
+    a server-parsed answer's first call only (``maybe_filter_parallel_tool_calls``, vllm-project/vllm
+    ``vllm/entrypoints/serve/utils/tool_calls_utils.py`` at e6ba527c2508ddb9385215ea4014f5372cc38247) and drops the
+    others; here they stay text, with the warning."""
+    return 1 if options.get("allow_multiple_tool_calls") is False else MAX_RECOVERED_CALLS
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def broken_limit(arguments: Mapping[str, Any]) -> str | None:
+    """Which limit of the package's own requests a call's ``arguments`` break, or None: nested at most
+    `MAX_NESTING` levels (deeper arguments are refused when the conversation goes back), every number finite (JSON
+    has no NaN or infinity: ``1e400`` reads as one), every string and key encodable as UTF-8 (no lone surrogate).
+    Walked without recursion."""
+    if nesting(arguments) > MAX_NESTING:
+        return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep (the most this package sends)"
+    stack: list[Any] = [arguments]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"it holds a number that is not finite ({value}), which JSON cannot carry"
+        elif isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+            return "it holds a lone surrogate, which UTF-8 cannot encode"
+    return None
 
 
 # ------------------------------------------------------------------------------------------- answers of the wrong shape

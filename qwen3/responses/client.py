@@ -38,7 +38,7 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
-from clients.core.parse import json_object
+from clients.core.parse import json_object, max_recovered_calls
 from clients.core.transport import (
     Failure,
     ServerSentEvent,
@@ -61,7 +61,6 @@ from qwen3.responses.convert import (
     web_search_tool,
 )
 from qwen3.responses.parse import Calls, StreamState, input_messages, parse_response, parse_stream_event
-from qwen3.selfhosted.values import max_recovered_calls
 from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
 
 with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too

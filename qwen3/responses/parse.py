@@ -14,7 +14,7 @@ in silence; ``mcp_list_tools`` (the tools an MCP server offers) gives none eithe
 ``mcp_approval_request`` raises: the client never asks for approvals (``qwen3.responses.convert.mcp_tool``) and has no
 way to send one back.
 
-Limits, as the self-hosted client's (``qwen3.selfhosted.values.broken_limit``, ``max_recovered_calls``): a
+Limits, as the self-hosted client's (``clients.core.parse.broken_limit``, ``max_recovered_calls``): a
 function call whose arguments are nested more than ``MAX_NESTING`` levels, hold a number that is not finite or a lone
 surrogate, or that comes after the answer's ``MAX_RECOVERED_CALLS`` calls (``max_recovered_calls`` of the options) is
 kept as text with a WARNING, never run. A stream ends at ``response.completed`` / ``response.incomplete``: what
@@ -35,10 +35,9 @@ from typing import Any
 from agent_framework import Annotation, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-from clients.core.parse import MAX_NESTING, nesting
+from clients.core.parse import MAX_NESTING, MAX_RECOVERED_CALLS, broken_limit, nesting
 from clients.core.transport import as_text
 from qwen3.parse import plugin_counts
-from qwen3.selfhosted.values import MAX_RECOVERED_CALLS, broken_limit
 
 logger = logging.getLogger("agent_framework.qwen3.responses")
 

@@ -47,10 +47,12 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content
 from clients.core.convert import as_list, function_spec
 from clients.core.parse import (
     CLOSE,
+    MAX_RECOVERED_CALLS,
     OPEN,
     LeadingThinkSplitter,
     ThinkPiece,
     ThinkSplitter,
+    max_recovered_calls,
     text_delta,
     think_pieces,
 )
@@ -65,7 +67,7 @@ from qwen3.selfhosted.tool_text import (
     ToolTextPiece,
     split_tool_calls,
 )
-from qwen3.selfhosted.values import MAX_RECOVERED_CALLS, broken_limit, max_recovered_calls
+from qwen3.selfhosted.values import broken_limit
 
 __all__ = [
     "MAX_RECOVERED_CALLS",

@@ -16,17 +16,16 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from clients.core.parse import MAX_NESTING, nesting, reject_constant
+from clients.core.parse import broken_limit as call_limit
+from clients.core.parse import reject_constant
 
 __all__ = [
     "MAX_LITERAL_CHARS",
     "MAX_NAMED_VALUES",
-    "MAX_RECOVERED_CALLS",
     "MAX_SAFE_INTEGER",
     "CallValues",
     "broken_limit",
     "coerce",
-    "max_recovered_calls",
     "schema_types",
 ]
 
@@ -209,50 +208,20 @@ def coerce(value: str, types: list[str], key: str, budget: CallValues) -> Any:
     return value
 
 
-MAX_RECOVERED_CALLS = 128
-"""The most tool calls recovered from one answer; the blocks after them stay text. The calls go back to the server
-in the assistant message of the next turn, and OpenAI's Chat Completions refuses more than 128 ``tool_calls`` there
-(its 400 "array too long. Expected an array with maximum length 128", reported in pydantic/pydantic-ai#1105)."""
-
-
-def max_recovered_calls(options: Mapping[str, Any]) -> int:
-    """The most tool calls recovered from one answer to a request with these ``options``: `MAX_RECOVERED_CALLS`, or 1
-    when MAF's ``allow_multiple_tool_calls`` is False (sent as ``parallel_tool_calls: false``). vLLM then keeps
-    a server-parsed answer's first call only (``maybe_filter_parallel_tool_calls``, vllm-project/vllm
-    ``vllm/entrypoints/serve/utils/tool_calls_utils.py`` at e6ba527c2508ddb9385215ea4014f5372cc38247) and drops the
-    others; here they stay text, with the warning."""
-    return 1 if options.get("allow_multiple_tool_calls") is False else MAX_RECOVERED_CALLS
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)", re.IGNORECASE)
 """A value written as a number (JSON's, or Python's and JavaScript's words for NaN and infinity)."""
 
 
 def broken_limit(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> str | None:
-    """Which limit of the package's own requests a recovered call's ``arguments`` break, or None: nested at most
-    ``MAX_NESTING`` levels (``clients.core.parse``: deeper arguments are refused when the conversation goes
-    back), every number finite (JSON has no NaN or infinity: ``1e400`` reads as one), every string and key
-    encodable as UTF-8 (no lone surrogate); and, by the tool's JSON ``schema``, a ``number`` / ``integer``
-    parameter not written as a number that is not finite (an XML ``1e400``, ``NaN``), an ``integer`` one not
-    as a float beyond ±``MAX_SAFE_INTEGER`` (``1e300``). Walked without recursion."""
-    if nesting(arguments) > MAX_NESTING:
-        return f"its arguments are nested more than MAX_NESTING={MAX_NESTING} levels deep (the most this package sends)"
-    stack: list[Any] = [arguments]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, Mapping):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, float) and not math.isfinite(value):
-            return f"it holds a number that is not finite ({value}), which JSON cannot carry"
-        elif isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
-            return "it holds a lone surrogate, which UTF-8 cannot encode"
+    """Which limit of the package's own requests a recovered call's ``arguments`` break, or None: those of every
+    call (`clients.core.parse.broken_limit`: nested at most ``MAX_NESTING`` levels, every number finite, every
+    string and key encodable as UTF-8); and, by the tool's JSON ``schema``, a ``number`` / ``integer`` parameter
+    not written as a number that is not finite (an XML ``1e400``, ``NaN``), an ``integer`` one not as a float
+    beyond ±``MAX_SAFE_INTEGER`` (``1e300``)."""
+    why = call_limit(arguments)
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(properties, Mapping):
-        return None
+    if why is not None or not isinstance(properties, Mapping):
+        return why
     for key, value in arguments.items():
         types = schema_types(properties.get(key), schema)
         if "string" in types or not {"number", "integer"} & set(types):

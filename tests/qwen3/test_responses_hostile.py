@@ -24,8 +24,8 @@ from agent_framework.exceptions import (
     ChatClientInvalidResponseException,
 )
 
+from clients.core.parse import MAX_RECOVERED_CALLS
 from qwen3 import QwenResponsesClient
-from qwen3.selfhosted.values import MAX_RECOVERED_CALLS
 from qwen3.testing import DashScopeEmulator, Reply
 from tests.helpers import FAST
 
