@@ -82,7 +82,8 @@ class QwenResponsesOptions(ChatOptions[Any], total=False):
     - ``enable_thinking``: on or off, sent as ``reasoning.effort`` (``True`` → ``"medium"``, ``False`` →
       ``"none"``): DashScope's reference replaces the ``enable_thinking`` parameter by ``reasoning.effort``.
     - ``store``: DashScope keeps the response: the answer's ``conversation_id`` is its id, and a MAF session's next
-      turn sends only the new messages with ``previous_response_id``. Default: not stored, the whole history sent.
+      turn sends only the new messages with ``previous_response_id`` (a session on a conversation, ``conv_…``, with
+      ``conversation``). Default: not stored, the whole history sent.
     """
 
     enable_thinking: bool
@@ -182,7 +183,7 @@ def _not_stored(status: int | None, code: str | None, message: str) -> bool:
     'resp_xxx' not found.", "type": "InvalidParameter"}}`` (Model Studio "Retrieve a response", "Delete a response",
     "List input items"; the pages give no HTTP status: a 404, or a 400 saying "not found", ASSUMPTION)."""
     if status == 404:
-        return (code or "") not in WORKSPACE_CODES
+        return (code or "") not in UNKNOWN_MODEL_CODES | WORKSPACE_CODES
     return status == 400 and "not found" in message.lower()
 
 
@@ -441,10 +442,15 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
             model=request.model,
             stored=request.body.get("store") is True,
             max_calls=max_recovered_calls(request.options),
+            conversation=request.body.get("conversation"),
         )
 
     def _stream_state(self, request: ProviderRequest) -> StreamState:  # type: ignore[override]
-        return StreamState(stored=request.body.get("store") is True, calls=Calls(max_recovered_calls(request.options)))
+        return StreamState(
+            stored=request.body.get("store") is True,
+            calls=Calls(max_recovered_calls(request.options)),
+            conversation=request.body.get("conversation"),
+        )
 
     def _stream_finished(self, state: StreamState) -> bool:  # type: ignore[override]
         """``response.completed`` (or ``response.incomplete``) arrived."""
@@ -491,8 +497,16 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
     def _exception(self, failure: Failure, request: ProviderRequest) -> ChatClientException:
         """DashScope's error as MAF's exception with the advice every Qwen client gives (`qwen3.errors.explained`):
         a did-you-mean for a misspelt model, the workspace sent for a workspace error; an expired or unknown
-        ``previous_response_id`` (`_gone`) says so and how to go on."""
+        ``previous_response_id`` (`_gone`) or ``conversation`` (a 404 not about the model or workspace: ASSUMPTION,
+        the pages give no such error) says so and how to go on."""
         previous = _gone(request, failure)
+        conversation = request.body.get("conversation")
+        if previous is None and conversation and _not_stored(failure.error.status, failure.error.code, ""):
+            return ChatClientInvalidRequestException(
+                f"DashScope has no conversation {conversation!r} (conversation_id): it was deleted, or belongs to "
+                "another account or region. Start a new session (agent.create_session()), or create a conversation "
+                f"and continue it with agent.get_session('conv_…'). {failure.error}"
+            )
         if previous is None:
             error = explained(failure.error, model=request.model, media=False, headers=self.service.headers)
             return to_chat_client_exception(error)

@@ -435,7 +435,8 @@ def request_body(
     DashScope reads: ``temperature``, ``top_p``, ``max_tokens`` → ``max_output_tokens``, ``tools``,
     ``tool_choice`` (`_tool_choice`), MAF's ``reasoning`` or our ``enable_thinking`` → ``reasoning.effort``
     (`_reasoning`), ``store`` (always sent: false unless asked, so that DashScope keeps
-    nothing of a conversation the client resends whole), ``conversation_id`` → ``previous_response_id``.
+    nothing of a conversation the client resends whole), ``conversation_id`` → ``previous_response_id`` or
+    ``conversation`` (`_conversation_key`).
 
     Raises:
         ChatClientInvalidRequestException: no input, an option DashScope would ignore (`IGNORED`), a bad tool,
@@ -480,8 +481,16 @@ def request_body(
     if previous:
         if store is not True:
             raise invalid(
-                "conversation_id (a stored response's id) needs store=True: DashScope continues a conversation by "
-                "previous_response_id only from a stored response."
+                "conversation_id (a stored response's id resp_…, or a conversation's conv_…) needs store=True: "
+                "DashScope continues a conversation by previous_response_id only from a stored response, and a "
+                "conversation keeps the turns sent to it."
             )
-        body["previous_response_id"] = str(previous)
+        body[_conversation_key(str(previous))] = str(previous)
     return sendable(body, "DashScope")
+
+
+def _conversation_key(conversation_id: str) -> str:
+    """Where MAF's ``conversation_id`` goes, as MAF's own OpenAI Responses client sends it: a conversation's id
+    (``conv_…``, Model Studio "OpenAI compatible - Conversations") as ``conversation``, any other (a stored response's
+    ``resp_…``) as ``previous_response_id``; never both ("They are mutually exclusive", Qwen Cloud "Conversations")."""
+    return "conversation" if conversation_id.startswith("conv_") else "previous_response_id"

@@ -48,6 +48,7 @@ __all__ = [
     "SILENT_ITEMS",
     "Calls",
     "StreamState",
+    "conversation_of",
     "finish_reason",
     "input_messages",
     "item_contents",
@@ -349,13 +350,28 @@ def _checked(body: Any) -> Mapping[str, Any]:
     return body
 
 
+def conversation_of(body: Mapping[str, Any], sent: str | None) -> str | None:
+    """The conversation a response belongs to: its ``conversation.id`` (OpenAI's field; ASSUMPTION that DashScope
+    echoes it), else ``sent``, the ``conversation`` the request named."""
+    echoed = body.get("conversation")
+    given = echoed.get("id") if isinstance(echoed, Mapping) else echoed
+    return as_text(given) if isinstance(given, str) and given else sent
+
+
 def parse_response(
-    body: Any, *, model: str, stored: bool, response_format: Any = None, max_calls: int = MAX_RECOVERED_CALLS
+    body: Any,
+    *,
+    model: str,
+    stored: bool,
+    response_format: Any = None,
+    max_calls: int = MAX_RECOVERED_CALLS,
+    conversation: str | None = None,
 ) -> ChatResponse[Any]:
     """A ``response`` object → ``ChatResponse``: one assistant message with the contents of every output item
     (`item_contents`), the sources as citations on its text, ``usage``, the finish reason, ``response_id`` = the
-    response's ``id`` and, when ``stored`` (``store=True`` was sent), ``conversation_id`` = that id too (MAF's
-    session sends it back as ``previous_response_id``). ``max_calls``: the most function calls given to MAF to run.
+    response's ``id`` and, when ``stored`` (``store=True`` was sent), ``conversation_id`` = the conversation it belongs
+    to (`conversation_of`: ``conversation``, the one the request named), else that id too (MAF's session sends it back
+    as ``conversation`` / ``previous_response_id``). ``max_calls``: the most function calls given to MAF to run.
     A ``failed`` response is the client's to raise (it is retried where transient): here it has no finish reason.
 
     Raises:
@@ -377,7 +393,7 @@ def parse_response(
     return ChatResponse(
         messages=[Message("assistant", contents, raw_representation=body)],
         response_id=response_id,
-        conversation_id=response_id if stored else None,
+        conversation_id=(conversation_of(body, conversation) or response_id) if stored else None,
         model=as_text(body.get("model") or model),
         created_at=_created(body.get("created_at")),
         finish_reason=finish_reason(body, has_calls),  # type: ignore[arg-type]
@@ -390,12 +406,14 @@ def parse_response(
 @dataclass
 class StreamState:
     """What one stream's events share: whether it was stored, whether ``response.completed`` (or
-    ``response.incomplete``) arrived, the response id, and the function calls given so far."""
+    ``response.incomplete``) arrived, the response id, the function calls given so far, and the conversation."""
 
     stored: bool = False
     done: bool = False
     response_id: str | None = None
     calls: Calls = field(default_factory=Calls)
+    conversation: str | None = None
+    """The conversation the request named (``conversation``), the session's id when stored."""
 
 
 def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: str) -> ChatResponseUpdate | None:
@@ -408,7 +426,8 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
     - ``response.output_item.done`` of a ``function_call`` or a built-in tool's call → its contents (a function
       call whole, as the item has it, once per call id; a search's sources as citations on an empty text);
     - ``response.completed`` / ``response.incomplete`` → the function calls of its ``output`` not given yet, usage,
-      finish reason, ``conversation_id`` when stored. Nothing after it is applied (None).
+      finish reason, ``conversation_id`` when stored (the conversation's, else the response's id). Nothing after it
+      is applied (None).
 
     Error events are the client's (``error``, ``response.failed``: raised before this is called).
     """
@@ -448,13 +467,14 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
             response = {**response, "status": "incomplete"}
         finish = finish_reason(response, state.calls.given > 0)
         state.response_id = as_text(response.get("id") or "") or state.response_id
+        state.conversation = conversation_of(response, state.conversation)
     else:
         return None
     return ChatResponseUpdate(
         role="assistant",
         contents=contents,
         response_id=state.response_id,
-        conversation_id=state.response_id if state.stored and finish is not None else None,
+        conversation_id=(state.conversation or state.response_id) if state.stored and finish is not None else None,
         model=model,
         finish_reason=finish,  # type: ignore[arg-type]
         raw_representation=event,

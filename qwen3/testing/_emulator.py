@@ -37,6 +37,7 @@ from ._compatible import (
     error_answer,
     model_not_found,
 )
+from ._conversations import ConversationStore
 from ._embeddings import EmbeddingService
 from ._files import BAD_KEY, FILES_PATH, DocumentStore, RecordedDocument, compat_error
 from ._responses import RESPONSES_PATHS, ResponsesMode
@@ -143,6 +144,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self._compatible = CompatibleMode(self)
         self.responses = ResponsesMode(self)
         """The Responses API route (``_responses.py``): ``responses.stored`` holds the stored responses."""
+        self.conversations = ConversationStore(lambda: self.api_key)
+        """The Conversations API (``_conversations.py``): ``conversations.conversations`` holds them and their items."""
         self.cache_uses: list[CacheUse | None] = []
         """Per answered chat request, in order: its explicit-cache accounting (``.read``, ``.created`` tokens), None
         when it used no explicit cache (no marker, a model without explicit caching, a scripted ``usage``)."""
@@ -218,6 +221,7 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
         self.embeddings.clear()
         self.exchanges.clear()
         self.responses.stored.clear()
+        self.conversations.conversations.clear()
 
     # -- request handling (called from handler threads) ---------------------------------------------------
     def _handle(
@@ -235,6 +239,8 @@ class DashScopeEmulator(LoopbackServer[RecordedRequest]):
             return self.responses.handle(path, query, headers, raw, request_id)
         if (route := self.responses.stored_route(method, path)) is not None:  # before any generic GET
             return self.responses.serve_stored(route, query, headers, request_id)
+        if self.conversations.claims(path):  # the Conversations API (_conversations.py)
+            return self.conversations.handle(method, path, headers, raw, request_id)
         if path == FILES_PATH or path.startswith(FILES_PATH + "/"):
             return self._files(method, path, query, headers, raw, request_id)
         if method == "GET":

@@ -54,7 +54,10 @@ response", https://help.aliyun.com/en/model-studio/retrieve-a-response), ``DELET
 true, "id"}``, "Delete a response", https://help.aliyun.com/en/model-studio/delete-a-response) and ``GET
 …/responses/{id}/input_items`` (its input and the earlier turns', paged, "List input items",
 https://help.aliyun.com/en/model-studio/list-input-items); an id not stored or deleted gets the pages' error body
-with HTTP 404 (ASSUMPTION: the pages give no status).
+with HTTP 404 (ASSUMPTION: the pages give no status). A request naming a ``conversation`` (``_conversations.py``)
+reads its items before its own input and adds its input and output to it; with ``previous_response_id`` too it is
+refused (400: "They are mutually exclusive", Qwen Cloud "Conversations"); an unknown conversation: 404 as an unknown
+stored response (ASSUMPTION). The response then carries ``conversation: {"id"}`` (ASSUMPTION: OpenAI's field).
 """
 
 from __future__ import annotations
@@ -263,6 +266,13 @@ class ResponsesRecordedRequest(RecordedRequest):
         return ""
 
 
+def conversation_id(body: Mapping[str, Any]) -> str:
+    """The ``conversation`` a request names: an id, or ``{"id": …}`` (OpenAI's two forms); "" for none."""
+    given = body.get("conversation")
+    given = given.get("id") if isinstance(given, dict) else given
+    return given if isinstance(given, str) else ""
+
+
 def _bad(message: str) -> tuple[int, str, str]:
     return 400, "invalid_parameter_error", message
 
@@ -330,7 +340,9 @@ class ResponsesMode:
         body = parse_json(raw)
         payload = body if isinstance(body, dict) else {}
         previous = self.stored.get(str(payload.get("previous_response_id")))
-        context = tuple(items_turns(previous["items"])) if previous else ()
+        conversation = self.emulator.conversations.conversations.get(conversation_id(payload))
+        kept = previous["items"] if previous else conversation["items"] if conversation else []
+        context = tuple(items_turns(kept))
         request = ResponsesRecordedRequest(
             path=path, headers=headers, body=payload, stream=payload.get("stream") is True, query=query, context=context
         )
@@ -426,7 +438,18 @@ class ResponsesMode:
         if model not in RESPONSES_MODELS and model not in self.emulator.models:
             return error_answer(404, "model_not_found", model_not_found(model), request_id)
         previous = self.stored.get(str(body.get("previous_response_id")))
-        known = set(previous["calls"]) if previous else set()
+        conversation = self.emulator.conversations.conversations.get(conversation_id(body))
+        kept = previous["items"] if previous else conversation["items"] if conversation else []
+        known = {str(i.get("call_id")) for i in kept if i.get("type") == "function_call"}
+        if body.get("conversation") is not None and body.get("previous_response_id") is not None:
+            return error_answer(
+                400, "InvalidParameter", "previous_response_id and conversation are mutually exclusive.", request_id
+            )
+        if body.get("conversation") is not None and conversation is None:  # ASSUMPTION: as an unknown stored response
+            missing = f"Conversation with id {conversation_id(body)!r} not found."
+            return json_answer(
+                404, {"error": {"message": missing, "type": "InvalidParameter"}}, {"x-request-id": request_id}
+            )
         refused = _refusal(body, known, self.stored)
         return None if refused is None else error_answer(*refused, request_id)
 
@@ -461,6 +484,11 @@ class ResponsesMode:
                 "input": [*items, *given],
                 "body": rendering.body(),
             }
+        conversation = self.emulator.conversations.conversations.get(conversation_id(request.body))
+        if conversation is not None and reply.error is None:  # the turn joins the conversation
+            added = request.body.get("input")
+            added = [{"role": "user", "content": added}] if isinstance(added, str) else list(added or [])
+            conversation["items"].extend([*map(self.emulator.conversations.item, added), *rendering.output()])
         if request.stream:
             return sse_answer(rendering.events(), reply, _malformed, headers, content_type=SSE_CONTENT_TYPE)
         return nonstream_faults(json_answer(200, rendering.body(), headers), reply)
@@ -646,6 +674,7 @@ class _Rendering:
             "incomplete_details": incomplete,
             "previous_response_id": self.request.body.get("previous_response_id"),
             "store": self.request.body.get("store") is not False,
+            **({"conversation": {"id": name}} if (name := conversation_id(self.request.body)) else {}),
         }
 
     def failed_body(self) -> dict[str, Any]:

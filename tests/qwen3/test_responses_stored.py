@@ -1,8 +1,10 @@
 """``QwenResponsesClient``'s stored responses: ``retrieve_response``, ``delete_response`` and ``list_input_items``
-(Model Studio "Retrieve a response", "Delete a response", "List input items"), over real HTTP on 127.0.0.1 through the
-real openai SDK: against the emulator's routes (which store what ``store=True`` created), and against a raw loopback
-server (`Scripted`) where the emulator cannot say it: a body past ``max_event_bytes``, a redirect to another origin, a
-cursor that never moves on. Each id goes into the URL path: one that could name another path is refused unsent."""
+(Model Studio "Retrieve a response", "Delete a response", "List input items"), and sessions on a conversation
+(Model Studio "OpenAI compatible - Conversations": a ``conv_…`` id goes as ``conversation``), over real HTTP on
+127.0.0.1 through the real openai SDK: against the emulator's routes (which store what ``store=True`` created), and
+against a raw loopback server (`Scripted`) where the emulator cannot say it: a body past ``max_event_bytes``, a
+redirect to another origin, a cursor that never moves on. Each id goes into the URL path: one that could name another
+path is refused unsent."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import openai
 import pytest
 from agent_framework import Agent
 from agent_framework.exceptions import (
@@ -56,6 +59,7 @@ class Scripted:
             def _answer(self) -> None:
                 split = urlsplit(self.path)
                 owner.seen.append((self.command, split.path, parse_qs(split.query)))
+                self.rfile.read(int(self.headers.get("content-length") or 0))
                 status, headers, body = owner.answers.pop(0) if owner.answers else (500, {}, b"{}")
                 self.send_response(status)
                 for name, value in {"Content-Type": "application/json", **headers}.items():
@@ -64,7 +68,7 @@ class Scripted:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_DELETE = _answer
+            do_GET = do_DELETE = do_POST = _answer
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -307,3 +311,87 @@ async def test_a_redirect_to_another_origin_is_refused(scripted: Scripted, metho
         assert elsewhere.seen == []  # the key never went there
     finally:
         elsewhere.close()
+
+
+# ------------------------------------------------------------------------------------------------- conversations
+
+LEGACY = "/api/v2/apps/protocols/compatible-mode/v1"  # the base Model Studio's Conversations page gives
+
+
+async def new_conversation(emu: DashScopeEmulator, *items: dict[str, Any]) -> str:
+    """A conversation created as the page's sample does: the openai SDK at the Conversations base."""
+    sdk = openai.AsyncOpenAI(api_key=KEY, base_url=emu.root_url + LEGACY, max_retries=0)
+    conversation = await sdk.conversations.create(items=list(items), metadata={"topic": "demo"})
+    await sdk.close()
+    return conversation.id
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_session_on_a_conversation_sends_conversation_and_keeps_its_id(
+    emu: DashScopeEmulator, stream: bool
+) -> None:
+    alice = {"type": "message", "role": "system", "content": "Alice is 20 and plays chess."}
+    conversation = await new_conversation(emu, alice)
+    emu.script("She is 20.", "Chess.")
+    agent = Agent(client=client_at(emu.base_url), default_options={"store": True})
+    session = agent.get_session(conversation)
+    for question in ("How old is Alice?", "What does she play?"):
+        if stream:
+            answer = await agent.run(question, session=session, stream=True).get_final_response()
+        else:
+            answer = await agent.run(question, session=session)
+        body = emu.requests[-1].body
+        assert (body["conversation"], "previous_response_id" in body) == (conversation, False)
+        assert session.service_session_id == conversation  # the session stays on the conversation
+    assert answer.text == "Chess."
+    seen = [(t.role, t.text) for t in emu.requests[-1].turns]
+    assert seen == [
+        ("system", "Alice is 20 and plays chess."),
+        ("user", "How old is Alice?"),
+        ("assistant", "She is 20."),
+        ("user", "What does she play?"),
+    ]  # the conversation's items before the new message: what DashScope injects
+    kept = emu.conversations.conversations[conversation]["items"]
+    assert [i["content"][0]["text"] for i in kept][-2:] == ["What does she play?", "Chess."]
+
+
+async def test_the_conversation_id_is_the_requests_when_the_answer_does_not_echo_it(scripted: Scripted) -> None:
+    answer = {"id": "resp_9", "object": "response", "status": "completed", "output": [], "model": MODEL}
+    scripted.answers.append((200, {}, json.dumps(answer).encode()))
+    client = client_at(scripted.base_url)
+    response = await client.get_response("hi", options={"store": True, "conversation_id": "conv_1"})
+    assert (response.response_id, response.conversation_id) == ("resp_9", "conv_1")
+
+
+async def test_a_conversation_needs_store(emu: DashScopeEmulator) -> None:
+    with pytest.raises(ChatClientInvalidRequestException, match="conv_…\\) needs store=True"):
+        await client_at(emu.base_url).get_response("hi", options={"conversation_id": "conv_1"})
+    assert emu.exchanges == []
+
+
+async def test_a_deleted_conversation_says_so(emu: DashScopeEmulator) -> None:
+    conversation = await new_conversation(emu)
+    del emu.conversations.conversations[conversation]
+    with pytest.raises(ChatClientInvalidRequestException, match=f"no conversation '{conversation}'"):
+        await client_at(emu.base_url).get_response("hi", options={"store": True, "conversation_id": conversation})
+
+
+def test_the_emulator_serves_conversations_as_the_pages_say(emu: DashScopeEmulator) -> None:
+    http = httpx.Client(headers={"Authorization": f"Bearer {KEY}"})
+    base = emu.root_url + LEGACY
+    message = {"type": "message", "role": "user", "content": "hi"}
+    created = http.post(f"{base}/conversations", json={"items": [message], "metadata": {"topic": "demo"}}).json()
+    assert set(created) == {"created_at", "id", "metadata", "object"}
+    assert (created["object"], created["metadata"], created["id"][:5]) == ("conversation", {"topic": "demo"}, "conv_")
+    assert created["created_at"] > 10**12  # milliseconds
+    assert http.get(f"{base}/conversations/{created['id']}").json() == created
+    both = {"model": MODEL, "input": "x", "conversation": created["id"], "previous_response_id": "resp_1"}
+    assert http.post(f"{base}/responses", json=both).status_code == 400  # "mutually exclusive"
+    assert http.post(f"{base}/conversations", json={"items": [message] * 21}).status_code == 400  # at most 20
+    too_many = {str(n): "v" for n in range(17)}
+    assert http.post(f"{base}/conversations", json={"metadata": too_many}).status_code == 400  # at most 16 pairs
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    assert http.post(f"{base}/conversations", json={"items": [call]}).status_code == 400  # messages only
+    assert http.delete(f"{base}/conversations/{created['id']}").json()["deleted"] is True
+    assert http.get(f"{base}/conversations/{created['id']}").status_code == 404
+    http.close()
