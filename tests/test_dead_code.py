@@ -41,6 +41,8 @@ CALLED_FROM_OUTSIDE: dict[str, str] = {
     "retrieve_response": "QwenResponsesClient: a stored response (examples/qwen_responses.py)",
     "delete_response": "QwenResponsesClient: delete a stored response (examples/qwen_responses.py)",
     "list_input_items": "QwenResponsesClient: a stored response's input (examples/qwen_responses.py)",
+    "create_conversation": "QwenResponsesClient: a DashScope conversation for a session (docs/responses.md)",
+    "delete_conversation": "QwenResponsesClient: delete a DashScope conversation (docs/responses.md)",
     "cancel": "QwenBatchClient: cancel a job",
     "delete_file": "QwenBatchClient: delete an uploaded file",
     "ok": "BatchResult: the line succeeded",

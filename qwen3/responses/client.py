@@ -52,6 +52,7 @@ from clients.providers import PROVIDERS
 from qwen3.errors import AUTH_CODES, FILTER_CODES, UNKNOWN_MODEL_CODES, WORKSPACE_CODES, explained, parse_error
 from qwen3.responses.convert import (
     code_interpreter_tool,
+    conversation_body,
     file_search_tool,
     image_search_tool,
     input_items,
@@ -122,6 +123,11 @@ RESPONSE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 """What a stored response's id may hold before it goes into a URL path (``…/responses/{id}``): DashScope's are
 ``resp_`` and a UUID ("格式为 resp_xxx", Model Studio "Retrieve a response"); no ``/``, ``.``, ``%`` or space, so
 an id can never name another path."""
+COMPATIBLE_BASE = "/compatible-mode/v1"
+CONVERSATIONS_BASE = "/api/v2/apps/protocols/compatible-mode/v1"
+"""Where the Conversations API lives on a DashScope host (Model Studio "OpenAI compatible - Conversations",
+https://www.alibabacloud.com/help/en/model-studio/openai-compatible-conversations): the older base, not the Responses
+API's newer ``/compatible-mode/v1``."""
 MAX_INPUT_ITEMS = 10_000
 """The most input items `RawQwenResponsesClient.list_input_items` reads (100 pages of DashScope's largest page,
 ``limit`` 100): a server that says ``has_more`` for ever is stopped there."""
@@ -388,11 +394,85 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
                 )
             after = last
 
+    # ------------------------------------------------------------------------------------------ conversations
+
+    async def create_conversation(
+        self, messages: Sequence[Message] = (), *, metadata: Mapping[str, str] | None = None
+    ) -> str:
+        """A new DashScope conversation (``POST …/conversations``, Model Studio "OpenAI compatible - Conversations"),
+        its first ``messages`` as items (system, user and assistant text and images; at most 20) and ``metadata`` (at
+        most 16 pairs, keys up to 64 characters, values up to 512); its id, ``conv_…``: continue it with
+        ``agent.get_session(id)`` and ``store=True`` (the client sends it as ``conversation``). Sent to the base the
+        page gives, ``{host}/api/v2/apps/protocols/compatible-mode/v1`` (`_conversations_url`).
+
+        Raises:
+            ChatClientInvalidRequestException: more items or metadata than the page allows, or a message that is not
+                text or images (a function call or result: "Only message is supported"); nothing is sent.
+            ChatClientInvalidResponseException: an answer without a conversation id.
+            ChatClientException: any other failure, as ``get_response`` raises it (retried where transient).
+        """
+        body = conversation_body(messages, metadata)
+        data = await self._answered(
+            lambda sdk: sdk.with_options(
+                base_url=self._conversations_url()
+            ).conversations.with_streaming_response.create(**body),
+            "DashScope answered the conversation request as not found.",
+        )
+        created = data.get("id")
+        if not isinstance(created, str) or not RESPONSE_ID.fullmatch(created):
+            raise ChatClientInvalidResponseException(
+                f"DashScope answered a new conversation without its id: {redact(as_text(data))[:200]!r}"
+            )
+        return created
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Delete a DashScope conversation (``DELETE …/conversations/{conversation_id}``; the answer ``{"deleted":
+        true, "id", "object": "conversation.deleted"}``, Qwen Cloud "Delete conversation": "Message items are not
+        deleted."); a session on it gets "DashScope has no conversation" from then on.
+
+        Raises:
+            ChatClientInvalidRequestException: an id that is not one (`RESPONSE_ID`; nothing is sent), or DashScope
+                has no such conversation.
+            ChatClientInvalidResponseException: the answer does not say ``deleted: true``.
+            ChatClientException: any other failure, as ``get_response`` raises it (retried where transient).
+        """
+        checked = _checked_id(conversation_id)
+        data = await self._answered(
+            lambda sdk: sdk.with_options(
+                base_url=self._conversations_url()
+            ).conversations.with_streaming_response.delete(checked),
+            f"DashScope has no conversation {checked!r}: deleted already, or another account's or region's.",
+        )
+        if data.get("deleted") is not True:
+            raise ChatClientInvalidResponseException(
+                f"DashScope answered the deletion of {checked!r} without deleted: true: {redact(as_text(data))[:200]!r}"
+            )
+
+    def _conversations_url(self) -> str:
+        """The base of the Conversations API: the one the pages give, ``…/api/v2/apps/protocols/compatible-mode/v1``,
+        on the client's host (its ``…/compatible-mode/v1`` replaced; a base already of that form, or of another form,
+        a proxy's, kept)."""
+        url = str(self._url).rstrip("/")
+        if url.endswith(CONVERSATIONS_BASE) or not url.endswith(COMPATIBLE_BASE):
+            return url
+        return url.removesuffix(COMPATIBLE_BASE) + CONVERSATIONS_BASE
+
     async def _stored(self, response_id: str, call: Callable[[openai.AsyncOpenAI], Any]) -> dict[str, Any]:
-        """The JSON object a stored-response request answers: ``call(sdk)`` is the SDK's ``with_streaming_response``
+        """The JSON object a stored-response request answers (`_answered`); DashScope's "not found" says why a
+        response may be missing."""
+        missing = (
+            f"DashScope has no stored response {response_id!r}: a response can be retrieved, listed or deleted only "
+            "when the request that created it sent store=True (QwenResponsesOptions; the client's default is not "
+            "stored), for 7 days after it was created, and not once it is deleted."
+        )
+        return await self._answered(call, missing)
+
+    async def _answered(self, call: Callable[[openai.AsyncOpenAI], Any], missing: str) -> dict[str, Any]:
+        """The JSON object a request other than a chat answers: ``call(sdk)`` is the SDK's ``with_streaming_response``
         request (so each answer passes the wire's checks: bounded, no redirect to another origin), retried per
         ``retry_policy``, all within ``timeout``. A failure is raised as MAF's exception: DashScope's "not found"
-        (`_not_stored`) saying why a response may be missing, any other as ``get_response`` would."""
+        (`_not_stored`) as ``ChatClientInvalidRequestException`` with ``missing`` first, any other as
+        ``get_response`` would."""
 
         async def attempt() -> dict[str, Any]:
             try:
@@ -414,11 +494,7 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
         except Failure as failure:
             error = failure.error
             if _not_stored(error.status, error.code, error.message):
-                raise ChatClientInvalidRequestException(
-                    f"DashScope has no stored response {response_id!r}: a response can be retrieved, listed or deleted "
-                    "only when the request that created it sent store=True (QwenResponsesOptions; the client's default "
-                    f"is not stored), for 7 days after it was created, and not once it is deleted. {error}"
-                ) from None
+                raise ChatClientInvalidRequestException(f"{missing} {error}") from None
             explained_error = explained(error, model=str(self.service.model), media=False, headers=self.service.headers)
             raise to_chat_client_exception(explained_error) from None
 

@@ -28,6 +28,7 @@ __all__ = [
     "HOSTED_TOOL_TYPES",
     "MAX_MCP_SERVERS",
     "code_interpreter_tool",
+    "conversation_body",
     "file_search_tool",
     "image_search_tool",
     "input_items",
@@ -494,3 +495,39 @@ def _conversation_key(conversation_id: str) -> str:
     (``conv_…``, Model Studio "OpenAI compatible - Conversations") as ``conversation``, any other (a stored response's
     ``resp_…``) as ``previous_response_id``; never both ("They are mutually exclusive", Qwen Cloud "Conversations")."""
     return "conversation" if conversation_id.startswith("conv_") else "previous_response_id"
+
+
+MAX_CONVERSATION_ITEMS = 20
+MAX_METADATA_PAIRS = 16
+
+
+def conversation_body(messages: Sequence[Message], metadata: Mapping[str, str] | None) -> dict[str, Any]:
+    """The body of ``POST …/conversations``: ``items`` (the messages as `input_items` gives them, each a ``{"type":
+    "message", "role", "content"}``) and ``metadata``, within the page's limits ("A list of up to 20 initial message
+    items", "Specify up to 16 key-value pairs. The key can be up to 64 characters long, and the value can be up to 512
+    characters long.", Model Studio "OpenAI compatible - Conversations").
+
+    Raises:
+        ChatClientInvalidRequestException: more than 20 items or 16 pairs, a key or value too long or not text, an
+            item that is not a message (a function call or its result: "Only message is supported").
+    """
+    items = input_items(messages, instructions=None)
+    others = sorted({str(item.get("type")) for item in items if "role" not in item})
+    if others:
+        raise invalid(
+            f"A conversation's items are messages only (DashScope: 'Only message is supported'), not {others}."
+        )
+    if len(items) > MAX_CONVERSATION_ITEMS:
+        raise invalid(f"A conversation is created with at most {MAX_CONVERSATION_ITEMS} items, not {len(items)}.")
+    body: dict[str, Any] = {"items": [{"type": "message", **item} for item in items]}
+    if metadata is not None:
+        pairs = dict(metadata)
+        if len(pairs) > MAX_METADATA_PAIRS:
+            raise invalid(f"A conversation's metadata has at most {MAX_METADATA_PAIRS} pairs, not {len(pairs)}.")
+        for key, value in pairs.items():
+            if not isinstance(key, str) or not isinstance(value, str) or len(key) > 64 or len(value) > 512:
+                raise invalid(
+                    f"Conversation metadata {str(key)[:80]!r}: keys are text up to 64 characters, values up to 512."
+                )
+        body["metadata"] = pairs
+    return body

@@ -7,7 +7,8 @@ https://www.alibabacloud.com/help/en/model-studio/openai-compatible-conversation
 Served: create (``POST …/conversations``, ``items`` at most 20 messages, ``metadata`` at most 16 pairs, keys at most 64
 characters, values at most 512; answer ``{"created_at"`` (milliseconds)``, "id": "conv_…", "metadata", "object":
 "conversation"}``, all from the pages), retrieve (``GET …/conversations/{id}``, the same object), delete (``DELETE
-…/conversations/{id}``; ``{"id", "object": "conversation.deleted", "deleted": true}``, ASSUMPTION: OpenAI's shape),
+…/conversations/{id}``; ``{"deleted": true, "id", "object": "conversation.deleted"}``, Qwen Cloud "Delete
+conversation", https://docs.qwencloud.com/api-reference/platform-api/conversations/delete-conversation),
 add items (``POST …/conversations/{id}/items``, at most 20) and list items (``GET …/conversations/{id}/items``,
 ``{"object": "list", "data", "first_id", "last_id", "has_more"}`` oldest first, ASSUMPTION: OpenAI's shape). A
 Responses request naming ``conversation`` reads its items before its own input and adds its input and output after

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import openai
 import pytest
-from agent_framework import Agent
+from agent_framework import Agent, Content, Message
 from agent_framework.exceptions import (
     ChatClientException,
     ChatClientInvalidRequestException,
@@ -285,21 +285,31 @@ def test_the_emulator_lists_input_items_in_the_documented_shape(emu: DashScopeEm
 @pytest.mark.parametrize("bad", ["../x", "a/b", "..", "", "resp 1", "resp_1%2F..", "resp_1?x=1", "r" * 201, 7])
 async def test_an_id_that_could_name_another_path_is_refused_unsent(emu: DashScopeEmulator, bad: Any) -> None:
     client = client_at(emu.base_url)
-    for method in (client.retrieve_response, client.delete_response, client.list_input_items):
+    methods = (client.retrieve_response, client.delete_response, client.list_input_items, client.delete_conversation)
+    for method in methods:
         with pytest.raises(ChatClientInvalidRequestException, match="Not a stored response id"):
             await method(bad)
     assert emu.exchanges == []
 
 
-@pytest.mark.parametrize("method", ["retrieve_response", "delete_response", "list_input_items"])
+METHODS = ["retrieve_response", "delete_response", "list_input_items", "delete_conversation", "create_conversation"]
+
+
+async def call(client: QwenResponsesClient, method: str) -> Any:
+    return await (
+        client.create_conversation() if method == "create_conversation" else getattr(client, method)("resp_1")
+    )
+
+
+@pytest.mark.parametrize("method", METHODS)
 async def test_an_oversize_body_is_not_read_past_the_bound(scripted: Scripted, method: str) -> None:
     scripted.answers.append((200, {}, b'{"data": ["' + b"x" * 200_000 + b'"]}'))
     client = client_at(scripted.base_url, max_event_bytes=10_000)
     with pytest.raises(ChatClientInvalidResponseException, match="went past 10000 bytes"):
-        await getattr(client, method)("resp_1")
+        await call(client, method)
 
 
-@pytest.mark.parametrize("method", ["retrieve_response", "delete_response", "list_input_items"])
+@pytest.mark.parametrize("method", METHODS)
 async def test_a_redirect_to_another_origin_is_refused(scripted: Scripted, method: str) -> None:
     elsewhere = Scripted()
     try:
@@ -307,7 +317,7 @@ async def test_a_redirect_to_another_origin_is_refused(scripted: Scripted, metho
         location = f"{elsewhere.base_url}/responses/resp_1"
         scripted.answers.append((302, {"Location": location}, b""))
         with pytest.raises(ChatClientInvalidRequestException, match="another origin: not followed"):
-            await getattr(client_at(scripted.base_url), method)("resp_1")
+            await call(client_at(scripted.base_url), method)
         assert elsewhere.seen == []  # the key never went there
     finally:
         elsewhere.close()
@@ -395,3 +405,47 @@ def test_the_emulator_serves_conversations_as_the_pages_say(emu: DashScopeEmulat
     assert http.delete(f"{base}/conversations/{created['id']}").json()["deleted"] is True
     assert http.get(f"{base}/conversations/{created['id']}").status_code == 404
     http.close()
+
+
+async def test_a_conversation_created_and_deleted_by_the_client(emu: DashScopeEmulator) -> None:
+    client = client_at(emu.base_url)
+    alice = [Message("system", ["Alice is 20."]), Message("user", ["Hi."]), Message("assistant", ["Hello!"])]
+    conversation = await client.create_conversation(alice, metadata={"topic": "demo"})
+    method, path, _ = emu.exchanges[-1]
+    assert (method, path) == ("POST", LEGACY + "/conversations")  # the base the page gives
+    kept = emu.conversations.conversations[conversation]
+    assert kept["metadata"] == {"topic": "demo"}
+    assert [(i["type"], i["role"], i["content"][0]["text"]) for i in kept["items"]] == [
+        ("message", "system", "Alice is 20."),
+        ("message", "user", "Hi."),
+        ("message", "assistant", "Hello!"),
+    ]
+    emu.script("She is 20.")
+    agent = Agent(client=client, default_options={"store": True})
+    session = agent.get_session(conversation)
+    await agent.run("How old is Alice?", session=session)
+    assert emu.requests[-1].turns[0].text == "Alice is 20."
+    assert await client.delete_conversation(conversation) is None
+    assert emu.exchanges[-1][:2] == ("DELETE", f"{LEGACY}/conversations/{conversation}")
+    with pytest.raises(ChatClientInvalidRequestException, match=f"no conversation '{conversation}'"):
+        await agent.run("And her hobby?", session=session)
+    with pytest.raises(ChatClientInvalidRequestException, match="deleted already"):
+        await client.delete_conversation(conversation)
+
+
+@pytest.mark.parametrize(
+    ("messages", "metadata", "why"),
+    [
+        ([Message("user", ["x"])] * 21, None, "at most 20 items"),
+        ([Message("assistant", [Content.from_function_call("c", "f", arguments="{}")])], None, "messages only"),
+        ([], {str(n): "v" for n in range(17)}, "at most 16 pairs"),
+        ([], {"k" * 65: "v"}, "keys are text up to 64"),
+        ([], {"k": "v" * 513}, "values up to 512"),
+    ],
+)
+async def test_a_conversation_past_the_pages_limits_is_refused_unsent(
+    emu: DashScopeEmulator, messages: list[Message], metadata: Any, why: str
+) -> None:
+    with pytest.raises(ChatClientInvalidRequestException, match=why):
+        await client_at(emu.base_url).create_conversation(messages, metadata=metadata)
+    assert emu.exchanges == []
