@@ -529,7 +529,11 @@ def input_messages(items: Any) -> list[Message]:
             role = INPUT_ROLES.get(as_text(item.get("role")))
             content = item.get("content")
             parts = [{"type": "input_text", "text": content}] if isinstance(content, str) else _maps(content)
-            contents = [c for c in map(_input_part, parts) if c is not None]
+            read = [(part, _input_part(part)) for part in parts]
+            contents = [c for _, c in read if c is not None]
+            unread = sorted({as_text(part.get("type"))[:40] for part, c in read if c is None})
+            if unread and contents:
+                logger.warning("DashScope sent stored message parts this client does not read (%s): skipped", unread)
         elif kind == "function_call_output":
             role = "tool"
             contents = [

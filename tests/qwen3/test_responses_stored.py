@@ -449,3 +449,21 @@ async def test_a_conversation_past_the_pages_limits_is_refused_unsent(
     with pytest.raises(ChatClientInvalidRequestException, match=why):
         await client_at(emu.base_url).create_conversation(messages, metadata=metadata)
     assert emu.exchanges == []
+
+
+async def test_stored_items_the_client_does_not_read_are_warned_about(
+    scripted: Scripted, caplog: pytest.LogCaptureFixture
+) -> None:
+    parts = [{"type": "input_text", "text": "Read this."}, {"type": "input_file", "file_id": "file_1"}]
+    data = [
+        {"type": "message", "id": "msg_1", "role": "user", "content": parts},
+        {"type": "computer_call", "id": "cc_1"},
+        {"type": "message", "id": "msg_2", "role": "critic", "content": "?"},
+    ]
+    scripted.json({"data": data, "has_more": False})
+    messages = await client_at(scripted.base_url).list_input_items("resp_1")
+    assert [(m.message_id, m.text) for m in messages] == [("msg_1", "Read this.")]
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "['input_file']" in warned
+    assert "computer_call" in warned
+    assert "role critic" in warned
