@@ -118,6 +118,7 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "anthropic"
     _PROVIDER: ClassVar[str] = "Anthropic"
+    _KEY_AS_BEARER: ClassVar[bool] = False  # the key goes as x-api-key, which a userinfo's Basic auth leaves
     _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (600.0, 10.0, 120.0)  # timeout: the SDK's (10 minutes)
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (APIConnectionError,)  # APITimeoutError is one too
     _STREAM_UNIT: ClassVar[str] = "update"

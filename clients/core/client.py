@@ -46,7 +46,14 @@ from clients.core.convert import (
     rewrite_other_agents,
     tool_files_as_text,
 )
-from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, checked_api_key, seconds, warn_cleartext_key
+from clients.core.keywords import (
+    DEFAULT_TIMEOUTS,
+    ClientSettings,
+    checked_api_key,
+    refuse_userinfo_with_key,
+    seconds,
+    warn_cleartext_key,
+)
 from clients.core.parse import parsed
 from clients.core.transport import (
     MAX_EVENT_BYTES,
@@ -171,6 +178,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     _STREAM_UNIT: ClassVar[str] = "event"
     _STREAM_END: ClassVar[str] = "its finishing event"
     _STREAM_IDLE: ClassVar[str] = "sent no stream event"
+    _KEY_AS_BEARER: ClassVar[bool] = True
+    """The key goes as ``Authorization: Bearer``, which a base URL's userinfo would replace
+    (`refuse_userinfo_with_key`); False where it has a header of its own (Anthropic's ``x-api-key``, Gemini's)."""
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: the public class's keywords as one object (a ``Raw…`` client built with keywords takes them
@@ -183,7 +193,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             SettingNotFoundError: no API key or no model, naming the variable to set.
             ValueError: a timeout that is not a positive number, a ``max_event_bytes`` that is not a whole number
                 > 0, an API key that cannot be sent (`clients.core.keywords.checked_api_key`), a ``base_url`` that
-                is not an http(s) URL (or what the provider's ``_settings`` refuses).
+                is not an http(s) URL, a ``base_url`` with userinfo beside a key sent as ``Authorization: Bearer``
+                (`clients.core.keywords.refuse_userinfo_with_key`), or what the provider's ``_settings`` refuses.
         """
         if settings is None:
             settings = ClientSettings.taken_from(kwargs)
@@ -206,6 +217,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self.retry_policy: RetryPolicy = settings.retries()
         self._api_key: SecretString = checked_api_key(key, "api_key" if settings.api_key is not None else "the API key")
         self._secrets = (self._api_key.get_secret_value(), *url_secrets(url))  # what `hide` masks for each request
+        if self._KEY_AS_BEARER:
+            refuse_userinfo_with_key(type(self).__name__, url, self._api_key)
         warn_cleartext_key(type(self).__name__, url, self._api_key)
         max_event_bytes = settings.max_event_bytes
         if max_event_bytes is not None and (

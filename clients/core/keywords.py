@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from agent_framework import SecretString
 from typing_extensions import Self
 
-from clients.core.transport import RetryPolicy
+from clients.core.transport import RetryPolicy, shown_url
 
 __all__ = [
     "DEFAULT_TIMEOUTS",
@@ -43,6 +43,7 @@ __all__ = [
     "checked_api_key",
     "keyword_signature",
     "refuse_unexpected",
+    "refuse_userinfo_with_key",
     "seconds",
     "warn_cleartext_key",
 ]
@@ -174,6 +175,28 @@ def checked_api_key(key: str | SecretString, source: str = "api_key") -> SecretS
 
 PLACEHOLDER_KEY = "EMPTY"
 """The key OpenAI-compatible servers that check none are given (the openai SDK needs one): no secret to protect."""
+
+
+def refuse_userinfo_with_key(client: str, base_url: str, key: str | SecretString) -> None:
+    """Refuse, before anything is sent, a ``base_url`` with userinfo (``https://user:token@host/v1``) beside an API key
+    that ``client`` sends as ``Authorization: Bearer …``: httpx (and httpx2, the openai SDK's) sends the userinfo as
+    HTTP Basic auth in that same header, which replaces the Bearer key, so the server would never get the key, in
+    silence (checked over loopback for every such client). The placeholder key `PLACEHOLDER_KEY` is no key: with it the
+    userinfo goes as written, for a proxy that takes Basic auth and adds the key itself, or a server that checks none.
+
+    Raises:
+        ValueError: naming the base URL with its secret masked, and what to do instead.
+    """
+    value = key.get_secret_value() if isinstance(key, SecretString) else key
+    if "@" not in urlsplit(base_url).netloc or value == PLACEHOLDER_KEY:
+        return
+    raise ValueError(
+        f"{client}: base_url {shown_url(base_url)!r} carries credentials, which httpx sends as HTTP Basic auth in "
+        "the Authorization header, where they would replace the API key (sent as 'Authorization: Bearer …'): the "
+        "server would never get the key. Give the key as api_key= and a base_url without 'user:…@'; for a proxy that "
+        "takes Basic auth and adds the key itself (or a server that checks no key), keep the userinfo and pass "
+        f"api_key={PLACEHOLDER_KEY!r}."
+    )
 
 
 def warn_cleartext_key(client: str, base_url: str, key: str | SecretString) -> None:

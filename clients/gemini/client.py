@@ -213,6 +213,7 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "gcp.gemini"
     _PROVIDER: ClassVar[str] = "Gemini"
+    _KEY_AS_BEARER: ClassVar[bool] = False  # the key goes as x-goog-api-key, which a userinfo's Basic auth leaves
 
     _http: httpx.AsyncClient | None = None
 

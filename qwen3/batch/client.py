@@ -21,7 +21,7 @@ from agent_framework import SecretString
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
 from clients.core.convert import checked_model
-from clients.core.keywords import refuse_unexpected, warn_cleartext_key
+from clients.core.keywords import refuse_unexpected, refuse_userinfo_with_key, warn_cleartext_key
 from clients.core.parse import json_object
 from clients.core.transport import (
     Failure,
@@ -151,6 +151,7 @@ class QwenBatchClient:
         refuse_unexpected(self, unexpected)
         settings = ServiceSettings.of(locals())
         service = resolve_service(settings, compatible=True)
+        refuse_userinfo_with_key(type(self).__name__, service.request_url, service.api_key)
         warn_cleartext_key(type(self).__name__, service.request_url, service.api_key)
         if service.model is None:
             raise no_model("model", "qwen-plus", "model for the batch")

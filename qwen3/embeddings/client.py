@@ -44,7 +44,7 @@ from agent_framework.exceptions import (
 from agent_framework.observability import EmbeddingTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.keywords import keyword_signature, refuse_unexpected, warn_cleartext_key
+from clients.core.keywords import keyword_signature, refuse_unexpected, refuse_userinfo_with_key, warn_cleartext_key
 from clients.core.parse import json_object
 from clients.core.transport import Failure, RetryPolicy, to_chat_client_exception
 from qwen3.embeddings.convert import (
@@ -142,6 +142,7 @@ class RawQwenEmbeddingClient(
         refuse_unexpected(self, unexpected)
         settings = ServiceSettings.of(locals())
         self.service: DashScopeService = resolve_service(settings, model_setting="embedding_model")
+        refuse_userinfo_with_key(type(self).__name__, self.service.request_url, self.service.api_key)
         warn_cleartext_key(type(self).__name__, self.service.request_url, self.service.api_key)
         self.model: str = self.service.model or DEFAULT_EMBEDDING_MODEL
         self.base_url: str = self.service.base_url

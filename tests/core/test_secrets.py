@@ -10,6 +10,7 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException
 
+from clients.core.keywords import PLACEHOLDER_KEY
 from clients.core.transport import RetryPolicy, redact, shown_url, url_secrets
 from clients.testing import Reply
 from qwen3 import QwenChatClient
@@ -204,14 +205,22 @@ async def test_a_transport_error_that_quotes_the_key_is_masked_in_the_text_the_c
 # ------------------------------------------------------------------------------------------ a base URL's userinfo
 
 TOKEN = "pr0xy-s3cret-token"
+BEARER = ("qwen", "responses", "compatible", "selfhosted", "openai")
+"""The clients of `KEY_CLIENTS` that send the key as ``Authorization: Bearer``, which a userinfo's Basic auth would
+replace: beside a userinfo they take the placeholder key only. Anthropic and Gemini send theirs in a header of
+its own."""
 
 
-def _dashscope_clients(url: str) -> list[Any]:
+def _key_beside_userinfo(name: str) -> str:
+    return PLACEHOLDER_KEY if name in BEARER else GOOD
+
+
+def _dashscope_clients(url: str, key: str = PLACEHOLDER_KEY) -> list[Any]:
     from qwen3 import QwenEmbeddingClient, QwenVLChatClient
     from qwen3.batch import QwenBatchClient
     from qwen3.responses import QwenResponsesClient
 
-    common = {"api_key": KEY, "base_url": url}
+    common = {"api_key": key, "base_url": url}
     return [
         QwenChatClient(model="qwen-plus", **common),
         QwenVLChatClient(model="qwen-vl-max", **common),
@@ -248,7 +257,8 @@ def test_a_constructor_error_about_a_base_url_masks_its_userinfo(url: str, regio
 
 
 async def test_a_dashscope_request_still_goes_to_the_base_url_with_its_userinfo() -> None:
-    """Masked for show only: the request carries the credentials the URL gave (httpx sends them as Basic auth)."""
+    """Masked for show only: the request carries the credentials the URL gave (httpx sends them as Basic auth), for a
+    proxy that adds the key itself (the placeholder key: a real one is refused, below)."""
     import base64
 
     from qwen3.responses import QwenResponsesClient
@@ -257,12 +267,57 @@ async def test_a_dashscope_request_still_goes_to_the_base_url_with_its_userinfo(
         url = emu.base_url.replace("http://", f"http://proxy:{TOKEN}@")
         emu.script(Reply(text="one"), Reply(text="two"))
         for client in (
-            QwenChatClient(model="qwen-plus", api_key=KEY, base_url=url),
-            QwenResponsesClient(model="qwen-plus", api_key=KEY, base_url=url),
+            QwenChatClient(model="qwen-plus", api_key=PLACEHOLDER_KEY, base_url=url),
+            QwenResponsesClient(model="qwen-plus", api_key=PLACEHOLDER_KEY, base_url=url),
         ):
             await _ask(client, stream=False)
         basic = "Basic " + base64.b64encode(f"proxy:{TOKEN}".encode()).decode()
         assert [request.headers.get("authorization") for request in emu.requests] == [basic, basic]
+
+
+@pytest.mark.parametrize("name", BEARER)
+async def test_a_userinfo_beside_a_bearer_key_is_refused_before_anything_is_sent(name: str) -> None:
+    """httpx sends a base URL's userinfo as Basic auth in the Authorization header, where it replaced the Bearer key
+    in silence (the server got ``Basic cHJveHk6…`` and never the key). Now the constructor refuses, saying what to do;
+    a client without the userinfo is untouched."""
+    emulator, make = KEY_CLIENTS[name]
+    with emulator(api_key=GOOD) as emu:
+        url = f"http://proxy:{TOKEN}@{emu.base_url.removeprefix('http://')}"
+        with pytest.raises(ValueError, match="Basic auth") as info:
+            make(_Base(url), GOOD)
+        assert emu.requests == []
+        emu.script(Reply(text="hello"))
+        assert (await _ask(make(emu, GOOD), stream=False)).text == "hello"
+    message = str(info.value)
+    assert "proxy:***@127.0.0.1" in message
+    assert f"api_key={PLACEHOLDER_KEY!r}" in message
+    assert TOKEN not in message
+    assert GOOD not in message
+
+
+def test_the_dashscope_embedding_and_batch_clients_refuse_a_userinfo_beside_a_key_too() -> None:
+    from qwen3 import QwenEmbeddingClient
+    from qwen3.batch import QwenBatchClient
+
+    url = f"http://proxy:{TOKEN}@127.0.0.1:9/api/v1"
+    for client_class, model in ((QwenEmbeddingClient, "text-embedding-v4"), (QwenBatchClient, "qwen-plus")):
+        with pytest.raises(ValueError, match=f"{client_class.__name__}: base_url .* Basic auth") as info:
+            client_class(model=model, api_key=GOOD, base_url=url)
+        assert TOKEN not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["anthropic", "gemini"])
+async def test_a_key_of_its_own_header_goes_beside_the_userinfo(name: str) -> None:
+    """Anthropic's ``x-api-key`` and Gemini's ``x-goog-api-key`` are not ``Authorization``: both reach the server."""
+    import base64
+
+    emulator, make = KEY_CLIENTS[name]
+    with emulator(api_key=GOOD) as emu:
+        url = f"http://proxy:{TOKEN}@{emu.base_url.removeprefix('http://')}"
+        emu.script(Reply(text="hello"))
+        assert (await _ask(make(_Base(url), GOOD), stream=False)).text == "hello"  # the emulator checks the key
+        sent = emu.requests[-1].headers.get("authorization")
+    assert sent == "Basic " + base64.b64encode(f"proxy:{TOKEN}".encode()).decode()
 
 
 @pytest.mark.parametrize("name", list(KEY_CLIENTS))
@@ -271,7 +326,7 @@ def test_every_chat_client_shows_its_base_url_with_the_userinfo_masked(name: str
     emulator, make = KEY_CLIENTS[name]
     with emulator() as emu:
         url = f"http://proxy:{TOKEN}@{emu.base_url.removeprefix('http://')}"
-        client = make(_Base(url), GOOD)
+        client = make(_Base(url), _key_beside_userinfo(name))
         shown = [repr(client), client.base_url, client.service_url(), repr(getattr(client, "service", None))]
     assert all(TOKEN not in text for text in shown), shown
     assert "proxy:***@" in client.base_url
@@ -391,7 +446,7 @@ async def test_a_base_urls_token_a_server_echoes_is_masked_like_the_key(name: st
     with emulator() as emu:
         url = f"http://proxy:{TOKEN}@{emu.base_url.removeprefix('http://')}"
         emu.script(Reply.error_reply(400, "InvalidParameter", f"the proxy says: bad password {TOKEN}"))
-        client = make(_Base(url), GOOD)
+        client = make(_Base(url), _key_beside_userinfo(name))
         with pytest.raises(ChatClientException) as info:
             await _ask(client, stream=False)
     assert "bad password ***" in str(info.value)
