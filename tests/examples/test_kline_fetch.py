@@ -24,115 +24,31 @@ import pandas as pd
 import pytest
 from kline import fetch, provenance
 from kline.agent import emulated_reply
-from kline.data import generated_series, load_csv
+from kline.data import load_csv
 from kline.layouts import DataError
 
 from qwen3.testing import DashScopeEmulator
 from tests.conftest import example_module
+from tests.examples.conftest import (
+    NOW,
+    Library,
+    akshare_frame,
+    session_prices,
+    us_daily,
+    us_factors,
+    yahoo_frame,
+)
 
-NOW = datetime.datetime(2026, 11, 27, 21, 50, tzinfo=datetime.timezone.utc)  # after every session closed
-AK_COLUMNS = [
-    "日期",
-    "股票代码",
-    "开盘",
-    "收盘",
-    "最高",
-    "最低",
-    "成交量",
-    "成交额",
-    "振幅",
-    "涨跌幅",
-    "涨跌额",
-    "换手率",
-]
-"""akshare's stock_zh_a_hist columns, in its order (akshare/stock_feature/stock_hist_em.py)."""
-
-
-def _prices(seed: int, sessions: int = 90, end: str = "2026-11-27") -> pd.DataFrame:
-    frame = generated_series(seed, sessions).round(2)
-    frame.index = pd.bdate_range(end=end, periods=sessions, name="Date")
-    return frame
-
-
-def _akshare_frame(code: str, prices: pd.DataFrame) -> pd.DataFrame:
-    """What stock_zh_a_hist returns: one row per session, 日期 as datetime.date, prices in yuan, volume in lots."""
-    close = prices["Close"]
-    return pd.DataFrame(
-        {
-            "日期": [d.date() for d in prices.index],
-            "股票代码": code,
-            "开盘": prices["Open"].to_numpy(),
-            "收盘": close.to_numpy(),
-            "最高": prices["High"].to_numpy(),
-            "最低": prices["Low"].to_numpy(),
-            "成交量": (prices["Volume"] // 100).to_numpy(),
-            "成交额": (prices["Volume"] * close).round(0).to_numpy(),
-            "振幅": 1.5,
-            "涨跌幅": (close.pct_change() * 100).round(2).fillna(0).to_numpy(),
-            "涨跌额": close.diff().round(2).fillna(0).to_numpy(),
-            "换手率": 0.8,
-        },
-        columns=AK_COLUMNS,
-    )
-
-
-def _us_daily_frame(prices: pd.DataFrame) -> pd.DataFrame:
-    """What stock_us_daily returns: the whole history, a date column, open/high/low/close/volume as floats."""
-    out = prices.rename(columns=str.lower).reset_index(names="date")
-    return out[["date", "open", "high", "low", "close", "volume"]]
-
-
-def _us_factors(*rows: tuple[str, float, float]) -> pd.DataFrame:
-    """What stock_us_daily(adjust="qfq-factor") returns: Sina's table, newest first, each row's (date, adjust,
-    qfq_factor) as text, holding from its date on (akshare stock/stock_us_sina.py)."""
-    table = [{"date": pd.Timestamp(d), "adjust": str(a), "qfq_factor": str(f)} for d, a, f in rows]
-    return pd.DataFrame(table, columns=["date", "adjust", "qfq_factor"]).sort_values("date", ascending=False)
-
-
-def _us_daily(prices: pd.DataFrame, factors: pd.DataFrame) -> Any:
-    return lambda symbol, adjust="": factors if adjust == "qfq-factor" else _us_daily_frame(prices)
-
-
-def _yahoo_frame(prices: pd.DataFrame, actions: bool = False) -> pd.DataFrame:
-    """What yfinance.download(..., multi_level_index=False) returns: a tz-aware index named Date, Close first; with
-    ``actions=True`` also Dividends and Stock Splits (0 where there is none)."""
-    out = prices[["Close", "High", "Low", "Open", "Volume"]].copy()
-    out.index = pd.DatetimeIndex(prices.index.tz_localize("America/New_York"), name="Date")
-    if actions:
-        out["Dividends"], out["Stock Splits"] = 0.0, 0.0
-    return out
-
-
-class Library(types.ModuleType):
-    """A stand-in for a data library in ``sys.modules``: each function answers a recorded frame (or raises) and
-    records its keyword arguments."""
-
-    def __init__(self, name: str, answers: dict[str, Any]) -> None:
-        super().__init__(name)
-        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        for function, answer in answers.items():
-            setattr(self, function, self._answering(function, answer))
-
-    def _answering(self, function: str, answer: Any) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append((function, args, kwargs))
-            if isinstance(answer, BaseException):
-                raise answer
-            return answer(*args, **kwargs) if callable(answer) else answer
-
-        return call
-
-
-MOUTAI, PINGAN, APPLE = _prices(1), _prices(2), _prices(3, sessions=900)
-US_NO_ACTION = _us_factors(("1900-01-01", 0.0, 1.0))
+MOUTAI, PINGAN, APPLE = session_prices(1), session_prices(2), session_prices(3, sessions=900)
+US_NO_ACTION = us_factors(("1900-01-01", 0.0, 1.0))
 
 
 @pytest.fixture
 def akshare(monkeypatch: pytest.MonkeyPatch) -> Library:
     def hist(symbol: str, **_: Any) -> pd.DataFrame:
-        return _akshare_frame(symbol, {"600519": MOUTAI, "000001": PINGAN}[symbol])
+        return akshare_frame(symbol, {"600519": MOUTAI, "000001": PINGAN}[symbol])
 
-    library = Library("akshare", {"stock_zh_a_hist": hist, "stock_us_daily": _us_daily(APPLE, US_NO_ACTION)})
+    library = Library("akshare", {"stock_zh_a_hist": hist, "stock_us_daily": us_daily(APPLE, US_NO_ACTION)})
     monkeypatch.setitem(sys.modules, "akshare", library)
     return library
 
@@ -140,7 +56,7 @@ def akshare(monkeypatch: pytest.MonkeyPatch) -> Library:
 @pytest.fixture
 def yfinance(monkeypatch: pytest.MonkeyPatch) -> Library:
     frames = {"600519.SS": MOUTAI, "000001.SZ": PINGAN, "AAPL": APPLE.iloc[-700:]}
-    library = Library("yfinance", {"download": lambda symbol, **kw: _yahoo_frame(frames[symbol], kw.get("actions", 0))})
+    library = Library("yfinance", {"download": lambda symbol, **kw: yahoo_frame(frames[symbol], kw.get("actions", 0))})
     monkeypatch.setitem(sys.modules, "yfinance", library)
     return library
 
@@ -211,7 +127,7 @@ def test_yfinance_fetches_a_shares_by_their_yahoo_codes_adjusted(yfinance: Libra
 
 
 def test_an_older_yfinances_two_level_columns_are_read_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    two_level = _yahoo_frame(PINGAN)
+    two_level = yahoo_frame(PINGAN)
     two_level.columns = pd.MultiIndex.from_product([two_level.columns, ["000001.SZ"]], names=["Price", "Ticker"])
     monkeypatch.setitem(sys.modules, "yfinance", Library("yfinance", {"download": two_level}))
     (csv,) = fetch.fetch(("000001.SZ",), "yfinance", tmp_path, now=NOW)

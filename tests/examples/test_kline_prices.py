@@ -26,7 +26,7 @@ from kline.pool import make_pool
 
 from qwen3.testing import DashScopeEmulator, Reply
 from tests.conftest import example_module
-from tests.examples.test_kline_fetch import Library, _akshare_frame, _prices, _us_daily, _us_factors, _yahoo_frame
+from tests.examples.conftest import NOW, Library, akshare_frame, session_prices, us_daily, us_factors, yahoo_frame
 
 GOOD_ROWS = 70
 FAST = ["--chart-size", "3x2", "--dpi", "40", "--workers", "1", "--days", "40", "--rpm", "100000", "--tpm", "10000000"]
@@ -283,16 +283,14 @@ def test_options_the_run_cannot_use_are_usage_errors(
 
 # ---------------------------------------------------------------------------------------------- the fetch path
 
-NOW = datetime.datetime(2026, 11, 27, 21, 50, tzinfo=datetime.timezone.utc)
-
 
 def test_a_fetched_ticker_with_bad_prices_is_skipped_and_the_others_are_written(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    good, bad = _prices(1), _prices(2).copy()
+    good, bad = session_prices(1), session_prices(2).copy()
     bad.iloc[10, bad.columns.get_loc("Close")] = 0.0  # what a subtractive qfq or a broken feed gives
     answers = {"600519": good, "000001": bad}
-    library = Library("akshare", {"stock_zh_a_hist": lambda symbol, **_: _akshare_frame(symbol, answers[symbol])})
+    library = Library("akshare", {"stock_zh_a_hist": lambda symbol, **_: akshare_frame(symbol, answers[symbol])})
     monkeypatch.setitem(sys.modules, "akshare", library)
     files = fetch.fetch(("600519.SH", "000001.SZ"), "akshare", tmp_path / "data", now=NOW)
     assert [f.name for f in files] == ["600519.SH.csv"]
@@ -341,10 +339,10 @@ def test_a_bare_code_is_fetched_as_the_a_share_it_is(
     source: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Before: a bare 600519 went to akshare's US lookup (stock_us_daily) and to Yahoo as a US symbol."""
-    prices = _prices(1)
+    prices = session_prices(1)
     functions = {
-        "akshare": {"stock_zh_a_hist": lambda symbol, **_: _akshare_frame(symbol, prices)},
-        "yfinance": {"download": lambda symbol, **kw: _yahoo_frame(prices, kw.get("actions", False))},
+        "akshare": {"stock_zh_a_hist": lambda symbol, **_: akshare_frame(symbol, prices)},
+        "yfinance": {"download": lambda symbol, **kw: yahoo_frame(prices, kw.get("actions", False))},
     }[source]
     library = Library(source, functions)
     monkeypatch.setitem(sys.modules, source, library)
@@ -377,10 +375,10 @@ def test_a_partial_last_bar_is_dropped_and_said(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    prices = _prices(4)  # its last session is 2026-11-27
+    prices = session_prices(4)  # its last session is 2026-11-27
     functions = {
-        "akshare": {"stock_zh_a_hist": lambda symbol, **_: _akshare_frame(symbol, prices)},
-        "yfinance": {"download": lambda symbol, **kw: _yahoo_frame(prices, kw.get("actions", False))},
+        "akshare": {"stock_zh_a_hist": lambda symbol, **_: akshare_frame(symbol, prices)},
+        "yfinance": {"download": lambda symbol, **kw: yahoo_frame(prices, kw.get("actions", False))},
     }[source]
     monkeypatch.setitem(sys.modules, source, Library(source, functions))
     now = when.replace(tzinfo=datetime.timezone.utc)
@@ -394,14 +392,14 @@ def test_a_partial_last_bar_is_dropped_and_said(
 def test_yfinance_adjust_none_gives_the_prices_as_traded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Yahoo splits-adjusts every price, auto_adjust=False included: before, ``--adjust none`` wrote Yahoo's
     split-adjusted closes under provenance "none". A 4:1 split in the window: the raw series comes back."""
-    raw = _prices(5)
+    raw = session_prices(5)
     split_day = raw.index[50]
     yahoo = raw.copy()
     yahoo.loc[: raw.index[49], ["Open", "High", "Low", "Close"]] /= 4  # what Yahoo serves: earlier bars split-adjusted
     yahoo.loc[: raw.index[49], "Volume"] *= 4
 
     def download(symbol: str, **kwargs: object) -> pd.DataFrame:
-        out = _yahoo_frame(yahoo, bool(kwargs.get("actions")))
+        out = yahoo_frame(yahoo, bool(kwargs.get("actions")))
         if kwargs.get("actions"):
             out.loc[out.index[50], "Stock Splits"] = 4.0
         return out
@@ -420,7 +418,7 @@ def test_yfinance_adjust_none_gives_the_prices_as_traded(monkeypatch: pytest.Mon
         "none",
         "yfinance download AAPL (auto_adjust=False, Yahoo's split adjustment undone)",
     )
-    without = Library("yfinance", {"download": lambda symbol, **_: _yahoo_frame(yahoo)})  # no Stock Splits column
+    without = Library("yfinance", {"download": lambda symbol, **_: yahoo_frame(yahoo)})  # no Stock Splits column
     monkeypatch.setitem(sys.modules, "yfinance", without)
     with pytest.raises(DataError, match="no Stock Splits column: its prices are split-adjusted, not raw"):
         fetch.fetch(("AAPL",), "yfinance", tmp_path / "x", adjust="none", now=NOW)
@@ -432,17 +430,17 @@ def test_akshare_us_qfq_is_a_ratio_adjustment_that_never_goes_below_zero(
     """Before: akshare's additive US qfq (price x factor + adjust) as given: a 2:1 split and a 6.0 dividend on a
     series near 10 gave negative early prices. Now: each action's ratio on the close before it, recomputed here
     from the definition (split 0.5; dividend (C - 6) / C)."""
-    raw = _prices(6, sessions=120, end="2026-11-20")
+    raw = session_prices(6, sessions=120, end="2026-11-20")
     raw[["Open", "High", "Low", "Close"]] *= 10 / raw["Close"].iloc[0]  # near 10, so that 6.0 of dividends is large
     split, dividend = raw.index[40], raw.index[80]
-    factors = _us_factors(("1900-01-01", -6.0, 0.5), (f"{split:%Y-%m-%d}", -6.0, 1.0), (f"{dividend:%Y-%m-%d}", 0, 1))
+    factors = us_factors(("1900-01-01", -6.0, 0.5), (f"{split:%Y-%m-%d}", -6.0, 1.0), (f"{dividend:%Y-%m-%d}", 0, 1))
     additive = raw.copy()
     for column in ("Open", "High", "Low", "Close"):  # what akshare's qfq gives: early prices below zero
         additive[column] = np.where(
             raw.index < split, raw[column] * 0.5 - 6, np.where(raw.index < dividend, raw[column] - 6, raw[column])
         )
     assert (additive["Low"] <= 0).any()
-    monkeypatch.setitem(sys.modules, "akshare", Library("akshare", {"stock_us_daily": _us_daily(raw, factors)}))
+    monkeypatch.setitem(sys.modules, "akshare", Library("akshare", {"stock_us_daily": us_daily(raw, factors)}))
     (csv,) = fetch.fetch(("AAPL",), "akshare", tmp_path, start=datetime.date(2020, 1, 1), now=NOW)
     data, _ = load_csv(csv)
     before_dividend = raw["Close"].iloc[79]
