@@ -57,6 +57,7 @@ from qwen3.responses.convert import (
     image_search_tool,
     input_items,
     mcp_tool,
+    new_turn,
     request_body,
     web_extractor_tool,
     web_search_tool,
@@ -205,6 +206,18 @@ def _failed(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[st
     if kind == "response.failed" or (isinstance(response, Mapping) and response.get("status") == "failed"):
         return _failure(None, response if isinstance(response, Mapping) else data, headers)
     return None
+
+
+@dataclass(frozen=True)
+class ResponsesRequest(ProviderRequest):
+    """A Responses request, with the messages it does not send."""
+
+    messages: tuple[Message, ...] = ()
+    """The call's messages (other agents' turns rewritten)."""
+    held: int = 0
+    """How many of the first `messages` are not sent: when the request continues a stored response or a conversation,
+    those up to the last answer, which DashScope holds (``convert.new_turn``); sent when it no longer has them
+    (`_fallback`)."""
 
 
 class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOptionsT]):
@@ -507,6 +520,22 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
         Model Studio "Create a response")."""
         return input_items(messages, instructions=options.get("instructions"))
 
+    async def _build_request(
+        self,
+        messages: Sequence[Message],
+        options: dict[str, Any],
+        *,
+        model: str,
+        stream: bool,
+        client_kwargs: Mapping[str, Any],
+    ) -> ResponsesRequest:
+        """As every client builds it, but a turn that continues a stored response or a conversation sends only its
+        new messages (``convert.new_turn``): DashScope holds the rest, which the request keeps (`ResponsesRequest`)."""
+        history = tuple(self._history(messages))
+        turn = new_turn(history) if options.get("conversation_id") else list(history)
+        body = self._request_body(self._convert_messages(turn, options), options, model=model, stream=stream)
+        return ResponsesRequest(model, options, body, stream, messages=history, held=len(history) - len(turn))
+
     def _request_body(
         self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
@@ -552,15 +581,13 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
     def _fallback(self, request: ProviderRequest, failure: Failure) -> ProviderRequest | None:
         """After DashScope answered that the stored response ``previous_response_id`` names is gone (`_gone`), the
         same request without it, once, when the call's messages hold the conversation (an earlier assistant turn is
-        in ``input``: a MAF session with a history provider that loads its messages): the whole history is sent
-        instead, with the instructions; logged as a WARNING. Else None: `_exception` says what to do."""
+        among them, held back from ``input``: a MAF session with a history provider that loads its messages): the
+        whole history is sent instead, with the instructions; logged as a WARNING. Else None: `_exception` says what
+        to do."""
         previous = _gone(request, failure)
-        items = request.body.get("input") or []
-        if previous is None or not any(i.get("role") == "assistant" or i.get("type") == "function_call" for i in items):
+        if previous is None or not isinstance(request, ResponsesRequest) or not request.held:
             return None
-        instructions = request.options.get("instructions")
-        if instructions and not (items and items[0] == {"role": "system", "content": instructions}):
-            items = [{"role": "system", "content": instructions}, *items]
+        items = self._convert_messages(request.messages, request.options)
         logger.warning(
             "DashScope no longer has the stored response %r (previous_response_id): sending the whole history the "
             "call holds (%d input items) instead",

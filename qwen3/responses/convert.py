@@ -33,6 +33,7 @@ __all__ = [
     "image_search_tool",
     "input_items",
     "mcp_tool",
+    "new_turn",
     "request_body",
     "web_extractor_tool",
     "web_search_tool",
@@ -332,6 +333,16 @@ def _function_call(content: Content) -> dict[str, Any]:
         "name": content.name,
         "arguments": json_object_arguments(content.arguments, content.name),
     }
+
+
+def new_turn(messages: Sequence[Message]) -> list[Message]:
+    """The messages of a turn that continues a stored response or a conversation (MAF's ``conversation_id``): those
+    after the last ``assistant`` message, all of them when there is none. DashScope holds everything up to that
+    answer (the stored response's input and output, or the conversation's items) and puts it before the new input
+    itself, so the history a MAF ``HistoryProvider`` replays beside ``store=True`` would reach the model twice, and
+    once more each turn. A function loop's results (after the answer that called) go, as MAF sends them."""
+    last = max((i for i, message in enumerate(messages) if message.role == "assistant"), default=-1)
+    return list(messages[last + 1 :])
 
 
 def input_items(messages: Sequence[Message], *, instructions: str | None = None) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 import pytest
-from agent_framework import Agent, Message, tool
+from agent_framework import Agent, InMemoryHistoryProvider, Message, tool
 from agent_framework.exceptions import (
     ChatClientException,
     ChatClientInvalidRequestException,
@@ -268,6 +268,25 @@ async def test_stored_session_continues_by_previous_response_id(emu: DashScopeEm
     assert sent.body["store"] is True
     assert sent.body["input"] == [{"role": "user", "content": [{"type": "input_text", "text": "What is my name?"}]}]
     assert [t.text for t in sent.context] == ["My name is Li.", "Nice to meet you, Li."]
+
+
+async def test_a_history_provider_beside_a_stored_session_sends_each_turn_once(
+    emu: DashScopeEmulator, client: QwenResponsesClient
+):
+    """A MAF session with ``store=True`` and a ``HistoryProvider``: MAF hands the client the provider's history with
+    the ``conversation_id``. Before, all of it went into ``input`` beside ``previous_response_id``, so the model saw
+    every earlier turn twice (the stored context and the input), and once more each turn."""
+    emu.script("Nice to meet you, Li.", "Your name is Li.", "Still Li.")
+    agent = Agent(client=client, default_options={"store": True}, context_providers=[InMemoryHistoryProvider()])
+    session = agent.create_session()
+    for question in ("My name is Li.", "What is my name?", "Again?"):
+        await agent.run(question, session=session)
+    continued = emu.requests[1:]
+    assert [r.body["input"] for r in continued] == [
+        [{"role": "user", "content": [{"type": "input_text", "text": text}]}] for text in ("What is my name?", "Again?")
+    ]
+    seen = ["My name is Li.", "Nice to meet you, Li.", "What is my name?", "Your name is Li."]
+    assert [t.text for t in _last(emu).context] == seen  # each earlier turn once
 
 
 async def test_stored_function_loop_sends_only_the_results(emu: DashScopeEmulator, client: QwenResponsesClient):

@@ -323,6 +323,7 @@ async def test_an_expired_previous_response_id_resends_a_history_the_call_holds(
         first, second = emu.requests
     assert result.text.endswith("Li.")
     assert first.body["previous_response_id"] == "resp_expired"
+    assert [i.get("role") for i in first.body["input"]] == ["system", "user"]  # DashScope holds the earlier turns
     assert "previous_response_id" not in second.body
     assert [i.get("role") for i in second.body["input"]] == ["system", "user", "assistant", "user"]
     assert result.conversation_id == result.response_id != "resp_expired"  # the session continues from the new one
