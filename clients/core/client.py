@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, cast
 
@@ -73,6 +72,7 @@ from clients.core.transport import (
     url_secrets,
     within,
 )
+from clients.core.wire import ProviderRequest, Wire, WireSettings
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
@@ -140,21 +140,6 @@ class PerLoop(Generic[_T]):
         self._client = self._loop = self._closer = None
         if closer is not None:
             await closer.aclose()
-
-
-@dataclass(frozen=True)
-class ProviderRequest:
-    """One request as a provider's `ProviderChatClient._build_request` made it: what is sent, and what the parsers
-    and the follow-up step read. A provider that needs more (Qwen: the endpoint and headers) subclasses it."""
-
-    model: str
-    """The model asked (``options["model"]``, else the client's)."""
-    options: Mapping[str, Any]
-    """The checked options."""
-    body: dict[str, Any]
-    """The request body (JSON)."""
-    stream: bool
-    """Sent as a stream: a streamed call, or a non-streamed one the provider streams under the hood and joins."""
 
 
 class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[OptionsT, RequestT]):
@@ -230,6 +215,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         ``ChatClientInvalidResponseException`` instead of buffering an endless line."""
         self.rewrite_other_agents = settings.rewrite_other_agents
         self._clients: PerLoop[Any] = PerLoop(self._close_sdk)
+        wire = self._new_wire()
+        if wire is not None:
+            self._wire: Wire = wire
         super().__init__(**kwargs)
 
     def _settings(self, settings: ClientSettings) -> tuple[str, str | SecretString, str]:
@@ -322,6 +310,24 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     # ------------------------------------------------------------------------------------------- transport
 
+    def _new_wire(self) -> Wire | None:
+        """The provider's wire (``clients.core.wire.Wire``), made from `_wire_settings` at the end of ``__init__``;
+        None: the client sends by its own ``_send`` and ``_open_events``."""
+        return None
+
+    def _wire_settings(self) -> WireSettings:
+        """What a wire is made with: this client's name, base URL, key, timeouts and bounds."""
+        return WireSettings(
+            self._PROVIDER,
+            self._url,
+            self.base_url,
+            self._api_key.get_secret_value(),
+            self.timeout,
+            self.connect_timeout,
+            self.stream_idle_timeout,
+            self.max_event_bytes,
+        )
+
     def _per_loop(self, make: Callable[[], _T]) -> _T:
         """The SDK client of the running event loop, made by ``make()`` for a new loop (`PerLoop`)."""
         return cast(_T, self._clients.get(make))
@@ -329,6 +335,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     async def close(self) -> None:
         """Close pooled connections (also done by ``async with client:``)."""
         await self._clients.aclose()
+        if "_wire" in vars(self):
+            await self._wire.aclose()
 
     async def _close_sdk(self, sdk: Any) -> None:
         """Close one SDK client (the openai and anthropic SDKs' ``close()``)."""
@@ -341,12 +349,12 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         await self.close()
 
     async def _send(self, request: RequestT) -> dict[str, Any]:
-        """One non-streamed attempt: the response's JSON body; an error answer raises `Failure`."""
-        raise NotImplementedError
+        """One non-streamed attempt: the response's JSON body; an error answer raises `Failure` (the wire's)."""
+        return await self._wire.send(request)
 
     async def _open_events(self, request: RequestT) -> EventStream:
-        """One attempt to open a stream: its `EventStream`, started; an error answer raises `Failure`."""
-        raise NotImplementedError
+        """One attempt to open a stream: its `EventStream`, started; an error answer raises `Failure` (the wire's)."""
+        return await EventStream(self, *await self._wire.open(request)).start()
 
     def _advise(self, exc: Exception) -> RetryAdvice:
         return retry_advice(exc, permanent_codes=self._PERMANENT_CODES, wrappers=self._SDK_ERRORS)

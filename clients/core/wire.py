@@ -36,7 +36,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from agent_framework.exceptions import ChatClientInvalidRequestException, ChatClientInvalidResponseException
@@ -44,14 +45,13 @@ from agent_framework.exceptions import ChatClientInvalidRequestException, ChatCl
 from clients.core.parse import json_object
 from clients.core.transport import Failure, ServerSentEvent, SSEDecoder, aiter_events, event_too_long, shown_url
 
-if TYPE_CHECKING:
-    from clients.core.client import ProviderRequest
-
 __all__ = [
     "BoundedStream",
     "ErrorTest",
     "OpenStream",
+    "ProviderRequest",
     "Wire",
+    "WireSettings",
     "bound_answer",
     "bounded_bytes",
     "bounded_stream",
@@ -66,6 +66,45 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------------------------------------- the wire
+
+
+@dataclass(frozen=True)
+class ProviderRequest:
+    """One request as a provider's ``clients.core.client.ProviderChatClient._build_request`` made it: what a wire sends,
+    and what the parsers and the follow-up step read. A provider that needs more (Qwen: the endpoint and headers)
+    subclasses it."""
+
+    model: str
+    """The model asked (``options["model"]``, else the client's)."""
+    options: Mapping[str, Any]
+    """The checked options."""
+    body: dict[str, Any]
+    """The request body (JSON)."""
+    stream: bool
+    """Sent as a stream: a streamed call, or a non-streamed one the provider streams under the hood and joins."""
+
+
+@dataclass(frozen=True)
+class WireSettings:
+    """What a wire is made with, from its client's settings (``ProviderChatClient._wire_settings``).
+
+    Attributes:
+        label: the server's name in messages (``"OpenAI"``).
+        url: the base URL as requests go to it, with the credentials of its userinfo if any (never shown).
+        base_url: the base URL as messages show it (its userinfo's secret masked).
+        api_key: the key (never shown: not in the repr).
+        timeout, connect_timeout, stream_idle_timeout: seconds (the client's).
+        max_event_bytes: the most bytes of a body, and of a stream's line or event.
+    """
+
+    label: str
+    url: str = field(repr=False)
+    base_url: str
+    api_key: str = field(repr=False)
+    timeout: float
+    connect_timeout: float
+    stream_idle_timeout: float
+    max_event_bytes: int
 
 
 class OpenStream(NamedTuple):

@@ -1,16 +1,16 @@
 """MAF chat client for OpenAI Chat Completions (and OpenAI-compatible servers): ``OpenAIChatCompletionClient``.
 
 Thin on purpose: the translation lives in ``clients.openai.convert`` (requests) and ``clients.openai.parse``
-(responses), the transport in ``clients.openai.wire`` (the ``openai`` SDK, its own retries off, asked for the raw
-HTTP response so the wire JSON goes to the parser as is). This module resolves settings, tells an error event in the
-stream (``clients.core.wire.payloads`` reads the payloads) and reads OpenAI's error bodies; retries are
-``clients.core.transport``'s (streams only before their first event).
+(responses), the transport in the ``clients.openai.wire.OpenAIWire`` the client holds (the ``openai`` SDK, its own
+retries off, asked for the raw HTTP response so the wire JSON goes to the parser as is). This module resolves settings
+and says what Chat Completions is on that wire (`CHAT_COMPLETIONS`: its resource, OpenAI's error bodies, the error
+event in a stream); retries are ``clients.core.transport``'s (streams only before their first event).
 Decisions and sources: docs/openai.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypedDict
 
 from agent_framework import (
@@ -28,22 +28,22 @@ from agent_framework.exceptions import (
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderRequest
+from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import Failure, ServerSentEvent
-from clients.core.wire import payloads
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
 from clients.openai.parse import StreamState, parse_response, parse_stream_event
-from clients.openai.wire import OpenAIWire
-from clients.providers import PROVIDERS
+from clients.openai.wire import OpenAIAPI, OpenAIWire
 
-with PROVIDERS["openai"].sdk_required():  # imported directly, this module names the extra too
-    import httpx2
-    import openai
-
-__all__ = ["DEFAULT_BASE_URL", "OpenAIChatCompletionClient", "OpenAISettings", "RawOpenAIChatCompletionClient"]
+__all__ = [
+    "CHAT_COMPLETIONS",
+    "DEFAULT_BASE_URL",
+    "OpenAIChatCompletionClient",
+    "OpenAISettings",
+    "RawOpenAIChatCompletionClient",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """The openai SDK's default base URL (it includes ``/v1``)."""
@@ -62,15 +62,37 @@ class OpenAISettings(TypedDict, total=False):
     chat_completion_model: str | None
 
 
-def _failed(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[str, str]) -> Failure | None:
-    """An error event sent mid-stream (an ``error`` beside no ``choices``) as `Failure`, else None: the OpenAI
-    stream's error test (``clients.core.wire.payloads``)."""
-    if data.get("error") is not None and not data.get("choices"):
-        return Failure(parse_error(None, data, headers.get("x-request-id")), headers)
-    return None
+def _failure(status: int | None, body: Any, headers: Any) -> Failure:
+    """An error answer (the SDK's ``body``: the inner ``error`` object or the raw text; an error event or body sent
+    with HTTP 200: the whole object) → `Failure` (``clients.openai.errors.parse_error``)."""
+    request_id = headers.get("x-request-id") if headers is not None else None
+    return Failure(parse_error(status, body, request_id), headers)
 
 
-class RawOpenAIChatCompletionClient(OpenAIWire[OpenAIOptionsT], Generic[OpenAIOptionsT]):
+def _failed(data: Mapping[str, Any]) -> bool:
+    """A JSON body or stream event sent with HTTP 200 that is an error: an ``error`` beside no ``choices`` (some
+    servers)."""
+    return data.get("error") is not None and not data.get("choices")
+
+
+def _event_failure(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[str, str]) -> Failure | None:
+    """An error event sent mid-stream (`_failed`) as `Failure`, else None."""
+    return _failure(None, data, headers) if _failed(data) else None
+
+
+CHAT_COMPLETIONS = OpenAIAPI(
+    resource=lambda sdk: sdk.chat.completions,
+    turns="messages",
+    failed=_failed,
+    failure=_failure,
+    event_failure=_event_failure,
+    done="[DONE]",
+)
+"""Chat Completions on the OpenAI wire: ``chat.completions.create``, its body's ``messages``, OpenAI's error bodies,
+its stream's payloads each ``data:`` JSON object and ``"[DONE]"``."""
+
+
+class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOptionsT]):
     """OpenAI Chat Completions, without MAF's function, middleware and telemetry layers (use
     ``OpenAIChatCompletionClient``)."""
 
@@ -80,7 +102,7 @@ class RawOpenAIChatCompletionClient(OpenAIWire[OpenAIOptionsT], Generic[OpenAIOp
     _PERMANENT_CODES: ClassVar[frozenset[str]] = frozenset({"insufficient_quota"})
     """429 ``insufficient_quota`` ("You exceeded your current quota, please check your plan and billing details")
     stays until billing changes: never retried."""
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (openai.APIConnectionError,)
+    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = OpenAIWire.errors
     _STREAM_UNIT: ClassVar[str] = "update"
     _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
     _STREAM_IDLE: ClassVar[str] = "sent nothing"
@@ -145,24 +167,9 @@ class RawOpenAIChatCompletionClient(OpenAIWire[OpenAIOptionsT], Generic[OpenAIOp
 
     # ------------------------------------------------------------------------------------------- the wire
 
-    def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
-        """An error answer (the SDK's ``body``: the inner ``error`` object or the raw text; an error event or body
-        sent with HTTP 200: the whole object) → our failure (``clients.openai.errors.parse_error``)."""
-        request_id = headers.get("x-request-id") if headers is not None else None
-        return Failure(parse_error(status, body, request_id), headers)
-
-    def _events(self, http: httpx2.Response) -> AsyncGenerator[Any, None]:
-        """The stream's payloads as the parser takes them (here: each ``data:`` JSON object, and ``"[DONE]"``); an
-        error event raises `Failure` (`_failed`)."""
-        return payloads(
-            http.aiter_bytes(),
-            http.headers,
-            _failed,
-            provider=self._label(),
-            max_bytes=self.max_event_bytes,
-            idle_timeout=self.stream_idle_timeout,
-            done="[DONE]",
-        )
+    def _new_wire(self) -> OpenAIWire:
+        """The OpenAI wire on Chat Completions (`CHAT_COMPLETIONS`)."""
+        return OpenAIWire(CHAT_COMPLETIONS, self._wire_settings())
 
 
 class OpenAIChatCompletionClient(

@@ -1,59 +1,98 @@
 """The OpenAI wire: the ``openai`` SDK as every client on OpenAI's HTTP API uses it: ``RawOpenAIChatCompletionClient``
-on Chat Completions and ``qwen3.responses.client.RawQwenResponsesClient`` on DashScope's Responses API, siblings on
-this one wire (as MAF keeps its own two OpenAI clients siblings over one shared module).
+on Chat Completions and ``qwen3.responses.client.RawQwenResponsesClient`` on DashScope's Responses API, siblings that
+each hold one (as MAF keeps its own two OpenAI clients siblings over one shared module).
 
 `OpenAIWire` builds the SDK client (``AsyncOpenAI``, one per event loop, its own retries off, the key as
 ``Authorization``, answers asked for uncompressed), sends a body through the SDK asking for the raw HTTP answer
-(``with_streaming_response``: the wire JSON goes to the parser as is), opens a stream and hands its bytes to the
-client's payload reader, checks each answer as it arrives (a redirect to another origin refused, bodies bounded:
-``clients.core.wire.bound_answer``), and spots an error answer sent with HTTP 200. What a client on it supplies
-(its hooks): ``_ENDPOINT`` (the path: the SDK resource called), ``_ANSWER_KEY`` (a successful body's key),
-``_OPENAI_ACCOUNT`` (whether the server is OpenAI's), ``_label``, ``_failure`` (its error body → `Failure`) and
-``_events`` (its stream's payloads). Decisions and sources: docs/openai.md, docs/responses.md.
+(``with_streaming_response``: the wire JSON goes to the parser as is), opens a stream and reads its payloads
+(``clients.core.wire.payloads``), checks each answer as it arrives (a redirect to another origin refused, bodies
+bounded: ``clients.core.wire.bound_answer``), and spots an error answer sent with HTTP 200. What differs per API is
+an `OpenAIAPI` the client passes in (the SDK resource, the body's key of the conversation, its error tests and its
+stream's end and opening events), never a branch here. Decisions and sources: docs/openai.md, docs/responses.md.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncGenerator, Mapping
-from typing import Any, ClassVar, Generic, TypedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
-from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, ProviderRequest
+from clients.core.client import PerLoop, ProviderRequest
 from clients.core.parse import json_object
-from clients.core.transport import EventStream, Failure, redact, within
-from clients.core.wire import checked_answer, content_type, is_event_stream
+from clients.core.transport import Failure, redact, within
+from clients.core.wire import (
+    ErrorTest,
+    OpenStream,
+    WireSettings,
+    checked_answer,
+    content_type,
+    is_event_stream,
+    payloads,
+)
 from clients.providers import PROVIDERS
 
 with PROVIDERS["openai"].sdk_required():  # imported directly, this module names the extra too
     import httpx2
     import openai
 
-__all__ = ["OpenAIWire"]
-
-WireOptionsT = TypeVar("WireOptionsT", bound=TypedDict, default="dict[str, Any]", covariant=True)  # type: ignore[valid-type]
+__all__ = ["OpenAIAPI", "OpenAIWire"]
 
 
-class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
-    """The transport half of a client on OpenAI's HTTP API (the module docstring): `ProviderChatClient`'s ``_send``
-    and ``_open_events`` on the ``openai`` SDK."""
+@dataclass(frozen=True)
+class OpenAIAPI:
+    """One API on the OpenAI wire: what `OpenAIWire` sends and reads differently for it.
 
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (openai.APIConnectionError,)
-    _ANSWER_KEY: ClassVar[str] = "choices"
-    """The key of a successful answer's body: an ``error`` beside none of it is an error sent with HTTP 200."""
-    _OPENAI_ACCOUNT: ClassVar[bool] = True
-    """Whether the server is OpenAI's, which reads the account headers the SDK takes from the environment
-    (`_sdk_headers`); the Qwen clients on this wire set it False."""
-    _ENDPOINT: ClassVar[str] = "/chat/completions"
-    """The path below the base URL the requests go to: ``/chat/completions`` or ``/responses`` (the SDK resource
-    `_create` calls)."""
+    Attributes:
+        resource: the SDK resource whose ``with_streaming_response.create`` sends (``sdk.chat.completions``).
+        turns: the body's key of the conversation, a named argument of ``create`` (``"messages"``, ``"input"``).
+        failed: whether a JSON body sent with HTTP 200 is an error answer.
+        failure: an error answer → `Failure` (the SDK's ``body``: the inner ``error`` object or the raw text; an error
+            body sent with HTTP 200: the whole object), given its HTTP status (None: sent with 200) and headers.
+        event_failure: the stream's error test (``clients.core.wire.payloads``).
+        done: the stream's end marker that is no JSON (``"[DONE]"``), else None.
+        opening: the stream's events held until the first other one; ``final``: the events that end it
+            (``clients.core.wire.payloads``).
+    """
 
-    def _label(self) -> str:
-        """The server's name in messages about what it sent."""
-        return self._PROVIDER
+    resource: Callable[[openai.AsyncOpenAI], Any]
+    turns: str
+    failed: Callable[[Mapping[str, Any]], bool]
+    failure: Callable[[int | None, Any, Any], Failure]
+    event_failure: ErrorTest
+    done: str | None = None
+    opening: frozenset[str] = frozenset()
+    final: frozenset[str] = frozenset()
+
+
+class OpenAIWire:
+    """The wire of a client on OpenAI's HTTP API (the module docstring): ``clients.core.wire.Wire`` on the ``openai``
+    SDK, for one `OpenAIAPI`.
+
+    ``openai_account``: whether the server is OpenAI's, which reads the account headers the SDK takes from the
+    environment (`_sdk_headers`); the Qwen clients on this wire pass False. ``headers``: more default headers (the
+    DashScope workspace's). ``label``: the server's name in messages (the settings' label; a client that learns it
+    later, the self-hosted one, sets it).
+    """
+
+    errors: tuple[type[Exception], ...] = (openai.APIConnectionError,)
+
+    def __init__(
+        self,
+        api: OpenAIAPI,
+        settings: WireSettings,
+        *,
+        openai_account: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._api, self._settings = api, settings
+        self._openai_account = openai_account
+        self._headers = dict(headers or {})
+        self.label = settings.label
+        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(_close)
 
     def _sdk_headers(self) -> dict[str, Any]:
         """The SDK client's default headers (read once per event loop's client): answers asked for uncompressed, and
@@ -61,23 +100,25 @@ class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
         sends instead of ``api_key``'s) never replaces the key this client was given. A client that does not talk to
         OpenAI (``_OPENAI_ACCOUNT`` False) also sends none of the headers the SDK takes from the OpenAI account's
         environment: ``OpenAI-Organization`` (``OPENAI_ORG_ID``), ``OpenAI-Project`` (``OPENAI_PROJECT_ID``) and
-        those of ``OPENAI_CUSTOM_HEADERS`` (the openai SDK's ``lib/_client_auth.py``)."""
-        headers: dict[str, Any] = {"Accept-Encoding": "identity", "Authorization": f"Bearer {self._secrets[0]}"}
-        if self._OPENAI_ACCOUNT:
-            return headers
+        those of ``OPENAI_CUSTOM_HEADERS`` (the openai SDK's ``lib/_client_auth.py``). Then the wire's own
+        ``headers``."""
+        headers: dict[str, Any] = {"Accept-Encoding": "identity", "Authorization": f"Bearer {self._settings.api_key}"}
+        if self._openai_account:
+            return {**headers, **self._headers}
         custom = os.environ.get("OPENAI_CUSTOM_HEADERS", "")
         names = {line.partition(":")[0].strip() for line in custom.split("\n") if ":" in line}
         omitted = {name: openai.Omit() for name in {"OpenAI-Organization", "OpenAI-Project", *names} if name}
-        return {**omitted, **headers}
+        return {**omitted, **headers, **self._headers}
 
     def _client(self) -> openai.AsyncOpenAI:
         """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them), its
         answers checked as they arrive (`_on_response`) and asked for uncompressed."""
-        timeout = httpx2.Timeout(self.timeout, connect=self.connect_timeout)
-        return self._per_loop(
+        settings = self._settings
+        timeout = httpx2.Timeout(settings.timeout, connect=settings.connect_timeout)
+        return self._clients.get(
             lambda: openai.AsyncOpenAI(
-                api_key=self._api_key.get_secret_value(),
-                base_url=self._url,
+                api_key=settings.api_key,
+                base_url=settings.url,
                 timeout=timeout,
                 max_retries=0,
                 default_headers=self._sdk_headers(),
@@ -100,54 +141,61 @@ class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
             ChatClientInvalidRequestException: a redirect to another origin (the message names it).
             ChatClientInvalidResponseException: a compressed answer.
         """
-        await checked_answer(response, self._label(), self.base_url, self.max_event_bytes, self.timeout)
+        settings = self._settings
+        await checked_answer(response, self.label, settings.base_url, settings.max_event_bytes, settings.timeout)
 
-    def _create(self, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
-        """``chat.completions.create`` (or ``responses.create``, `_ENDPOINT`) through ``with_streaming_response``: the
-        SDK builds the request (auth, headers) and raises its status errors; the body comes back unparsed. ``model``,
-        the messages (``messages`` / ``input``) and ``stream`` are its named arguments, every other key goes in
-        ``extra_body`` (the body is ours, already complete)."""
-        sdk = self._client()
-        responses = self._ENDPOINT == "/responses"
-        resource: Any = sdk.responses if responses else sdk.chat.completions
-        turns = "input" if responses else "messages"
+    def _create(self, sdk: openai.AsyncOpenAI, body: Mapping[str, Any], *, stream: bool, read_timeout: float) -> Any:
+        """The API's ``create`` (``chat.completions.create``, `OpenAIAPI.resource`) through
+        ``with_streaming_response``: the SDK builds the request (auth, headers) and raises its status errors; the body
+        comes back unparsed. ``model``, the conversation (`OpenAIAPI.turns`) and ``stream`` are its named arguments,
+        every other key goes in ``extra_body`` (the body is ours, already complete)."""
+        turns = self._api.turns
         rest = {key: value for key, value in body.items() if key not in ("model", turns, "stream")}
-        timeout = httpx2.Timeout(read_timeout, connect=self.connect_timeout)
-        return resource.with_streaming_response.create(
+        timeout = httpx2.Timeout(read_timeout, connect=self._settings.connect_timeout)
+        return self._api.resource(sdk).with_streaming_response.create(
             model=body["model"], **{turns: body[turns]}, stream=stream, extra_body=rest, timeout=timeout
         )
 
-    async def _send(self, request: ProviderRequest) -> dict[str, Any]:
+    async def send(self, request: ProviderRequest) -> dict[str, Any]:
+        """One non-streamed attempt: the answer's JSON body (read bounded, `_on_response`); an error answer, one sent
+        with HTTP 200 too, raises `Failure`."""
+        body, timeout = request.body, self._settings.timeout
+        data, headers = await self._read(lambda sdk: self._create(sdk, body, stream=False, read_timeout=timeout))
+        if self._api.failed(data):
+            raise self._api.failure(None, data, headers)
+        return data
+
+    async def request(self, call: Callable[[openai.AsyncOpenAI], Any]) -> dict[str, Any]:
+        """One attempt of another request on this wire (a stored response's, a conversation's): ``call(sdk)`` is the
+        SDK's ``with_streaming_response`` request, so its answer passes the wire's checks (bounded, no redirect to
+        another origin, `_on_response`); its JSON body. An error status raises `Failure`."""
+        return (await self._read(call))[0]
+
+    async def _read(self, call: Callable[[openai.AsyncOpenAI], Any]) -> tuple[dict[str, Any], Any]:
+        """The JSON body and headers of the answer to ``call(sdk)``; an error status raises `Failure`."""
         try:
-            async with self._create(request.body, stream=False, read_timeout=self.timeout) as response:
+            async with call(self._client()) as response:
                 raw = await response.read()
                 headers = response.headers
         except openai.APIStatusError as exc:
-            failure: Failure | None = self._failure(exc.status_code, exc.body, exc.response.headers)
+            failure: Failure | None = self._api.failure(exc.status_code, exc.body, exc.response.headers)
         else:
             failure = None
         if failure is not None:  # raised outside the handler: the SDK's error, which quotes the body, stays out of
             raise failure  # the exception chain (a secret the server echoed is redacted in ours only)
-        data = json_object(self._label(), raw)
-        if self._failed_answer(data):
-            raise self._failure(None, data, headers)
-        return data
+        return json_object(self.label, raw), headers
 
-    def _failed_answer(self, data: Mapping[str, Any]) -> bool:
-        """A JSON body sent with HTTP 200 that is an error: an ``error`` beside no answer (some servers)."""
-        if self._ANSWER_KEY == "output" and data.get("status") == "failed":  # a Responses API response that failed
-            return True  # (DashScope's throttling among them)
-        return data.get("error") is not None and not data.get(self._ANSWER_KEY)
-
-    async def _open_events(self, request: ProviderRequest) -> EventStream:
+    async def open(self, request: ProviderRequest) -> OpenStream:
         """One attempt to open the stream. Its response headers must be complete within ``stream_idle_timeout`` in
         all (the read timeout bounds each read only: headers dripped a byte at a time would keep it waiting for
-        ever); then each event is bounded by `_events`."""
-        opening = self._create(request.body, stream=True, read_timeout=self.stream_idle_timeout).__aenter__()
+        ever); then each event is bounded by ``clients.core.wire.payloads``, which reads them."""
+        api, settings = self._api, self._settings
+        idle = settings.stream_idle_timeout
+        opening = self._create(self._client(), request.body, stream=True, read_timeout=idle).__aenter__()
         try:
-            response = await within(opening, self.stream_idle_timeout)
+            response = await within(opening, idle)
         except openai.APIStatusError as exc:
-            failure: Failure | None = self._failure(exc.status_code, exc.body, exc.response.headers)
+            failure: Failure | None = api.failure(exc.status_code, exc.body, exc.response.headers)
         else:
             failure = None
         if failure is not None:  # outside the handler, as in _send
@@ -155,7 +203,18 @@ class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
         http = response.http_response
         if not is_event_stream(http):
             await self._not_a_stream(http, response.close)
-        return await EventStream(self, self._events(http), response.close).start()
+        events = payloads(
+            http.aiter_bytes(),
+            http.headers,
+            api.event_failure,
+            provider=self.label,
+            max_bytes=settings.max_event_bytes,
+            idle_timeout=idle,
+            done=api.done,
+            opening=api.opening,
+            final=api.final,
+        )
+        return OpenStream(events, response.close)
 
     async def _not_a_stream(self, http: httpx2.Response, close: Any) -> None:
         """A stream request answered by a JSON body or an HTML page (a proxy's, a server that ignores ``stream``):
@@ -179,18 +238,21 @@ class OpenAIWire(ProviderChatClient[WireOptionsT], Generic[WireOptionsT]):
                 data = json.loads(text)
             except (ValueError, RecursionError):
                 data = None
-            if isinstance(data, Mapping) and self._failed_answer(data):
-                raise self._failure(None, data, http.headers)
+            if isinstance(data, Mapping) and self._api.failed(data):
+                raise self._api.failure(None, data, http.headers)
         raise ChatClientInvalidResponseException(
-            f"{self._label()} answered the stream request with {kind}, not an event stream (text/event-stream): "
+            f"{self.label} answered the stream request with {kind}, not an event stream (text/event-stream): "
             f"{redact(text)[:200]!r}"
         )
 
-    def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
-        """An error answer (the SDK's ``body``: the inner ``error`` object or the raw text; an error event or body
-        sent with HTTP 200: the whole object) → `Failure` (the client's error reader)."""
-        raise NotImplementedError
+    def detail(self, exc: BaseException, cause: BaseException) -> str:
+        """The text of a transport failure: the transport error's own."""
+        return str(cause) or type(cause).__name__
 
-    def _events(self, http: httpx2.Response) -> AsyncGenerator[Any, None]:
-        """The stream's payloads as the client's parser takes them; an error event raises `Failure`."""
-        raise NotImplementedError
+    async def aclose(self) -> None:
+        """Close the SDK client (its connection pool)."""
+        await self._clients.aclose()
+
+
+async def _close(sdk: openai.AsyncOpenAI) -> None:
+    await sdk.close()

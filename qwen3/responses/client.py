@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, ClassVar, Generic, TypedDict
@@ -36,9 +36,9 @@ from agent_framework.exceptions import (
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderRequest
+from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
-from clients.core.parse import json_object, max_recovered_calls
+from clients.core.parse import max_recovered_calls
 from clients.core.transport import (
     Failure,
     ServerSentEvent,
@@ -47,7 +47,6 @@ from clients.core.transport import (
     to_chat_client_exception,
     within,
 )
-from clients.core.wire import payloads
 from clients.providers import PROVIDERS
 from qwen3.errors import AUTH_CODES, FILTER_CODES, UNKNOWN_MODEL_CODES, WORKSPACE_CODES, explained, parse_error
 from qwen3.responses.convert import (
@@ -66,10 +65,9 @@ from qwen3.responses.parse import Calls, StreamState, input_messages, parse_resp
 from qwen3.service import DashScopeService, ServiceSettings, no_model, resolve_service
 
 with PROVIDERS["openai"].sdk_required("qwen3.QwenResponsesClient"):  # the openai peer's transport too
-    import httpx2
     import openai
 
-    from clients.openai.wire import OpenAIWire
+    from clients.openai.wire import OpenAIAPI, OpenAIWire
 
 __all__ = ["QwenResponsesClient", "QwenResponsesOptions", "QwenResponsesSettings", "RawQwenResponsesClient"]
 
@@ -194,7 +192,13 @@ def _not_stored(status: int | None, code: str | None, message: str) -> bool:
     return status == 400 and "not found" in message.lower()
 
 
-def _failed(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[str, str]) -> Failure | None:
+def _failed(data: Mapping[str, Any]) -> bool:
+    """A JSON body sent with HTTP 200 that is an error: a response whose ``status`` is ``failed`` (DashScope's
+    throttling among them), or an ``error`` beside no ``output`` (some servers)."""
+    return data.get("status") == "failed" or (data.get("error") is not None and not data.get("output"))
+
+
+def _event_failure(event: ServerSentEvent, data: Mapping[str, Any], headers: Mapping[str, str]) -> Failure | None:
     """The Responses stream's error test (``clients.core.wire.payloads``): an ``error`` or ``response.failed`` event,
     or a final event whose response says ``failed``, as `Failure`; else None."""
     kind = data.get("type")
@@ -220,7 +224,20 @@ class ResponsesRequest(ProviderRequest):
     (`_fallback`)."""
 
 
-class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOptionsT]):
+RESPONSES = OpenAIAPI(
+    resource=lambda sdk: sdk.responses,
+    turns="input",
+    failed=_failed,
+    failure=_failure,
+    event_failure=_event_failure,
+    opening=_OPENING,
+    final=_FINAL,
+)
+"""DashScope's Responses API on the OpenAI wire: ``responses.create``, its body's ``input``, DashScope's error bodies
+and ``failed`` responses, its stream up to ``response.completed`` / ``.incomplete`` with the opening events held."""
+
+
+class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[ResponsesOptionsT]):
     """DashScope's Responses API without MAF's function, middleware and telemetry layers (use
     ``QwenResponsesClient``)."""
 
@@ -231,9 +248,8 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
     _STREAM_UNIT: ClassVar[str] = "event"
     _STREAM_END: ClassVar[str] = "response.completed"
     _STREAM_IDLE: ClassVar[str] = "sent no stream event"
-    _ANSWER_KEY: ClassVar[str] = "output"
-    _ENDPOINT: ClassVar[str] = "/responses"
-    _OPENAI_ACCOUNT: ClassVar[bool] = False
+    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = OpenAIWire.errors
+    _wire: OpenAIWire
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: a `QwenResponsesSettings` (built from ``kwargs`` when not given). Key, region, workspace and
@@ -487,22 +503,12 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
         (`_not_stored`) as ``ChatClientInvalidRequestException`` with ``missing`` first, any other as
         ``get_response`` would."""
 
-        async def attempt() -> dict[str, Any]:
-            try:
-                async with call(self._client()) as response:
-                    raw = await response.read()
-            except openai.APIStatusError as exc:
-                failure: Failure | None = self._failure(exc.status_code, exc.body, exc.response.headers)
-            else:
-                failure = None
-            if failure is not None:  # raised outside the handler, as the wire's _send does
-                raise failure
-            return json_object(self._label(), raw)
-
         deadline = time.monotonic() + self.timeout
         try:
             return await self._with_retries(
-                lambda: within(attempt(), max(deadline - time.monotonic(), 0.0)), stream=False, deadline=deadline
+                lambda: within(self._wire.request(call), max(deadline - time.monotonic(), 0.0)),
+                stream=False,
+                deadline=deadline,
             )
         except Failure as failure:
             error = failure.error
@@ -568,15 +574,13 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
 
     # ------------------------------------------------------------------------------------------- transport
 
-    def _sdk_headers(self) -> dict[str, Any]:
-        """The wire's headers with the workspace's (``X-DashScope-WorkSpace``) and, with ``session_cache=True``,
-        ``x-dashscope-session-cache: enable`` (`SESSION_CACHE_HEADER`) on every request."""
+    def _new_wire(self) -> OpenAIWire:
+        """The OpenAI wire on the Responses API (`RESPONSES`), not OpenAI's account: its headers are the workspace's
+        (``X-DashScope-WorkSpace``) and, with ``session_cache=True``, ``x-dashscope-session-cache: enable``
+        (`SESSION_CACHE_HEADER`) on every request."""
         cache = {SESSION_CACHE_HEADER: "enable"} if self.session_cache else {}
-        return {**super()._sdk_headers(), **self.service.headers, **cache}
-
-    def _failure(self, status: int | None, body: Any, headers: Any) -> Failure:
-        """DashScope's error body or event → `Failure` (`_failure`, with DashScope's codes and hints)."""
-        return _failure(status, body, headers)
+        headers = {**self.service.headers, **cache}
+        return OpenAIWire(RESPONSES, self._wire_settings(), openai_account=False, headers=headers)
 
     def _fallback(self, request: ProviderRequest, failure: Failure) -> ProviderRequest | None:
         """After DashScope answered that the stored response ``previous_response_id`` names is gone (`_gone`), the
@@ -619,21 +623,6 @@ class RawQwenResponsesClient(OpenAIWire[ResponsesOptionsT], Generic[ResponsesOpt
             "of this session would fail alike. Start a new session (agent.create_session()); to recover such a "
             "session by itself, keep its history on your side too (a MAF history provider that loads its messages), "
             f"and the client sends the whole history again. {failure.error}"
-        )
-
-    def _events(self, http: httpx2.Response) -> AsyncGenerator[Mapping[str, Any], None]:
-        """The events of a Responses stream, each ``data:`` parsed, up to ``response.completed`` / ``.incomplete``:
-        the stream ends there (what a server sends after it is not read). An error event raises `Failure`
-        (`_failed`); the opening events (`_OPENING`) are held until the first other one."""
-        return payloads(
-            http.aiter_bytes(),
-            http.headers,
-            _failed,
-            provider="DashScope",
-            max_bytes=self.max_event_bytes,
-            idle_timeout=self.stream_idle_timeout,
-            opening=_OPENING,
-            final=_FINAL,
         )
 
 

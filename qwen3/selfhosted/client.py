@@ -29,8 +29,9 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderRequest
 from clients.core.keywords import PLACEHOLDER_KEY, ClientSettings, PublicKeywords
 from clients.core.transport import Failure, shown_url, to_chat_client_exception
-from clients.openai.client import RawOpenAIChatCompletionClient
+from clients.openai.client import CHAT_COMPLETIONS, RawOpenAIChatCompletionClient
 from clients.openai.parse import StreamState
+from clients.openai.wire import OpenAIWire
 from qwen3.selfhosted import servers
 from qwen3.selfhosted.convert import SelfHostedQwenChatOptions, check_options, convert_messages, request_body
 from qwen3.selfhosted.parse import (
@@ -112,7 +113,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "qwen.selfhosted"
     _PROVIDER: ClassVar[str] = "self-hosted Qwen"
-    _OPENAI_ACCOUNT: ClassVar[bool] = False
+    _wire: OpenAIWire
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: a `SelfHostedClientSettings` (built from ``kwargs`` when not given); the rest as
@@ -171,7 +172,12 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         name = servers.checked_server(self._given_server, info, self.base_url)
         self.max_model_len = info.max_model_len
         self._served_models = info.models
+        self._wire.label = PROFILES[name].label  # the wire's messages name the server from now on
         return PROFILES[name]
+
+    def _new_wire(self) -> OpenAIWire:
+        """The OpenAI wire on Chat Completions, not OpenAI's account (none of its environment's headers is sent)."""
+        return OpenAIWire(CHAT_COMPLETIONS, self._wire_settings(), openai_account=False)
 
     def _label(self) -> str:
         """The server's name once known (``"vLLM"``, ``"SGLang"``, ``"Ollama"``), else ``"self-hosted Qwen"``."""

@@ -190,6 +190,8 @@ async def test_a_transport_error_that_quotes_the_key_is_masked_in_the_text_the_c
         client._api_key, client._secrets = bad, (bad.get_secret_value(),)
         if hasattr(client, "service"):
             client.service = dataclasses.replace(client.service, api_key=bad)
+        if "_wire" in vars(client):  # the wire was made with the good key
+            client._wire = client._new_wire()
         with pytest.raises(ChatClientException) as info:
             await _ask(client, stream=name != "qwen")
         assert not emu.requests

@@ -775,13 +775,24 @@ async def test_the_emulator_refuses_what_openai_refuses_in_openai_words(emu: Ope
 
 
 def test_the_responses_client_is_the_chat_client_s_sibling_on_one_wire() -> None:
-    # issue 29 §2: one wire per API; the Responses client no longer subclasses the Chat Completions client
-    from clients.openai.client import RawOpenAIChatCompletionClient
-    from clients.openai.wire import OpenAIWire
-    from qwen3.responses.client import RawQwenResponsesClient
+    # issue 29 §2: one wire per API, an object each client holds; the Responses client no longer subclasses the Chat
+    # Completions client, and what differs between the two APIs is passed to the wire, never branched on in it
+    import inspect
+    import re
+
+    from clients.core.client import ProviderChatClient
+    from clients.openai import wire
+    from clients.openai.client import CHAT_COMPLETIONS, RawOpenAIChatCompletionClient
+    from qwen3.responses.client import RESPONSES, RawQwenResponsesClient
 
     assert not issubclass(RawQwenResponsesClient, RawOpenAIChatCompletionClient)
+    assert not issubclass(wire.OpenAIWire, ProviderChatClient)
     transport = {"_client", "_create", "_send", "_open_events", "_on_response", "_not_a_stream", "_failed_answer"}
-    for client in (RawOpenAIChatCompletionClient, RawQwenResponsesClient):
-        assert issubclass(client, OpenAIWire)
-        assert not transport & set(vars(client)), f"{client.__name__} builds or sends on its own"
+    chat = RawOpenAIChatCompletionClient(model="gpt-4o", api_key="sk-test-0123456789")
+    responses = RawQwenResponsesClient(model="qwen3.5-plus", api_key="sk-test-0123456789")
+    for client, api in ((chat, CHAT_COMPLETIONS), (responses, RESPONSES)):
+        assert not transport & set(vars(type(client))), f"{type(client).__name__} builds or sends on its own"
+        assert isinstance(client._wire, wire.OpenAIWire)
+        assert client._wire._api is api
+    source = inspect.getsource(wire)
+    assert not {"/responses", "output", "_ENDPOINT", "_ANSWER_KEY"} & set(re.findall(r"[\w/]+", source))
