@@ -40,6 +40,7 @@ from clients.core.parse import json_object
 from clients.core.transport import (
     EventStream,
     Failure,
+    ProviderFacts,
     SSEDecoder,
     aiter_events,
     as_text,
@@ -47,6 +48,7 @@ from clients.core.transport import (
     to_chat_client_exception,
 )
 from clients.core.wire import read_limited
+from clients.providers import PROVIDERS
 from qwen3.convert import conversation_has_media, request_body, request_messages
 from qwen3.errors import error_from_body, explained, parse_error
 from qwen3.models import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
@@ -150,7 +152,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
     """DashScope native chat, without MAF's function, middleware and telemetry layers (use ``QwenChatClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
-    _PROVIDER: ClassVar[str] = "DashScope"
+    _FACTS: ClassVar[ProviderFacts] = ProviderFacts(PROVIDERS["qwen"].label)
     _MODEL_SETTING: ClassVar[str] = "model"
     _EXAMPLE_MODEL: ClassVar[str] = "qwen-plus"
     _DEFAULT_ENDPOINT: ClassVar[Endpoint | None] = None
@@ -375,7 +377,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         response = await http.send(sent, stream=True)
         if response.status_code >= 400:
             try:
-                content = await read_limited(response, self.max_event_bytes, self._PROVIDER)
+                content = await read_limited(response, self.max_event_bytes, self._FACTS.name)
             finally:
                 await response.aclose()
             raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)

@@ -222,7 +222,7 @@ def response(provider: str, body: dict[str, Any]) -> None:
 
             result = parsed("DashScope", parse_response, body, model="m", citation_format=CITATIONS)
         else:
-            result = parsed(client._PROVIDER, client._parse_response, body, _request(client))
+            result = parsed(client._FACTS.name, client._parse_response, body, _request(client))
     except _documented(provider, "response") as exc:
         check_exception(exc)
         return
@@ -242,7 +242,7 @@ def events(provider: str, payloads: list[Any]) -> None:
     else:
         request = _request(client)
         state = client._stream_state(request)
-        parse = lambda event: parsed(client._PROVIDER, client._parse_stream_event, event, state, request)  # noqa: E731
+        parse = lambda event: parsed(client._FACTS.name, client._parse_stream_event, event, state, request)  # noqa: E731
     for payload in payloads:
         try:
             update = parse(payload)

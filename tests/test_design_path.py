@@ -1,6 +1,6 @@
-"""docs/design.md "One request, one path" lists the package functions one streamed ``QwenChatClient`` request
-passes, file by file: a real request against the emulator, followed with ``sys.setprofile``, must pass exactly those
-(so that the list stays true when the code moves)."""
+"""docs/design.md "One request, one path" lists the package functions one streamed ``QwenChatClient`` request, and one
+streamed ``QwenResponsesClient`` request, pass, file by file: a real request against the emulator, followed with
+``sys.setprofile``, must pass exactly those (so that the lists stay true when the code moves)."""
 
 from __future__ import annotations
 
@@ -14,20 +14,25 @@ from typing import Any
 import pytest
 from agent_framework import Message
 
-from qwen3 import QwenChatClient
+from qwen3 import QwenChatClient, QwenResponsesClient
 from qwen3.testing import DashScopeEmulator
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("qwen3", "clients")
-MAX_FILES = 10
-"""One request readable in ten files (docs/design.md, "One request, one path")."""
+MAX_FILES = {"QwenChatClient": 10, "QwenResponsesClient": 10}
+"""Files one streamed request passes, at most (docs/design.md, "One request, one path"); issue 29's goals are 8 and
+6, not met yet: lower these as the files go."""
+RESPONSES = "\nOne streamed `QwenResponsesClient` request"
 ITEM = re.compile(r"^(?:\d+\.|-) `([\w/]+\.py)`: (.*)$")
 
 
-def documented() -> dict[str, list[str]]:
-    """File → the functions the section names for it, in order."""
+def documented(client: str) -> dict[str, list[str]]:
+    """File → the functions the section names for it, in order: the ``QwenChatClient`` list, or the
+    ``QwenResponsesClient`` one after it."""
     text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
     section = text.split("\n## One request, one path\n", 1)[1].split("\n## ", 1)[0]
+    chat, responses = section.split(RESPONSES, 1)
+    section = responses if client == "QwenResponsesClient" else chat
     items: list[str] = []
     for line in section.splitlines():
         if ITEM.match(line):
@@ -56,7 +61,20 @@ def passed(calls: list[tuple[str, str]]) -> dict[str, list[str]]:
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="names methods by co_qualname (Python 3.11+)")
-async def test_the_documented_path_is_the_path_a_streamed_request_takes() -> None:
+@pytest.mark.parametrize(
+    ("client_class", "model", "first"),
+    [
+        (
+            QwenChatClient,
+            "qwen-plus",
+            ["clients/core/client.py", "qwen3/convert.py", "qwen3/client.py", "qwen3/parse.py"],
+        ),
+        (QwenResponsesClient, "qwen3.5-plus", ["clients/core/client.py", "qwen3/responses/client.py"]),
+    ],
+)
+async def test_the_documented_path_is_the_path_a_streamed_request_takes(
+    client_class: type[Any], model: str, first: list[str]
+) -> None:
     calls: list[tuple[str, str]] = []
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
@@ -69,7 +87,7 @@ async def test_the_documented_path_is_the_path_a_streamed_request_takes() -> Non
 
     with DashScopeEmulator(api_key="k") as emu:
         emu.script("one two three")
-        client = QwenChatClient(model="qwen-plus", api_key="k", base_url=emu.base_url)
+        client = client_class(model=model, api_key="k", base_url=emu.base_url)
         gc.collect()  # no finaliser of an earlier test's objects runs inside the trace
         sys.setprofile(profile)
         try:
@@ -81,9 +99,11 @@ async def test_the_documented_path_is_the_path_a_streamed_request_takes() -> Non
         await client.close()
     assert len(updates) > 1
     assert final.text == "one two three"
-    expected, actual = documented(), passed(calls)
-    assert len(expected) <= MAX_FILES, f"docs/design.md lists {len(expected)} files for one request, over {MAX_FILES}"
-    assert list(expected)[:4] == ["clients/core/client.py", "qwen3/convert.py", "qwen3/client.py", "qwen3/parse.py"]
+    name = client_class.__name__
+    expected, actual = documented(name), passed(calls)
+    most = MAX_FILES[name]
+    assert len(expected) <= most, f"docs/design.md lists {len(expected)} files for one {name} request, over {most}"
+    assert list(expected)[: len(first)] == first
     differences = {}
     for path in sorted({*expected, *actual}):
         listed, called = set(expected.get(path, ())), set(actual.get(path, ()))

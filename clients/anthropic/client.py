@@ -38,8 +38,9 @@ from clients.anthropic.parse import StreamState, parse_response, parse_stream_ev
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import json_object
-from clients.core.transport import EventStream, Failure, SSEDecoder, aiter_events, shown_url
+from clients.core.transport import EventStream, Failure, ProviderFacts, SSEDecoder, aiter_events, shown_url
 from clients.core.wire import checked_answer
+from clients.providers import PROVIDERS
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
 
@@ -117,12 +118,14 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
     """Anthropic Messages, without MAF's function, middleware and telemetry layers (use ``AnthropicChatClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "anthropic"
-    _PROVIDER: ClassVar[str] = "Anthropic"
-    _KEY_AS_BEARER: ClassVar[bool] = False  # the key goes as x-api-key, which a userinfo's Basic auth leaves
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (600.0, 10.0, 120.0)  # timeout: the SDK's (10 minutes)
+    _FACTS: ClassVar[ProviderFacts] = ProviderFacts(
+        PROVIDERS["anthropic"].label,
+        timeouts=(600.0, 10.0, 120.0),  # timeout: the SDK's (10 minutes)
+        unit="update",
+        end="message_stop",  # the streaming docs' last event
+        key_as_bearer=False,  # the key goes as x-api-key, which a userinfo's Basic auth leaves
+    )
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (APIConnectionError,)  # APITimeoutError is one too
-    _STREAM_UNIT: ClassVar[str] = "update"
-    _STREAM_END: ClassVar[str] = "message_stop"  # the streaming docs' last event
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         settings = load_settings(AnthropicSettings, env_prefix="ANTHROPIC_", **keywords.given())

@@ -59,6 +59,7 @@ from clients.core.transport import (
     Attempts,
     EventStream,
     Failure,
+    ProviderFacts,
     RetryAdvice,
     RetryPolicy,
     call_with_retries,
@@ -145,32 +146,24 @@ class PerLoop(Generic[_T]):
 class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[OptionsT, RequestT]):
     """The part of a provider's ``Raw…ChatClient`` that is the same for every provider (see the module docstring).
 
-    Class attributes a provider sets: ``_PROVIDER`` (its name in messages), ``_DEFAULT_TIMEOUTS`` (``timeout``,
-    ``connect_timeout``, ``stream_idle_timeout`` in seconds), ``_PERMANENT_CODES`` (error codes never retried),
-    ``_SDK_ERRORS`` (the SDK's errors raised ``from`` a transport error), and the words of stream messages:
-    ``_STREAM_UNIT`` (what is counted), ``_STREAM_END`` (the event a complete stream ends with), ``_STREAM_IDLE``.
-    Methods a provider supplies: ``_settings``, ``_client`` (with `_per_loop`), ``_send`` and ``_open_events`` (one
-    attempt each), ``_convert_messages`` and ``_request_body`` (or the whole ``_build_request``), ``_stream_state``,
-    ``_parse_response``, ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``.
+    Class attributes a provider sets: ``_FACTS`` (a `ProviderFacts`: its name in messages, default timeouts,
+    permanent error codes, the words of stream messages, how its key is sent) and ``_SDK_ERRORS`` (the SDK's errors
+    raised ``from`` a transport error).
+    Methods a provider supplies: ``_settings``, ``_new_wire`` (or, until its wire is one, ``_client`` with
+    `_per_loop`, ``_send`` and ``_open_events``, one attempt each), ``_convert_messages`` and ``_request_body`` (or the
+    whole ``_build_request``), ``_stream_state`` (its state's ``finished`` read at the end), ``_parse_response``,
+    ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``.
     ``RequestT``: the provider's `ProviderRequest` type.
     """
 
     DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
-    _PROVIDER: ClassVar[str] = "provider"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS
-    _PERMANENT_CODES: ClassVar[frozenset[str]] = frozenset()
+    _FACTS: ClassVar[ProviderFacts] = ProviderFacts("provider")
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = ()
-    _STREAM_UNIT: ClassVar[str] = "event"
-    _STREAM_END: ClassVar[str] = "its finishing event"
-    _STREAM_IDLE: ClassVar[str] = "sent no stream event"
-    _KEY_AS_BEARER: ClassVar[bool] = True
-    """The key goes as ``Authorization: Bearer``, which a base URL's userinfo would replace
-    (`refuse_userinfo_with_key`); False where it has a header of its own (Anthropic's ``x-api-key``, Gemini's)."""
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: the public class's keywords as one object (a ``Raw…`` client built with keywords takes them
         from ``kwargs``); ``model``, ``api_key``, ``base_url`` from it, else the environment (the provider's
-        ``_settings``); timeouts in seconds (None: ``_DEFAULT_TIMEOUTS``; ``stream_timeout`` None: no limit on a
+        ``_settings``); timeouts in seconds (None: ``_FACTS.timeouts``; ``stream_timeout`` None: no limit on a
         whole stream); ``max_event_bytes`` (None: `MAX_EVENT_BYTES`); ``max_retries`` overrides ``retry_policy``'s
         own. The other ``kwargs`` go to ``BaseChatClient``. The provider's public class documents them.
 
@@ -187,8 +180,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         scheme, _, rest = url.partition("://")
         if scheme.lower() not in ("http", "https") or not rest.split("/", 1)[0]:
             raise ValueError(f"base_url must be an http:// or https:// URL with a host, not {shown_url(url)!r}")
-        default_timeout, default_connect, default_idle = self._DEFAULT_TIMEOUTS
-        self.model: str = checked_model(resolved_model, self._PROVIDER, error=ValueError)
+        facts = self._FACTS
+        default_timeout, default_connect, default_idle = facts.timeouts or DEFAULT_TIMEOUTS
+        self.model: str = checked_model(resolved_model, facts.name, error=ValueError)
         self._url: str = url
         """The base URL as requests go to it: with the credentials of its userinfo (``http://user:token@host/v1``,
         sent by httpx as HTTP Basic auth), if any; for the SDK only."""
@@ -202,7 +196,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         self.retry_policy: RetryPolicy = settings.retries()
         self._api_key: SecretString = checked_api_key(key, "api_key" if settings.api_key is not None else "the API key")
         self._secrets = (self._api_key.get_secret_value(), *url_secrets(url))  # what `hide` masks for each request
-        if self._KEY_AS_BEARER:
+        if facts.key_as_bearer:
             refuse_userinfo_with_key(type(self).__name__, url, self._api_key)
         warn_cleartext_key(type(self).__name__, url, self._api_key)
         max_event_bytes = settings.max_event_bytes
@@ -284,12 +278,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         raise NotImplementedError
 
     def _stream_state(self, request: RequestT) -> Any:
-        """A new parser ``StreamState`` for one stream."""
+        """A new parser ``StreamState`` for one stream; its ``finished`` says when the stream's last event arrived."""
         raise NotImplementedError
-
-    def _stream_finished(self, state: Any) -> bool:
-        """Whether the stream's last event arrived (``state.finished``)."""
-        return bool(state.finished)
 
     def _parse_response(self, body: Any, request: RequestT) -> ChatResponse[Any]:
         """A response body → ``ChatResponse`` (the provider's parse module)."""
@@ -318,7 +308,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     def _wire_settings(self) -> WireSettings:
         """What a wire is made with: this client's name, base URL, key, timeouts and bounds."""
         return WireSettings(
-            self._PROVIDER,
+            self._FACTS.name,
             self._url,
             self.base_url,
             self._api_key.get_secret_value(),
@@ -357,7 +347,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         return await EventStream(self, *await self._wire.open(request)).start()
 
     def _advise(self, exc: Exception) -> RetryAdvice:
-        return retry_advice(exc, permanent_codes=self._PERMANENT_CODES, wrappers=self._SDK_ERRORS)
+        return retry_advice(exc, permanent_codes=self._FACTS.permanent_codes, wrappers=self._SDK_ERRORS)
 
     async def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], *, stream: bool, deadline: float | None = None
@@ -387,7 +377,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             raise
         except Exception as exc:
             what = "stream request" if stream else "request"
-            raise ChatClientException(f"The {self._PROVIDER} {what} failed: {scrubbed(exc)!r}") from exc
+            raise ChatClientException(f"The {self._FACTS.name} {what} failed: {scrubbed(exc)!r}") from exc
 
     async def _post(self, request: RequestT) -> dict[str, Any]:
         """A non-streamed request: each attempt (`_send`) may take ``timeout`` seconds in all (``connect_timeout`` of
@@ -419,7 +409,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """What to say when a stream outlived ``stream_timeout``."""
         incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
         return (
-            f"The {self._PROVIDER} stream from {self.base_url} did not finish within "
+            f"The {self._FACTS.name} stream from {self.base_url} did not finish within "
             f"stream_timeout={self.stream_timeout:g} s{incomplete}"
         )
 
@@ -427,7 +417,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """What went wrong when no answer arrived: which timeout fired and its value, or the connection failure;
         ``so_far`` says what a broken stream had delivered."""
         cause = transport_cause(exc, self._SDK_ERRORS)
-        where = f"{self._PROVIDER} at {self.base_url}"
+        facts = self._FACTS
+        where = f"{facts.name} at {self.base_url}"
         incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
         if isinstance(cause, http_errors("ConnectTimeout")):
             return f"Cannot reach {where}: no connection within connect_timeout={self.connect_timeout:g} s"
@@ -435,7 +426,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         if timed_out and not stream:
             return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
         if timed_out:
-            return f"{where} {self._STREAM_IDLE} for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
+            return f"{where} {facts.idle} for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
         detail = self._failure_detail(exc, cause)
         if so_far:
             return f"The stream from {where} broke{incomplete}: {detail}"
@@ -472,14 +463,14 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         try:
             return dict(await self._validate_options(options))
         except (TypeError, ValueError) as exc:
-            raise ChatClientInvalidRequestException(f"Invalid option for {self._PROVIDER}: {exc}") from exc
+            raise ChatClientInvalidRequestException(f"Invalid option for {self._FACTS.name}: {exc}") from exc
 
     async def _request(
         self, messages: Sequence[Message], options: Mapping[str, Any], client_kwargs: Mapping[str, Any], *, stream: bool
     ) -> RequestT:
         """Options checked, the model named (``options["model"]``, else the client's), then `_build_request`."""
         opts = await self._checked_options(options)
-        model = checked_model(opts.get("model") or self.model, self._PROVIDER)
+        model = checked_model(opts.get("model") or self.model, self._FACTS.name)
         return await self._build_request(messages, opts, model=model, stream=stream, client_kwargs=client_kwargs)
 
     async def _sent(self, request: RequestT, send: Callable[[RequestT], Awaitable[_T]]) -> tuple[_T, RequestT]:
@@ -506,7 +497,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             updates = [update async for update in self._stream(messages, options, client_kwargs, request)]
             return ChatResponse.from_updates(updates, output_format_type=request.options.get("response_format"))
         data, request = await self._sent(request, self._post)
-        return parsed(self._PROVIDER, self._parse_response, data, request)
+        return parsed(self._FACTS.name, self._parse_response, data, request)
 
     async def _stream(
         self,
@@ -522,7 +513,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             request = await self._request(messages, options, client_kwargs, stream=True)
         events, request = await self._sent(request, self._open)
         state = self._stream_state(request)
-        provider, parse = self._PROVIDER, self._parse_stream_event
+        provider, parse = self._FACTS.name, self._parse_stream_event
         try:
             async for event in events:
                 update = parsed(provider, parse, event, state, request, so_far=events.so_far)
@@ -530,7 +521,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
                     continue
                 events.delivered(update)
                 yield update
-            events.check_complete(self._stream_finished(state))  # cut off: raise after what arrived
+            events.check_complete(bool(state.finished))  # its last event arrived; cut off: raise after what arrived
         except Failure as failure:  # an error event mid-stream: never sent again
             raise self._exception(failure, request) from None
         finally:

@@ -136,6 +136,7 @@ __all__ = [
     "EventStream",
     "Failure",
     "ProviderError",
+    "ProviderFacts",
     "RetryAdvice",
     "RetryPolicy",
     "SSEDecoder",
@@ -803,13 +804,37 @@ TEXT_KINDS = frozenset({"text", "text_reasoning"})
 """The contents whose characters a broken stream's message counts as delivered, and the deltas of a plain update."""
 
 
+@dataclass(frozen=True)
+class ProviderFacts:
+    """What the shared request path reads of a provider's client, declared once per client class (its ``_FACTS``).
+
+    Attributes:
+        name: the provider's name in messages (the ``label`` of its ``clients.providers.PROVIDERS`` entry:
+            ``"OpenAI"``).
+        timeouts: the defaults of ``timeout``, ``connect_timeout`` and ``stream_idle_timeout`` in seconds (None: the
+            package's, ``clients.core.keywords.DEFAULT_TIMEOUTS``).
+        permanent_codes: error codes never retried (`retry_advice`).
+        unit: what a stream's messages count (``"update"``); ``end``: the event a complete stream ends with;
+            ``idle``: what the server did when ``stream_idle_timeout`` fired.
+        key_as_bearer: the key goes as ``Authorization: Bearer``, which a base URL's userinfo would replace
+            (``clients.core.keywords.refuse_userinfo_with_key``); False where it has a header of its own
+            (Anthropic's ``x-api-key``, Gemini's).
+    """
+
+    name: str
+    timeouts: tuple[float, float, float] | None = None
+    permanent_codes: frozenset[str] = frozenset()
+    unit: str = "event"
+    end: str = "its finishing event"
+    idle: str = "sent no stream event"
+    key_as_bearer: bool = True
+
+
 class StreamClient(Protocol):
     """What `EventStream` reads of the client whose stream it is (`clients.core.client.ProviderChatClient` has it):
     the words of its messages, so that the transport does not import the request path above it."""
 
-    _PROVIDER: ClassVar[str]
-    _STREAM_UNIT: ClassVar[str]
-    _STREAM_END: ClassVar[str]
+    _FACTS: ClassVar[ProviderFacts]
     base_url: str
 
     def _over_deadline(self, so_far: str) -> str: ...
@@ -891,7 +916,7 @@ class EventStream:
             raise
         except Exception as exc:  # anything else an SDK raises while reading: never a raw SDK error
             raise ChatClientInvalidResponseException(
-                f"Reading the {self._client._PROVIDER} stream failed {self.so_far()}; the answer is incomplete: "
+                f"Reading the {self._client._FACTS.name} stream failed {self.so_far()}; the answer is incomplete: "
                 f"{scrubbed(exc)!r}"
             ) from exc
 
@@ -907,17 +932,18 @@ class EventStream:
                     self.characters += len(text)
 
     def so_far(self) -> str:
-        unit, plural = self._client._STREAM_UNIT, "" if self.events == 1 else "s"
+        unit, plural = self._client._FACTS.unit, "" if self.events == 1 else "s"
         return f"after {self.events} {unit}{plural} ({self.characters} characters of text/reasoning) had been delivered"
 
     def check_complete(self, finished: bool) -> None:
-        """Raise unless the stream ``finished`` with its last event (each provider's own, ``_STREAM_END``), so
+        """Raise unless the stream ``finished`` with its last event (each provider's own, `ProviderFacts.end`), so
         that a cut answer never looks complete."""
         if not finished:
             client = self._client
-            where = self.so_far() if self.events else f"before any {client._STREAM_UNIT}"
+            facts = client._FACTS
+            where = self.so_far() if self.events else f"before any {facts.unit}"
             raise ChatClientException(
-                f"The {client._PROVIDER} stream from {client.base_url} ended without {client._STREAM_END} {where}: "
+                f"The {facts.name} stream from {client.base_url} ended without {facts.end} {where}: "
                 "the answer was cut off."
             )
 

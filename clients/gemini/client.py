@@ -46,12 +46,13 @@ from typing_extensions import TypeVar
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import WRONG_SHAPE, json_object
-from clients.core.transport import EventStream, Failure, as_text, shown_url
+from clients.core.transport import EventStream, Failure, ProviderFacts, as_text, shown_url
 from clients.core.wire import bounded_stream, checked_answer
 from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.errors import parse_error, retry_delay_seconds
 from clients.gemini.options import GeminiChatOptions
 from clients.gemini.parse import StreamState, parse_response, parse_stream_event
+from clients.providers import PROVIDERS
 
 __all__ = ["DEFAULT_BASE_URL", "GeminiChatClient", "GeminiChatOptions", "GeminiSettings", "RawGeminiChatClient"]
 
@@ -212,8 +213,10 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
     ``GeminiChatClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "gcp.gemini"
-    _PROVIDER: ClassVar[str] = "Gemini"
-    _KEY_AS_BEARER: ClassVar[bool] = False  # the key goes as x-goog-api-key, which a userinfo's Basic auth leaves
+    _FACTS: ClassVar[ProviderFacts] = ProviderFacts(
+        PROVIDERS["gemini"].label,
+        key_as_bearer=False,  # the key goes as x-goog-api-key, which a userinfo's Basic auth leaves
+    )
 
     _http: httpx.AsyncClient | None = None
 

@@ -30,16 +30,18 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.transport import Failure, ServerSentEvent
+from clients.core.transport import Failure, ProviderFacts, ServerSentEvent
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
 from clients.openai.parse import StreamState, parse_response, parse_stream_event
 from clients.openai.wire import OpenAIAPI, OpenAIWire
+from clients.providers import PROVIDERS
 
 __all__ = [
     "CHAT_COMPLETIONS",
     "DEFAULT_BASE_URL",
+    "OPENAI_FACTS",
     "OpenAIChatCompletionClient",
     "OpenAISettings",
     "RawOpenAIChatCompletionClient",
@@ -92,20 +94,24 @@ CHAT_COMPLETIONS = OpenAIAPI(
 its stream's payloads each ``data:`` JSON object and ``"[DONE]"``."""
 
 
+OPENAI_FACTS = ProviderFacts(
+    PROVIDERS["openai"].label,
+    timeouts=(600.0, 5.0, 600.0),  # docs/openai.md "Errors and retries"
+    permanent_codes=frozenset({"insufficient_quota"}),  # 429 "You exceeded your current quota, please check your
+    unit="update",  # plan and billing details" stays until billing changes: never retried
+    end="its finishing chunk or [DONE]",
+    idle="sent nothing",
+)
+"""What the shared request path reads of the OpenAI Chat Completions client (`ProviderFacts`)."""
+
+
 class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[OpenAIOptionsT]):
     """OpenAI Chat Completions, without MAF's function, middleware and telemetry layers (use
     ``OpenAIChatCompletionClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "openai"
-    _PROVIDER: ClassVar[str] = "OpenAI"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = (600.0, 5.0, 600.0)  # docs/openai.md "Errors and retries"
-    _PERMANENT_CODES: ClassVar[frozenset[str]] = frozenset({"insufficient_quota"})
-    """429 ``insufficient_quota`` ("You exceeded your current quota, please check your plan and billing details")
-    stays until billing changes: never retried."""
+    _FACTS: ClassVar[ProviderFacts] = OPENAI_FACTS
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = OpenAIWire.errors
-    _STREAM_UNIT: ClassVar[str] = "update"
-    _STREAM_END: ClassVar[str] = "its finishing chunk or [DONE]"
-    _STREAM_IDLE: ClassVar[str] = "sent nothing"
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         settings = load_settings(OpenAISettings, env_prefix="OPENAI_", **keywords.given())
@@ -153,11 +159,6 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
     def _stream_state(self, request: ProviderRequest) -> StreamState:
         return StreamState(split_think=request.options.get("split_think") is not False)
-
-    def _stream_finished(self, state: StreamState) -> bool:
-        """``[DONE]`` or a finishing chunk arrived (wire README: every stream ends with ``data: [DONE]``; a server
-        that omits ``[DONE]`` but sent its ``finish_reason`` is accepted)."""
-        return state.done or state.finished
 
     def _parse_stream_event(
         self, event: Mapping[str, Any] | str, state: StreamState, request: ProviderRequest

@@ -231,9 +231,10 @@ class StreamState:
     """Some answer text (not a refusal) arrived."""
     refused: bool = False
     finished: bool = False
-    """A chunk carried a ``finish_reason``."""
+    """A chunk carried a ``finish_reason``, or ``data: [DONE]`` arrived: the stream is complete (wire README: every
+    stream ends with ``data: [DONE]``; a server that omits it but sent its ``finish_reason`` is accepted)."""
     done: bool = False
-    """``data: [DONE]`` arrived: the stream is complete."""
+    """``data: [DONE]`` arrived."""
     reasoning_warned: bool = False
     """A chunk carried different reasoning under both field names (warned once per stream)."""
 
@@ -253,7 +254,7 @@ def parse_stream_event(
     """
     if isinstance(event, str):
         if event.strip() == "[DONE]":
-            state.done = True
+            state.done = state.finished = True
             pieces = think_contents(state.think.flush()) if state.split_think else []
             return ChatResponseUpdate(role="assistant", contents=pieces, model=model) if pieces else None
         raise ValueError(f"not a stream event: {event[:200]!r}")

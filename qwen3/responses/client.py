@@ -37,10 +37,11 @@ from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.client import ProviderChatClient, ProviderRequest
-from clients.core.keywords import DEFAULT_TIMEOUTS, ClientSettings, PublicKeywords
+from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import max_recovered_calls
 from clients.core.transport import (
     Failure,
+    ProviderFacts,
     ServerSentEvent,
     as_text,
     redact,
@@ -242,12 +243,11 @@ class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[Resp
     ``QwenResponsesClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "dashscope"
-    _PROVIDER: ClassVar[str] = "DashScope"
-    _DEFAULT_TIMEOUTS: ClassVar[tuple[float, float, float]] = DEFAULT_TIMEOUTS  # not the OpenAI peer's: DashScope's
-    _PERMANENT_CODES: ClassVar[frozenset[str]] = AUTH_CODES | FILTER_CODES  # and what qwen3.errors marks permanent
-    _STREAM_UNIT: ClassVar[str] = "event"
-    _STREAM_END: ClassVar[str] = "response.completed"
-    _STREAM_IDLE: ClassVar[str] = "sent no stream event"
+    _FACTS: ClassVar[ProviderFacts] = ProviderFacts(
+        PROVIDERS["qwen"].label,  # DashScope's timeouts, not the OpenAI peer's
+        permanent_codes=AUTH_CODES | FILTER_CODES,  # and what qwen3.errors marks permanent
+        end="response.completed",
+    )
     _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = OpenAIWire.errors
     _wire: OpenAIWire
 
@@ -562,10 +562,6 @@ class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[Resp
             calls=Calls(max_recovered_calls(request.options)),
             conversation=request.body.get("conversation"),
         )
-
-    def _stream_finished(self, state: StreamState) -> bool:  # type: ignore[override]
-        """``response.completed`` (or ``response.incomplete``) arrived."""
-        return state.done
 
     def _parse_stream_event(  # type: ignore[override]
         self, event: Mapping[str, Any], state: StreamState, request: ProviderRequest

@@ -415,6 +415,11 @@ class StreamState:
     conversation: str | None = None
     """The conversation the request named (``conversation``), the session's id when stored."""
 
+    @property
+    def finished(self) -> bool:
+        """The stream is complete: ``response.completed`` (or ``response.incomplete``) arrived."""
+        return self.done
+
 
 def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: str) -> ChatResponseUpdate | None:
     """One stream event → an update, or None for events that carry nothing new (``response.in_progress``,

@@ -28,8 +28,8 @@ from typing_extensions import TypeVar
 
 from clients.core.client import ProviderRequest
 from clients.core.keywords import PLACEHOLDER_KEY, ClientSettings, PublicKeywords
-from clients.core.transport import Failure, shown_url, to_chat_client_exception
-from clients.openai.client import CHAT_COMPLETIONS, RawOpenAIChatCompletionClient
+from clients.core.transport import Failure, ProviderFacts, shown_url, to_chat_client_exception
+from clients.openai.client import CHAT_COMPLETIONS, OPENAI_FACTS, RawOpenAIChatCompletionClient
 from clients.openai.parse import StreamState
 from clients.openai.wire import OpenAIWire
 from qwen3.selfhosted import servers
@@ -112,7 +112,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
     """Self-hosted Qwen without MAF's function, middleware and telemetry layers (use ``SelfHostedQwenChatClient``)."""
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "qwen.selfhosted"
-    _PROVIDER: ClassVar[str] = "self-hosted Qwen"
+    _FACTS: ClassVar[ProviderFacts] = replace(OPENAI_FACTS, name="self-hosted Qwen")
     _wire: OpenAIWire
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
@@ -181,7 +181,7 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
     def _label(self) -> str:
         """The server's name once known (``"vLLM"``, ``"SGLang"``, ``"Ollama"``), else ``"self-hosted Qwen"``."""
-        return self._profile.label if self._profile is not None else self._PROVIDER
+        return self._profile.label if self._profile is not None else self._FACTS.name
 
     def _server_profile(self) -> ServerProfile:
         if self._profile is None:

@@ -190,6 +190,6 @@ def test_the_default_timeouts_are_written_once() -> None:
         timeouts = (client.timeout, client.connect_timeout, client.stream_idle_timeout)
         assert timeouts == DEFAULT_TIMEOUTS == (300.0, 10.0, 120.0), cls.__name__
         # the one constant, not a copy (QwenResponsesClient's had its own, 'as QwenChatClient')
-        assert client._DEFAULT_TIMEOUTS is DEFAULT_TIMEOUTS, cls.__name__
+        assert client._FACTS.timeouts is None, cls.__name__  # None: DEFAULT_TIMEOUTS
     assert CommonSettings().timeouts() == DEFAULT_TIMEOUTS[:2]
     assert CommonSettings().timeouts(60.0) == (60.0, DEFAULT_TIMEOUTS.connect_timeout)

@@ -71,7 +71,7 @@ def _request(client: Any) -> ProviderRequest:
 def test_a_field_of_the_wrong_type_is_an_invalid_response_naming_it(provider: str, body: Any, field: str) -> None:
     client = _client(provider)
     with pytest.raises(ChatClientInvalidResponseException, match=f"unexpected shape.*{field}"):
-        parsed(client._PROVIDER, client._parse_response, body, _request(client))
+        parsed(client._FACTS.name, client._parse_response, body, _request(client))
 
 
 def test_stream_ids_of_the_wrong_type_never_reach_maf() -> None:
@@ -80,7 +80,7 @@ def test_stream_ids_of_the_wrong_type_never_reach_maf() -> None:
     state = client._stream_state(_request(client))
     start = {"type": "message_start", "message": {"id": nested(3000, kind="dict"), "content": []}}
     with pytest.raises(ChatClientInvalidResponseException, match="response_id is dict"):
-        parsed(client._PROVIDER, client._parse_stream_event, start, state, _request(client))
+        parsed(client._FACTS.name, client._parse_stream_event, start, state, _request(client))
 
 
 def test_a_value_maf_refuses_is_an_invalid_response() -> None:
@@ -113,9 +113,9 @@ def test_streamed_tool_arguments_that_are_not_text_are_an_invalid_response() -> 
     state = client._stream_state(_request(client))
     start = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]}}]}
     piece = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": {"a": 1}}}]}}]}
-    parsed(client._PROVIDER, client._parse_stream_event, start, state, _request(client))
+    parsed(client._FACTS.name, client._parse_stream_event, start, state, _request(client))
     with pytest.raises(ChatClientInvalidResponseException, match="arguments are dict, not a JSON string"):
-        parsed(client._PROVIDER, client._parse_stream_event, piece, state, _request(client))
+        parsed(client._FACTS.name, client._parse_stream_event, piece, state, _request(client))
 
 
 def test_a_deeply_nested_request_id_is_not_quoted() -> None:
@@ -123,7 +123,7 @@ def test_a_deeply_nested_request_id_is_not_quoted() -> None:
     client = _client("openai")
     body = {"id": nested(3000), "choices": {"0": "an object where a list belongs"}}
     with pytest.raises(ChatClientInvalidResponseException, match=r"unexpected shape: TypeError") as info:
-        parsed(client._PROVIDER, client._parse_response, body, _request(client))
+        parsed(client._FACTS.name, client._parse_response, body, _request(client))
     assert "request_id" not in str(info.value)
 
 
@@ -131,7 +131,7 @@ def test_deep_nesting_is_no_recursion_error() -> None:
     client = _client("openai")
     body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": nested(5000)}}]}
     assert (
-        parsed(client._PROVIDER, client._parse_response, body, _request(client)).text == ""
+        parsed(client._FACTS.name, client._parse_response, body, _request(client)).text == ""
     )  # content that is not text: none
 
 
