@@ -147,8 +147,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     """The part of a provider's ``Raw…ChatClient`` that is the same for every provider (see the module docstring).
 
     Class attributes a provider sets: ``_FACTS`` (a `ProviderFacts`: its name in messages, default timeouts,
-    permanent error codes, the words of stream messages, how its key is sent) and ``_SDK_ERRORS`` (the SDK's errors
-    raised ``from`` a transport error).
+    permanent error codes, the words of stream messages, how its key is sent) and, until its wire is one
+    (``_new_wire``), ``_SDK_ERRORS`` (the SDK's errors raised ``from`` a transport error).
     Methods a provider supplies: ``_settings``, ``_new_wire`` (or, until its wire is one, ``_client`` with
     `_per_loop`, ``_send`` and ``_open_events``, one attempt each), ``_convert_messages`` and ``_request_body`` (or the
     whole ``_build_request``), ``_stream_state`` (its state's ``finished`` read at the end), ``_parse_response``,
@@ -212,6 +212,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         wire = self._new_wire()
         if wire is not None:
             self._wire: Wire = wire
+        self._unanswered: tuple[type[Exception], ...] = wire.errors if wire is not None else self._SDK_ERRORS
+        """The SDK's errors that mean no answer came, raised ``from`` a transport error (the wire's ``errors``)."""
         super().__init__(**kwargs)
 
     def _settings(self, settings: ClientSettings) -> tuple[str, str | SecretString, str]:
@@ -347,7 +349,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         return await EventStream(self, *await self._wire.open(request)).start()
 
     def _advise(self, exc: Exception) -> RetryAdvice:
-        return retry_advice(exc, permanent_codes=self._FACTS.permanent_codes, wrappers=self._SDK_ERRORS)
+        return retry_advice(exc, permanent_codes=self._FACTS.permanent_codes, wrappers=self._unanswered)
 
     async def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], *, stream: bool, deadline: float | None = None
@@ -358,7 +360,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         ``ChatClientException`` too, never a raw SDK error."""
         attempts = Attempts()
         unanswered: tuple[type[Exception], ...] = (
-            *self._SDK_ERRORS,
+            *self._unanswered,
             *http_errors("TransportError"),
             asyncio.TimeoutError,
         )
@@ -369,7 +371,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         except Failure as failure:
             raise failure.noted(attempts.note()) from None
         except unanswered as exc:  # its text and chain masked: one may quote the key (an unsendable header)
-            if isinstance(exc, self._SDK_ERRORS) and isinstance(exc.__cause__, ChatClientException):
+            if isinstance(exc, self._unanswered) and isinstance(exc.__cause__, ChatClientException):
                 raise exc.__cause__ from None  # our own check in the SDK's response hook (an answer refused): as is
             message = self._transport_message(scrubbed(exc), stream=stream)
             raise ChatClientException(message + attempts.note()) from exc
@@ -416,7 +418,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     def _transport_message(self, exc: BaseException, *, stream: bool, so_far: str = "") -> str:
         """What went wrong when no answer arrived: which timeout fired and its value, or the connection failure;
         ``so_far`` says what a broken stream had delivered."""
-        cause = transport_cause(exc, self._SDK_ERRORS)
+        cause = transport_cause(exc, self._unanswered)
         facts = self._FACTS
         where = f"{facts.name} at {self.base_url}"
         incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
@@ -427,14 +429,11 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
         if timed_out:
             return f"{where} {facts.idle} for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
-        detail = self._failure_detail(exc, cause)
+        wire = vars(self).get("_wire")  # the text of a transport failure: the wire's, else the transport error's own
+        detail = wire.detail(exc, cause) if wire is not None else str(cause) or type(cause).__name__
         if so_far:
             return f"The stream from {where} broke{incomplete}: {detail}"
         return f"Cannot reach {where}: {detail}"
-
-    def _failure_detail(self, exc: BaseException, cause: BaseException) -> str:
-        """The text of a transport failure: the transport error's own."""
-        return str(cause) or type(cause).__name__
 
     # ------------------------------------------------------------------------------------------- MAF entry
 

@@ -111,7 +111,6 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "openai"
     _FACTS: ClassVar[ProviderFacts] = OPENAI_FACTS
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = OpenAIWire.errors
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         settings = load_settings(OpenAISettings, env_prefix="OPENAI_", **keywords.given())

@@ -248,7 +248,6 @@ class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[Resp
         permanent_codes=AUTH_CODES | FILTER_CODES,  # and what qwen3.errors marks permanent
         end="response.completed",
     )
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = OpenAIWire.errors
     _wire: OpenAIWire
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
