@@ -175,7 +175,7 @@ def request_body(provider: str, messages: list[Message], options: dict[str, Any]
     converted = client._convert_messages(client._history(messages), options)
     body = client._request_body(converted, options, model=client.model, stream=stream)
     if provider == "gemini":
-        from clients.gemini.client import _sdk_arguments
+        from clients.gemini.wire import _sdk_arguments
 
         _sdk_arguments(body, raw_http=not stream)  # google-genai's own objects, made before sending
     return body

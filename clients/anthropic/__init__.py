@@ -1,7 +1,8 @@
 """Anthropic Messages for MAF: ``AnthropicChatClient`` on the ``anthropic`` SDK.
 
-``client`` holds the chat client, ``convert`` the pure MAF ⇄ Messages translation, ``testing`` the loopback
-emulator. Needs the ``anthropic`` extra: ``pip install "agent-framework-qwen3[anthropic]"``.
+``client`` holds the chat client, ``wire`` its transport (the anthropic SDK), ``convert`` the pure MAF ⇄ Messages
+translation, ``testing`` the loopback emulator (``testing_wire`` its side of the
+wire format). Needs the ``anthropic`` extra: ``pip install "agent-framework-qwen3[anthropic]"``.
 """
 
 from clients.providers import PROVIDERS

@@ -1,21 +1,18 @@
 """MAF chat clients for Anthropic's Messages API: ``RawAnthropicChatClient`` and ``AnthropicChatClient``.
 
-Thin on purpose: the translation lives in ``clients.anthropic.convert``. This module resolves settings, sends the
-body with the official ``anthropic`` SDK (``AsyncAnthropic``, its own retries off) asking it for the raw JSON and
-the raw event stream (``messages.with_streaming_response.create``), retries transient failures with
-``clients.core.transport`` (streams only before their first event), and turns failures into MAF exceptions.
+Thin on purpose: the translation lives in ``clients.anthropic.convert`` and ``clients.anthropic.parse``, the
+transport in ``clients.anthropic.wire`` (the official ``anthropic`` SDK, its own retries off, asked for the raw JSON
+and the raw event stream). This module resolves settings and builds the request; retries are
+``clients.core.transport``'s (streams only before their first event), failures become MAF exceptions.
 Decisions and sources: docs/anthropic.md.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypedDict
 
-import httpx2
 from agent_framework import (
     ChatMiddlewareLayer,
     ChatResponse,
@@ -27,19 +24,15 @@ from agent_framework import (
 )
 from agent_framework.exceptions import SettingNotFoundError
 from agent_framework.observability import ChatTelemetryLayer
-from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, DefaultAsyncHttpxClient
-from anthropic.resources.messages.messages import AsyncMessages
 from typing_extensions import TypeVar
 
 from clients.anthropic.convert import convert_messages, request_body
-from clients.anthropic.errors import StreamError, parse_error
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
+from clients.anthropic.wire import AnthropicWire
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.parse import json_object
-from clients.core.transport import EventStream, Failure, ProviderFacts, SSEDecoder, aiter_events, shown_url
-from clients.core.wire import checked_answer
+from clients.core.transport import ProviderFacts, shown_url
 from clients.providers import PROVIDERS
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
@@ -56,16 +49,6 @@ AnthropicOptionsT = TypeVar(
     covariant=True,
 )
 
-_CREATE_PARAMETERS = frozenset(inspect.signature(AsyncMessages.create).parameters) - {
-    "self",
-    "extra_headers",
-    "extra_query",
-    "extra_body",
-    "timeout",
-}
-"""Body fields the installed SDK's ``messages.create`` takes by name; the others go in ``extra_body`` (SDK 1.17 has
-no ``temperature``, ``top_p`` or ``top_k`` parameter, the API still takes them on the models that have them)."""
-
 
 class AnthropicSettings(TypedDict, total=False):
     """Settings read by ``load_settings`` with prefix ``ANTHROPIC_`` (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
@@ -75,43 +58,6 @@ class AnthropicSettings(TypedDict, total=False):
     base_url: str | None
     model: str | None
     chat_model: str | None
-
-
-def _status_failure(exc: APIStatusError) -> Failure:
-    """The SDK's status error (a non-2xx answer) as a `Failure`, from the error body it read."""
-    body: Any = exc.body if exc.body is not None else exc.message
-    error = parse_error(exc.status_code, body, exc.request_id)
-    return Failure(error, exc.response.headers)
-
-
-def _sdk_arguments(body: Mapping[str, Any]) -> dict[str, Any]:
-    """``messages.create`` keyword arguments for a body: known fields by name, the rest as ``extra_body``."""
-    known = {key: value for key, value in body.items() if key in _CREATE_PARAMETERS}
-    extra = {key: value for key, value in body.items() if key not in _CREATE_PARAMETERS}
-    if extra:
-        known["extra_body"] = extra
-    return known
-
-
-async def _payloads(response: Any, max_bytes: int, idle: float) -> AsyncGenerator[dict[str, Any], None]:
-    """The event payloads of one open stream (raw SSE lines through ``SSEDecoder``); an ``error`` event raises
-    `Failure` with the status its type implies."""
-    chunks = response.iter_bytes()
-    try:
-        async for event in aiter_events(chunks, SSEDecoder(), max_bytes, idle):
-            yield _payload(response, event.data)
-    finally:
-        await chunks.aclose()
-
-
-def _payload(response: Any, text: str) -> dict[str, Any]:
-    data = json_object("Anthropic", text, what="event")
-    if data.get("type") == "error":
-        failed = StreamError(data)
-        raw = {"type": "error", "error": {"type": failed.error_type, "message": failed.message}}
-        error = parse_error(None, raw, failed.request_id or response.request_id)
-        raise Failure(error, response.http_response.headers)
-    return data
 
 
 class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[AnthropicOptionsT]):
@@ -125,7 +71,7 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         end="message_stop",  # the streaming docs' last event
         key_as_bearer=False,  # the key goes as x-api-key, which a userinfo's Basic auth leaves
     )
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = (APIConnectionError,)  # APITimeoutError is one too
+    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = AnthropicWire.errors
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         settings = load_settings(AnthropicSettings, env_prefix="ANTHROPIC_", **keywords.given())
@@ -184,53 +130,8 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
 
     # ------------------------------------------------------------------------------------------ transport
 
-    def _client(self) -> AsyncAnthropic:
-        """The SDK client of the running event loop (its retries off: our ``retry_policy`` replaces them), its
-        answers asked for uncompressed and bounded as they arrive (`_on_response`)."""
-        timeout = httpx2.Timeout(self.timeout, connect=self.connect_timeout)
-        return self._per_loop(
-            lambda: AsyncAnthropic(
-                api_key=self._api_key.get_secret_value(),
-                base_url=self._url,
-                timeout=timeout,
-                max_retries=0,
-                default_headers={"Accept-Encoding": "identity"},
-                http_client=DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"response": [self._on_response]}),
-            )
-        )
-
-    async def _on_response(self, response: httpx2.Response) -> None:
-        """Each HTTP answer, before the SDK reads it (each hop of a redirect too: the SDK's httpx client follows
-        them): a redirect to another origin refused, one that is not an event stream (the JSON answer, an error
-        body, a proxy's page) read no further than ``max_event_bytes`` and no later than ``timeout`` from now, a
-        compressed one refused unread (``clients.core.wire.checked_answer``)."""
-        await checked_answer(response, "Anthropic", self.base_url, self.max_event_bytes, self.timeout)
-
-    def _create(self, body: Mapping[str, Any], read_timeout: float) -> Any:
-        """``messages.with_streaming_response.create``: the SDK builds the request and raises its status errors;
-        the raw JSON body or event stream comes back."""
-        timeout = httpx2.Timeout(read_timeout, connect=self.connect_timeout)
-        return self._client().messages.with_streaming_response.create(**_sdk_arguments(body), timeout=timeout)
-
-    async def _send(self, request: ProviderRequest) -> dict[str, Any]:
-        try:
-            async with self._create(request.body, self.timeout) as response:
-                raw = await response.read()
-        except APIStatusError as exc:
-            raise _status_failure(exc) from None
-        return json_object("Anthropic", raw)
-
-    async def _open_events(self, request: ProviderRequest) -> EventStream:
-        manager = self._create(request.body, self.stream_idle_timeout)
-        try:
-            response = await manager.__aenter__()
-        except APIStatusError as exc:
-            raise _status_failure(exc) from None
-        return await EventStream(
-            self,
-            _payloads(response, self.max_event_bytes, self.stream_idle_timeout),
-            partial(manager.__aexit__, None, None, None),
-        ).start()
+    def _new_wire(self) -> AnthropicWire:
+        return AnthropicWire(self._wire_settings())
 
 
 class AnthropicChatClient(

@@ -1,7 +1,8 @@
 """Gemini for MAF: ``GeminiChatClient`` on the ``google-genai`` SDK.
 
-``client`` holds the chat client, ``convert`` the pure MAF ⇄ Gemini translation, ``testing`` the loopback
-emulator. Needs the ``gemini`` extra: ``pip install "agent-framework-qwen3[gemini]"``.
+``client`` holds the chat client, ``wire`` its transport (google-genai), ``convert`` the pure MAF ⇄ Gemini
+translation, ``testing`` the loopback emulator (``testing_wire`` its side of the
+wire format). Needs the ``gemini`` extra: ``pip install "agent-framework-qwen3[gemini]"``.
 """
 
 from clients.providers import PROVIDERS

@@ -920,8 +920,8 @@ async def test_close_and_context_manager(emu: AnthropicEmulator) -> None:
     emu.script("a")
     async with raw(emu) as client:
         assert (await client.get_response(hi())).text == "a"
-        assert client._clients.current is not None
-    assert client._clients.current is None
+        assert client._wire._sdks.current is not None
+    assert client._wire._sdks.current is None
 
 
 # ------------------------------------------------------------------------------ the emulator's validation

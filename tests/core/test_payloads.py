@@ -139,8 +139,6 @@ def test_the_wires_read_their_streams_through_the_one_loop() -> None:
         "qwen3/batch/client.py",  # JSONL result files: each line a record, no events
         "qwen3/client.py",  # to convert: the DashScope wire
         "qwen3/service.py",  # to convert: the DashScope wire
-        "clients/anthropic/client.py",  # to convert: the Anthropic wire
-        "clients/anthropic/wire.py",  # to convert: the Anthropic wire
     }
     loops = {
         str(path.relative_to(ROOT))

@@ -543,8 +543,8 @@ async def test_retry_on_429_then_success(emu: GeminiEmulator, stream: bool) -> N
 def test_retry_waits_what_retry_info_says() -> None:
     """Gemini's 429 bodies carry ``RetryInfo.retryDelay``; without a ``Retry-After`` header that is the wait."""
     from clients.core.transport import retry_advice
-    from clients.gemini.client import _api_failure
     from clients.gemini.testing import error_body
+    from clients.gemini.wire import _api_failure
 
     body = error_body(429, "RESOURCE_EXHAUSTED", "quota", retry_after=37)
     advice = retry_advice(_api_failure(genai_errors.ClientError(429, body, None)))
