@@ -31,10 +31,13 @@ default model, see ``PROVIDERS``):
 ChartReader's model: ``--reader-model``, else the config file's ``[chart_reader] model``, else ``qwen3-vl-plus``.
 
 Real or emulated, per agent: an agent whose provider has a key in the environment (``DASHSCOPE_API_KEY``,
-``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``) calls the real service (the
-client reads its key, base URL and region settings from the environment itself); one without a key runs against a
-local loopback emulator of that provider's API (``qwen3.testing``, ``clients.<provider>.testing``) with scripted,
-data-driven replies, and the output says EMULATED. ``--offline`` emulates every agent even when keys are set.
+``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``) calls the base URL its client
+reads from the environment (``DASHSCOPE_BASE_URL``, ``OPENAI_BASE_URL``…, else the provider's service); one without a
+key runs against a loopback emulator of that provider's API that this script starts (``qwen3.testing``,
+``clients.<provider>.testing``) with scripted, data-driven replies. Both say EMULATED, and so does a key whose base URL
+is this machine (``kline.cli.loopback``: 127.0.0.0/8, ``::1``, ``localhost``, e.g. ``python -m qwen3.testing``'s
+emulators): only the provider's own service is a model's answer. ``--offline`` starts an emulator for every agent
+even when keys are set.
 
 Usage::
 
@@ -151,7 +154,8 @@ def make_client(
 
 
 def has_key(info: Provider, environ: Mapping[str, str]) -> bool:
-    """Whether the environment holds a key for ``info`` (then the real service is called)."""
+    """Whether the environment holds a key for ``info`` (then the client's base URL is called, not an emulator this
+    script starts)."""
     return any(environ.get(var, "").strip() for var in info.key_variables)
 
 
@@ -346,7 +350,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package be
 from kline.agent import TOOL_NAME, emulated_analysis, make_indicator_tool
 from kline.analysis import USER_ERRORS
 from kline.chart import render_chart
-from kline.cli import run_cli
+from kline.cli import loopback, run_cli
 from kline.data import load_csv, load_goog_sample
 from kline.indicators import MA_WINDOWS, moving_average
 
@@ -590,21 +594,56 @@ class AgentTurn:
     text: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class AgentSetup:
-    """Where one agent ran: provider, model, emulated or real, and the choice's source."""
+    """Where one agent runs: its provider and model (and the choice's source), and what answers it.
+
+    ``own_emulator``: this script starts a loopback emulator for the agent (no key for its provider in the
+    environment, or ``--offline``). ``base_url``: otherwise, the base URL its client resolved from the environment
+    (``DASHSCOPE_BASE_URL``, ``OPENAI_BASE_URL``…, else the provider's service), as the client shows it.
+    """
 
     name: str
     choice: ModelChoice
-    emulated: bool
+    own_emulator: bool
+    base_url: str | None = None
+
+    @property
+    def emulated(self) -> bool:
+        """Whether this machine answers, not the provider: the emulator this script starts, or a key whose base URL
+        is loopback (``kline.cli.loopback``, the one decision every example makes)."""
+        return self.own_emulator or loopback(self.base_url)
+
+
+def agent_client(
+    name: str, choice: ModelChoice, *, api_key: str | None = None, base_url: str | None = None
+) -> BaseChatClient[Any]:
+    """``name``'s client: ChartReader on ``QwenVLChatClient``, the Analyst on `make_client`. ``api_key`` /
+    ``base_url`` None: read from the environment by the client."""
+    if name == READER:
+        return QwenVLChatClient(model=choice.model, api_key=api_key, base_url=base_url)
+    return make_client(choice.provider, choice.model, api_key=api_key, base_url=base_url)
+
+
+def agent_setups(settings: Settings, *, offline: bool, environ: Mapping[str, str]) -> dict[str, AgentSetup]:
+    """Where each agent runs (`AgentSetup`), ChartReader first. For an agent with a key in ``environ``, its client is
+    built to read the base URL it resolves from the process environment (nothing is sent), raising what the client
+    raises for a setting it refuses."""
+    setups = {}
+    for name, choice in ((READER, settings.reader), (ANALYST, settings.analyst)):
+        if offline or not has_key(PROVIDERS[choice.provider], environ):
+            setups[name] = AgentSetup(name, choice, own_emulator=True)
+        else:
+            setups[name] = AgentSetup(name, choice, own_emulator=False, base_url=agent_client(name, choice).base_url)
+    return setups
 
 
 @dataclass
 class WorkflowReport:
     """What one workflow run produced (returned for callers and tests).
 
-    ``requests``: for each emulated agent, what its emulator received (``RecordedRequest`` with the neutral view
-    ``.turns``); real agents have no entry.
+    ``requests``: for each agent on an emulator this script started, what it received (``RecordedRequest`` with the
+    neutral view ``.turns``); agents with a key have no entry.
     """
 
     workflow: WorkflowKind
@@ -638,10 +677,10 @@ async def run_workflow(
     echo: bool = True,
 ) -> WorkflowReport:
     """Build the agents and one workflow, run it streaming (printing each agent's words as they come when
-    ``echo``), and report. Agents without a key (or all with ``offline``) run on a loopback emulator."""
+    ``echo``), and report. Agents without a key (or all with ``offline``) run on a loopback emulator started here."""
     env = os.environ if environ is None else environ
     infos = {READER: PROVIDERS["qwen"], ANALYST: PROVIDERS[settings.analyst.provider]}
-    emulated = {name: offline or not has_key(info, env) for name, info in infos.items()}
+    setups = agent_setups(settings, offline=offline, environ=env)
     replies = {
         READER: reader_reply(inputs.data, days=inputs.days, symbol=inputs.symbol),
         ANALYST: analyst_reply(infos[ANALYST], settings.analyst.model),
@@ -649,33 +688,26 @@ async def run_workflow(
     report = WorkflowReport(
         workflow=kind,
         chart=inputs.chart,
-        reader=AgentSetup(READER, settings.reader, emulated[READER]),
-        analyst=AgentSetup(ANALYST, settings.analyst, emulated[ANALYST]),
+        reader=setups[READER],
+        analyst=setups[ANALYST],
     )
     async with contextlib.AsyncExitStack() as stack:  # unwinds in reverse: clients closed, then emulators stopped
         servers: dict[str, LoopbackServer] = {}
 
-        def endpoint(name: str) -> tuple[str | None, str | None]:
-            """(api_key, base_url): the emulator's, or (None, None) so that the client reads the environment."""
-            if not emulated[name]:
-                return None, None
-            servers[name] = _start_emulator(infos[name], replies[name])
-            stack.callback(servers[name].stop)
-            return EMULATOR_KEY, servers[name].base_url
-
-        def closing(client: BaseChatClient[Any]) -> BaseChatClient[Any]:
-            close = getattr(client, "close", None)
+        def client(name: str) -> BaseChatClient[Any]:
+            """``name``'s client: on the emulator started for it, or reading the environment (key, base URL)."""
+            key = url = None
+            if setups[name].own_emulator:
+                servers[name] = _start_emulator(infos[name], replies[name])
+                stack.callback(servers[name].stop)
+                key, url = EMULATOR_KEY, servers[name].base_url
+            made = agent_client(name, setups[name].choice, api_key=key, base_url=url)
+            close = getattr(made, "close", None)
             if close is not None:
                 stack.push_async_callback(close)
-            return client
+            return made
 
-        key, url = endpoint(READER)
-        reader_client = closing(QwenVLChatClient(model=settings.reader.model, api_key=key, base_url=url))
-        key, url = endpoint(ANALYST)
-        analyst_client = closing(
-            make_client(settings.analyst.provider, settings.analyst.model, api_key=key, base_url=url)
-        )
-        reader, analyst, report.tool_calls = build_agents(reader_client, analyst_client, inputs.data, inputs.symbol)
+        reader, analyst, report.tool_calls = build_agents(client(READER), client(ANALYST), inputs.data, inputs.symbol)
         workflow = build_workflow(kind, reader, analyst, rounds=rounds)
         await _stream(workflow, task_message(inputs), report, echo=echo)
         report.requests = {name: list(server.requests) for name, server in servers.items()}
@@ -725,19 +757,26 @@ async def _stream(workflow: Workflow, message: Message, report: WorkflowReport, 
 # --------------------------------------------------------------------------------------------------------------
 
 
-def banner(settings: Settings, offline: bool, environ: Mapping[str, str]) -> str:
+def banner(setups: Sequence[AgentSetup], offline: bool) -> str:
+    """Where each agent runs, EMULATED for every one this machine answers (`AgentSetup.emulated`)."""
     lines = []
-    for name, choice in ((READER, settings.reader), (ANALYST, settings.analyst)):
-        info = PROVIDERS[choice.provider]
-        real = not offline and has_key(info, environ)
-        why = "key found" if real else "--offline" if offline else f"no {' / '.join(info.key_variables)} set"
-        where = f"{info.label} (real service)" if real else f"EMULATED {info.label} (local emulator, {why})"
-        lines.append(f"  {name:<12} {choice.model} on {where}; chosen by {choice.source}")
+    for setup in setups:
+        info = PROVIDERS[setup.choice.provider]
+        if setup.own_emulator:
+            why = "--offline" if offline else f"no {' / '.join(info.key_variables)} set"
+            where = f"EMULATED {info.label} (local emulator, {why})"
+        elif setup.emulated:
+            where = (
+                f"EMULATED {info.label} (key found, but {setup.base_url} is this machine (loopback), not {info.label})"
+            )
+        else:
+            where = f"{info.label} at {setup.base_url} (key found)"
+        lines.append(f"  {setup.name:<12} {setup.choice.model} on {where}; chosen by {setup.choice.source}")
     note = ""
-    if offline or any(not has_key(PROVIDERS[c.provider], environ) for c in (settings.reader, settings.analyst)):
+    if any(setup.emulated for setup in setups):
         note = (
             "\nEMULATED agents answer with canned, data-driven text, NOT a model's reading: set the key named above "
-            "for a real answer."
+            "(and no loopback base URL) for a real answer."
         )
     return "=" * 100 + "\nAgents\n" + "\n".join(lines) + note + "\n" + "=" * 100
 
@@ -753,7 +792,7 @@ async def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None
         environ=env,
     )
     _load(PROVIDERS[settings.analyst.provider], "client")  # a missing extra stops here, with its pip line
-    print(banner(settings, args.offline, env))
+    print(banner(list(agent_setups(settings, offline=args.offline, environ=env).values()), args.offline))
     inputs = prepare(args.csv, args.days, args.out)
     window = inputs.window
     print(

@@ -10,6 +10,7 @@ file / environment / flag pick the provider and model as documented.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from typing import Any
 import pytest
 
 from clients.providers import PROVIDERS as REGISTRY
+from clients.testing import Reply
+from qwen3.testing import DashScopeEmulator
 from tests.conftest import example_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -314,19 +317,37 @@ def test_empty_model_is_an_error(ws: ModuleType) -> None:
         ws.parse_choice("openai:", source="--analyst")
 
 
-def test_key_in_the_environment_selects_the_real_service(ws: ModuleType) -> None:
+def test_a_key_selects_the_clients_base_url_and_only_a_remote_one_is_not_emulated(
+    ws: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require(ws, "gemini")
     chosen = settings(ws, "gemini")
     info = ws.PROVIDERS["gemini"]
     assert not ws.has_key(info, {})
     assert ws.has_key(info, {"GOOGLE_API_KEY": "k"})
     assert ws.has_key(info, {"GEMINI_API_KEY": "k"})
     assert not ws.has_key(info, {"GEMINI_API_KEY": "  "})
-    text = ws.banner(chosen, False, {"GEMINI_API_KEY": "k"})
-    assert "gemini-2.5-flash on Gemini (real service)" in text
+    for name in ("DASHSCOPE_API_KEY", "GEMINI_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    setups = ws.agent_setups(chosen, offline=False, environ={"GEMINI_API_KEY": "k"})
+    assert not setups["Analyst"].own_emulator
+    assert not setups["Analyst"].emulated
+    text = ws.banner(list(setups.values()), False)
+    assert "gemini-2.5-flash on Gemini at https://generativelanguage.googleapis.com (key found)" in text
     assert "qwen3-vl-plus on EMULATED DashScope (local emulator, no DASHSCOPE_API_KEY set)" in text
-    offline = ws.banner(chosen, True, {"GEMINI_API_KEY": "k", "DASHSCOPE_API_KEY": "k"})
-    assert "real service" not in offline
-    assert "EMULATED Gemini (local emulator, --offline)" in offline
+    monkeypatch.setenv("GEMINI_BASE_URL", "http://[::1]:9")  # the client's own variable: its URL is this machine
+    setups = ws.agent_setups(chosen, offline=False, environ={"GEMINI_API_KEY": "k"})
+    assert not setups["Analyst"].own_emulator  # the key's URL is called, no emulator of ours is started...
+    assert setups["Analyst"].emulated  # ...and what answers there is labelled EMULATED
+    assert "gemini-2.5-flash on EMULATED Gemini (key found, but http://[::1]:9 is this machine (loopback), not " in (
+        ws.banner(list(setups.values()), False)
+    )
+    offline = ws.agent_setups(chosen, offline=True, environ={"GEMINI_API_KEY": "k", "DASHSCOPE_API_KEY": "k"})
+    assert all(setup.own_emulator for setup in offline.values())
+    text = ws.banner(list(offline.values()), True)
+    assert "key found" not in text
+    assert "EMULATED Gemini (local emulator, --offline)" in text
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -428,6 +449,45 @@ def test_the_example_runs_after_the_examples_extra_alone_and_a_missing_extra_nam
         [line] = [line for line in errors if f"the {info.label} client is not available" in line]
         assert line.endswith(f'pip install "agent-framework-qwen3[{info.extra}]"'), line
         assert "No module named" not in line
+
+
+def test_a_key_with_the_base_url_at_an_emulator_is_labelled_emulated(tmp_path: Path) -> None:
+    """The example run as a user runs it with a key and DASHSCOPE_BASE_URL at an emulator (``python -m qwen3.testing``
+    prints that pair): the agents call that URL, and every label says EMULATED. Before, the banner said
+    "DashScope (real service)", each turn's header "live", and the run's end nothing."""
+    answers = iter(["The chart shows GOOG falling.", "Trend: down."] * 4)
+    with DashScopeEmulator(api_key="sk-user", default_reply=lambda request: Reply(text=next(answers))) as emu:
+        env = {
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "WORKFLOW_ANALYST"
+            },
+            "DASHSCOPE_API_KEY": "sk-user",
+            "DASHSCOPE_BASE_URL": emu.base_url,
+        }
+        argv = ["--config", "", "--workflow", "sequential", "--days", "30", "--out", str(tmp_path / "c.png")]
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLE), *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=env,
+            check=False,
+        )
+        models = sorted({request.model for request in emu.requests})
+        url = emu.base_url
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert models == ["qwen-plus", "qwen3-vl-plus"]  # the user's URL was called, not an emulator the example started
+    assert "real service" not in out
+    assert ", live)" not in out
+    for model in ("qwen3-vl-plus", "qwen-plus"):
+        assert f"  {model} on EMULATED DashScope (key found, but {url} is this machine (loopback)" in out
+    assert "--- ChartReader (qwen3-vl-plus, EMULATED) ---" in out
+    assert "--- Analyst (qwen-plus, EMULATED) ---" in out
+    assert "EMULATED: ChartReader and Analyst answered from a local emulator" in out
 
 
 def test_the_docs_provider_table_is_the_registry() -> None:
