@@ -71,7 +71,6 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         end="message_stop",  # the streaming docs' last event
         key_as_bearer=False,  # the key goes as x-api-key, which a userinfo's Basic auth leaves
     )
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = AnthropicWire.errors
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         settings = load_settings(AnthropicSettings, env_prefix="ANTHROPIC_", **keywords.given())

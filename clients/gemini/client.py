@@ -62,7 +62,6 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         PROVIDERS["gemini"].label,
         key_as_bearer=False,  # the key goes as x-goog-api-key, which a userinfo's Basic auth leaves
     )
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = GeminiWire.errors
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:
         given = keywords.given()
