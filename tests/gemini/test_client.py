@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -772,3 +773,37 @@ async def test_emulator_auth_answers(emu: GeminiEmulator) -> None:
         missing = await http.post(url.split("?")[0], json={"contents": []})
         assert missing.status_code == 403
         assert missing.json()["error"]["status"] == "PERMISSION_DENIED"
+
+
+async def drained() -> list[Any]:
+    """What the running loop's other tasks end with, once they and those they start have (google-genai's client,
+    collected, starts one that closes it)."""
+    ended: list[Any] = []
+    while others := [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]:
+        ended += await asyncio.gather(*others, return_exceptions=True)
+    return ended
+
+
+def test_a_replaced_loop_closes_its_own_http_client_not_the_current_one(emu: GeminiEmulator) -> None:
+    # one google-genai client and its httpx client per event loop, closed as a pair: a loop still running in another
+    # thread gets its own closed there when a new loop replaces it (the client kept only the last httpx client, so
+    # that close shut the new loop's)
+    emu.script("a", "b", "c")
+    client = gemini(emu)
+    elsewhere = asyncio.new_event_loop()
+    thread = threading.Thread(target=elsewhere.run_forever, daemon=True)
+    thread.start()
+    here = asyncio.new_event_loop()
+    try:
+        assert asyncio.run_coroutine_threadsafe(ask(client), elsewhere).result(10).text == "a"
+        assert here.run_until_complete(ask(client)).text == "b"  # replaces the other loop's pair
+        elsewhere.call_soon_threadsafe(elsewhere.stop)
+        thread.join(10)
+        closing = elsewhere.run_until_complete(drained())  # the replaced pair's closing, finished in its own loop
+        assert not [failure for failure in closing if isinstance(failure, BaseException)]
+        assert here.run_until_complete(ask(client)).text == "c"  # this loop's httpx client is still open
+    finally:
+        here.run_until_complete(client.close())
+        here.run_until_complete(drained())
+        here.close()
+        elsewhere.close()
