@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Generic, TypedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Generic, TypedDict, cast
 
-import dashscope
-import httpx
 from agent_framework import (
     ChatMiddlewareLayer,
     ChatResponse,
@@ -34,24 +32,13 @@ from agent_framework.exceptions import ChatClientException
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar, Unpack
 
-from clients.core.client import ProviderChatClient, ProviderRequest
+from clients.core.client import ProviderChatClient
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.parse import json_object
-from clients.core.transport import (
-    EventStream,
-    Failure,
-    ProviderFacts,
-    SSEDecoder,
-    aiter_events,
-    as_text,
-    streamed_json,
-    to_chat_client_exception,
-)
-from clients.core.wire import read_limited
+from clients.core.transport import Failure, ProviderFacts, to_chat_client_exception
 from clients.providers import PROVIDERS
 from qwen3.convert import conversation_has_media, request_body, request_messages
-from qwen3.errors import error_from_body, explained, parse_error
-from qwen3.models import ENDPOINT_PATHS, Endpoint, endpoint_for_model, is_url_error, other_endpoint
+from qwen3.errors import explained
+from qwen3.models import Endpoint, endpoint_for_model, is_url_error, other_endpoint
 from qwen3.options import (
     QwenChatOptions,
     QwenWebSearchOptions,
@@ -65,12 +52,12 @@ from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.service import (
     DEFAULT_BASE_URL,
     INTL_BASE_URL,
+    DashScopeRequest,
     DashScopeService,
-    DashScopeTransport,
+    DashScopeWire,
     DataInspection,
     Headers,
     ServiceSettings,
-    bounded,
     merge_headers,
     needs_oss_resolve,
     no_model,
@@ -105,26 +92,6 @@ _MAF_KEYWORDS = frozenset({"session", "middleware", "thread"})
 QwenOptionsT = TypeVar("QwenOptionsT", bound=TypedDict, default="QwenChatOptions", covariant=True)  # type: ignore[valid-type]
 
 
-async def _payloads(
-    response: httpx.Response, max_bytes: int, idle: float
-) -> AsyncGenerator[tuple[dict[str, Any], str], None]:
-    """The result events of a DashScope stream: each one's ``data`` parsed and as text (the update keeps the text,
-    no parsed tree); an error event raises `Failure`.
-
-    An ``event:error`` arrives with HTTP 200: its status is taken from the ``:HTTP_STATUS/`` line, else
-    inferred from the code (capture ``parameter-error-sse``). A 200 event carrying a ``code`` is an error too.
-    """
-    events = aiter_events(response.aiter_bytes(), SSEDecoder(complete_on_data=True), max_bytes, idle)
-    async for event in events:
-        text = event.data
-        data = json_object("DashScope", text, what="event")
-        if event.event == "error" or data.get("code"):
-            message = as_text(data.get("message"))  # whatever the server put there
-            error = parse_error(event.status, data.get("code"), message, data.get("request_id"))
-            raise Failure(error, response.headers)
-        yield data, text
-
-
 @dataclass(frozen=True)
 class QwenClientSettings(ClientSettings, ServiceSettings):
     """``QwenChatClient``'s keywords as one object: every client's (`ClientSettings`), every DashScope client's
@@ -138,13 +105,12 @@ class QwenClientSettings(ClientSettings, ServiceSettings):
 
 
 @dataclass(frozen=True)
-class QwenRequest(ProviderRequest):
-    """A DashScope request: the body for ``endpoint`` with its ``headers``, and what a follow-up needs: the messages
-    it was built from and the ``other`` endpoint to try after a "url error" (None: the endpoint is fixed)."""
+class QwenRequest(DashScopeRequest):
+    """A DashScope request (``qwen3.service.DashScopeRequest``: the body for ``endpoint`` with its ``headers``), and
+    what a follow-up needs: the messages it was built from and the ``other`` endpoint to try after a "url error"
+    (None: the endpoint is fixed)."""
 
     messages: Sequence[Message] = ()
-    endpoint: Endpoint = "text"
-    headers: Headers = field(default_factory=dict)
     other: Endpoint | None = None
 
 
@@ -279,7 +245,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         body = request_body(wire, opts, model=model, stream=streamed)
         if needs_oss_resolve(body):  # oss:// files in the body (Model Studio "Upload a local file")
             headers = {**headers, "X-DashScope-OssResourceResolve": "enable"}
-        return QwenRequest(model, opts, body, streamed, messages, endpoint, headers, other)
+        return QwenRequest(model, opts, body, streamed, endpoint, headers, messages, other)
 
     def _fallback(self, request: QwenRequest, failure: Failure) -> QwenRequest | None:
         """After DashScope's "url error" (the model is not served on the routed endpoint), the request converted
@@ -328,61 +294,17 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
 
     # -------------------------------------------------------------------------------------------- transport
 
-    def _client(self) -> dashscope.AsyncClient:
-        """The SDK client of the running event loop (``qwen3.service.DashScopeService.sdk_client``: its retries off,
-        our ``retry_policy`` replaces them, docs/errors-and-retries.md)."""
-        return self._per_loop(lambda: self.service.sdk_client(self.timeout))
-
-    async def _close_sdk(self, sdk: dashscope.AsyncClient) -> None:
-        await sdk.aclose()
-
-    async def _send(self, request: QwenRequest) -> dict[str, Any]:
-        """One non-streamed attempt; ``connect_timeout`` seconds to connect; the answer read bounded, at most
-        ``max_event_bytes`` (``qwen3.service.bounded``). A body with big inline media is sent piece by piece
-        (``clients.core.transport``), never built whole."""
-        body, endpoint, headers = request.body, request.endpoint, request.headers
-        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-        streamed = streamed_json(body)  # None: no inline media big enough to send in pieces
-        # httpx takes an async iterable as content=
-        payload: dict[str, Any] = {"json": body} if streamed is None else {"content": streamed}
-        answer = await bounded(
-            self._client(),
-            "POST",
-            ENDPOINT_PATHS[endpoint],
-            limit=self.max_event_bytes,
-            timeout=timeout,
-            headers={**headers, **(streamed.headers if streamed is not None else {})},
-            **payload,
+    def _new_wire(self) -> DashScopeWire:
+        """The one DashScope wire (``qwen3.service.DashScopeWire``) for `service`, with this client's timeouts, bounds
+        and retry policy (the last for its documents: the request path retries the chat requests itself)."""
+        return DashScopeWire(
+            self.service,
+            timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
+            retry_policy=self.retry_policy,
+            stream_idle_timeout=self.stream_idle_timeout,
+            max_bytes=self.max_event_bytes,
         )
-        if answer.status != 200:
-            raise Failure(error_from_body(answer.status, answer.content, answer.headers), answer.headers)
-        data = json_object("DashScope", answer.content)
-        if data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
-            raise Failure(error_from_body(200, answer.content, answer.headers), answer.headers)
-        return data
-
-    async def _open_events(self, request: QwenRequest) -> EventStream:
-        """One attempt to open a stream and read its first event, on the SDK client's httpx client (its key and
-        workspace); each event may take ``stream_idle_timeout`` seconds; an error answer is read bounded
-        (``max_event_bytes``). A body with big inline media is sent piece by piece."""
-        body, endpoint = request.body, request.endpoint
-        headers = {**request.headers, "X-DashScope-SSE": "enable", "Accept": "text/event-stream"}
-        timeout = httpx.Timeout(self.stream_idle_timeout, connect=self.connect_timeout)
-        http = self._client().transport.http_client
-        streamed = streamed_json(body)  # None: no inline media big enough to send in pieces
-        payload: dict[str, Any] = {"json": body} if streamed is None else {"content": streamed}
-        if streamed is not None:
-            headers.update(streamed.headers)
-        sent = http.build_request("POST", ENDPOINT_PATHS[endpoint], headers=headers, timeout=timeout, **payload)
-        response = await http.send(sent, stream=True)
-        if response.status_code >= 400:
-            try:
-                content = await read_limited(response, self.max_event_bytes, self._FACTS.name)
-            finally:
-                await response.aclose()
-            raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
-        payloads = _payloads(response, self.max_event_bytes, self.stream_idle_timeout)
-        return await EventStream(self, payloads, response.aclose).start()
 
     # ------------------------------------------------------------------------------------------- uploads
 
@@ -410,14 +332,8 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         Raises:
             ChatClientInvalidRequestException, ChatClientInvalidAuthException, ChatClientException: as there.
         """
-        transport = DashScopeTransport(
-            self.service,
-            timeout=self.timeout,
-            connect_timeout=self.connect_timeout,
-            retry_policy=self.retry_policy,
-            client=self._client,
-        )
-        return await upload_document(path, transport=transport, wait=wait, poll_interval=poll_interval)
+        wire = cast(DashScopeWire, self._wire)  # the one `_new_wire` made
+        return await upload_document(path, wire=wire, wait=wait, poll_interval=poll_interval)
 
     def _exception(self, failure: Failure, request: QwenRequest) -> ChatClientException:
         """DashScope's error answer as MAF's exception, with a hint where the cause is known

@@ -12,7 +12,6 @@ from dataclasses import replace
 
 from clients.core.transport import ProviderError, as_text
 from qwen3.models import is_url_error, known_family, similar_models
-from qwen3.service import WORKSPACE_HEADER
 
 AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})
 WORKSPACE_CODES = frozenset({"WorkSpaceNotFound", "Workspace.AccessDenied"})
@@ -143,6 +142,8 @@ def explained(error: ProviderError, *, model: str, media: bool, headers: Mapping
     if is_unknown_model(error) and (advice := unknown_model_advice(model)) is not None:
         return replace(error, advice=advice)
     if error.code in WORKSPACE_CODES:
+        from qwen3.service import WORKSPACE_HEADER  # here: qwen3.service reads its errors with this module
+
         sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
         hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"
         return replace(error, message=error.message + hint)

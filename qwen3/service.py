@@ -17,10 +17,10 @@ Settings (`resolve_service` → `DashScopeService`), each from the keyword, else
 
 Transport: the dashscope SDK's HTTP client (``dashscope.AsyncClient``, httpx, its own retries off), one per event
 loop and closed with it (``clients.core.client.PerLoop``), made by `DashScopeService.sdk_client` with the key, the
-base URL and the workspace resolved here (so the SDK reads neither its config file nor the environment again). The
-chat clients send through it on the shared request path (``clients.core.client``); the others through
-`DashScopeTransport`: one call with retries per ``retry_policy`` (``clients.core.transport``), a deadline, every answer
-read bounded.
+base URL and the workspace resolved here (so the SDK reads neither its config file nor the environment again), held
+by `DashScopeWire`, the one wire of every DashScope client: the chat clients send through it on the shared request
+path (``clients.core.client``), the others with its `DashScopeWire.call` (retries per ``retry_policy``, a deadline);
+every answer asked uncompressed and read bounded.
 
 The decisions and their sources: docs/design.md "One DashScope service". The dashscope SDK's own chain (v2
 ``_config.py``) is the model: the same variables in the same order; unlike it, this package never falls back to a
@@ -35,7 +35,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeAlias, TypedDict, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import dashscope
@@ -45,22 +45,29 @@ from agent_framework.exceptions import ChatClientException, SettingNotFoundError
 
 from clients.core.client import PerLoop
 from clients.core.convert import invalid
-from clients.core.keywords import CommonSettings, checked_api_key
+from clients.core.keywords import DEFAULT_TIMEOUTS, CommonSettings, checked_api_key
+from clients.core.parse import json_object
 from clients.core.transport import (
+    MAX_EVENT_BYTES,
     Attempts,
     Failure,
     RetryAdvice,
     RetryPolicy,
+    ServerSentEvent,
+    as_text,
     call_with_retries,
     hide,
     redact,
     retry_advice,
     scrubbed,
     shown_url,
+    streamed_json,
     url_secrets,
     within,
 )
-from clients.core.wire import read_limited
+from clients.core.wire import OpenStream, ProviderRequest, payloads, read_limited, refuse_compressed
+from qwen3.errors import error_from_body, parse_error
+from qwen3.models import ENDPOINT_PATHS, Endpoint
 
 __all__ = [
     "DATA_INSPECTION_HEADER",
@@ -71,10 +78,11 @@ __all__ = [
     "WORKSPACE_HEADER",
     "Answer",
     "DashScopeRegion",
+    "DashScopeRequest",
     "DashScopeService",
-    "DashScopeTransport",
+    "DashScopeWire",
     "ServiceSettings",
-    "bounded",
+    "event_failure",
     "id_segment",
     "merge_headers",
     "needs_oss_resolve",
@@ -353,14 +361,17 @@ class DashScopeService:
         """A new dashscope SDK HTTP client for this service: key, base URL and workspace as resolved here (the SDK's
         own chain is not consulted again: ``workspace=""`` when none, so it adds none from its config file), its own
         retries off (``retry_policy`` replaces them, docs/errors-and-retries.md), ``timeout`` seconds per request
-        unless a request says otherwise."""
-        return dashscope.AsyncClient(
+        unless a request says otherwise; answers asked uncompressed (``Accept-Encoding: identity``: a bound counts the
+        bytes that came, a compressed answer is refused, `DashScopeWire`)."""
+        sdk = dashscope.AsyncClient(
             api_key=self.api_key.get_secret_value(),
             base_url=self.request_url,
             workspace=self.workspace or "",
             timeout=timeout,
             max_retries=0,
         )
+        sdk.transport.http_client.headers["Accept-Encoding"] = "identity"  # bounded bytes are decoded bytes
+        return sdk
 
 
 def compatible_mode_refused(base_url: str) -> str:
@@ -486,30 +497,6 @@ class Answer(NamedTuple):
     content: bytes
 
 
-async def bounded(
-    sdk: dashscope.AsyncClient,
-    method: str,
-    url: str,
-    *,
-    limit: int,
-    timeout: httpx.Timeout | None = None,
-    **kwargs: Any,
-) -> Answer:
-    """One request on the SDK client's httpx client (its key, workspace and base URL): ``url`` is a path below the
-    native base or an absolute URL (the compatible-mode base), ``kwargs`` httpx's (``json=``, ``files=``,
-    ``headers=``…); the answer is read whole, at most ``limit`` bytes (past it ``ChatClientInvalidResponseException``).
-    ``timeout``: None keeps the client's."""
-    http = sdk.transport.http_client
-    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-    request = http.build_request(method, url, **options, **kwargs)
-    response = await http.send(request, stream=True)
-    try:
-        content = await read_limited(response, limit, "DashScope")
-    finally:
-        await response.aclose()
-    return Answer(response.status_code, response.headers, content)
-
-
 def unsent_only(exc: Exception) -> RetryAdvice:
     """`retry_advice` for a request that must not take effect twice (creating a batch, uploading a file): retried
     only when it surely had none, a 429 or no connection."""
@@ -520,11 +507,40 @@ def unsent_only(exc: Exception) -> RetryAdvice:
     return RetryAdvice(False)
 
 
-class DashScopeTransport:
-    """HTTP to DashScope for the requests off the chat path (embeddings, batch, documents): `DashScopeService`'s SDK
-    client per event loop (its own, or ``client()``'s: a chat client's for its documents), each call retried per
-    ``retry_policy`` within a deadline of ``timeout`` seconds (``connect_timeout`` of them to connect), every answer
-    read bounded. `aclose` closes its own client."""
+@dataclass(frozen=True)
+class DashScopeRequest(ProviderRequest):
+    """A request to DashScope's native chat API: the body for ``endpoint`` (``qwen3.models.ENDPOINT_PATHS``) with
+    its ``headers`` (the client's and the call's)."""
+
+    endpoint: Endpoint = "text"
+    headers: Headers = field(default_factory=dict)
+
+
+def event_failure(event: ServerSentEvent, data: dict[str, Any], headers: Mapping[str, str]) -> Failure | None:
+    """DashScope's error test for one stream event (``data``: its JSON; ``headers``: the answer's): an
+    ``event:error``, sent with HTTP 200, its status taken from the ``:HTTP_STATUS/`` line, else inferred from the
+    code (capture ``parameter-error-sse``); a 200 event carrying a ``code`` is an error too. None: no error."""
+    if event.event != "error" and not data.get("code"):
+        return None
+    message = as_text(data.get("message"))  # whatever the server put there
+    return Failure(parse_error(event.status, data.get("code"), message, data.get("request_id")), headers)
+
+
+class DashScopeWire:
+    """HTTP to DashScope for every client of the service, one implementation of each step: the dashscope SDK's httpx
+    client (`DashScopeService.sdk_client`, its retries off), one per event loop and closed with it
+    (``clients.core.client.PerLoop``); every request asks for an uncompressed answer and every answer is read bounded
+    (`answer`, `response`: ``clients.core.wire.bound_answer``; a compressed one is refused unread); an error answer,
+    also one sent with HTTP 200, raises `Failure`.
+
+    The chat clients send through `send` and `open` (one attempt each; the request path ``clients.core.client``
+    retries), the others (embeddings, batch, documents) through `json` / `answer` / `response`, with `call` around
+    them: retries per ``retry_policy``, the whole within ``timeout`` seconds. Timeouts in seconds: ``timeout`` per
+    request (``connect_timeout`` of them to connect), ``stream_idle_timeout`` between two stream events;
+    ``max_bytes``: the largest answer (a stream: its largest line or event)."""
+
+    errors: tuple[type[Exception], ...] = ()
+    """The SDK's exceptions that mean no answer came: none, the SDK's httpx client raises httpx's own."""
 
     def __init__(
         self,
@@ -533,30 +549,114 @@ class DashScopeTransport:
         timeout: float,
         connect_timeout: float,
         retry_policy: RetryPolicy,
-        client: Callable[[], dashscope.AsyncClient] | None = None,
+        stream_idle_timeout: float = DEFAULT_TIMEOUTS.stream_idle_timeout,
+        max_bytes: int = MAX_EVENT_BYTES,
     ) -> None:
         self.service = service
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.retry_policy = retry_policy
+        self.stream_idle_timeout = stream_idle_timeout
+        self.max_bytes = max_bytes
         self._clients: PerLoop[dashscope.AsyncClient] = PerLoop(_close_sdk)
-        self._shared = client
 
-    def client(self) -> dashscope.AsyncClient:
+    def _sdk(self) -> dashscope.AsyncClient:
         """The SDK client of the running event loop."""
-        if self._shared is not None:
-            return self._shared()
         return self._clients.get(lambda: self.service.sdk_client(self.timeout))
 
     async def aclose(self) -> None:
-        """Close the pooled connections (the transport may be used again after)."""
+        """Close the pooled connections (the wire may be used again after)."""
         await self._clients.aclose()
 
-    async def send(self, method: str, url: str, *, limit: int, **kwargs: Any) -> Answer:
-        """One attempt (`bounded`) on the running loop's client, ``timeout`` seconds (``connect_timeout`` to
-        connect)."""
-        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
-        return await bounded(self.client(), method, url, limit=limit, timeout=timeout, **kwargs)
+    def detail(self, exc: BaseException, cause: BaseException) -> str:
+        """The text of a transport failure: the transport error's own."""
+        return str(cause) or type(cause).__name__
+
+    # -- one attempt ------------------------------------------------------------------------------------------
+
+    async def _response(
+        self, method: str, url: str, *, read_timeout: float | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        """One request on the running loop's SDK client (its key, workspace and base URL), its answer not yet read:
+        ``url`` a path below the native base or an absolute URL (the compatible-mode base), ``kwargs`` httpx's
+        (``json=``, ``content=``, ``files=``, ``headers=``…); ``read_timeout`` seconds per read (None: ``timeout``),
+        ``connect_timeout`` to connect. The answer was asked uncompressed: a compressed one is refused unread
+        (``clients.core.wire.refuse_compressed``: its bytes could expand past any bound).
+
+        Raises:
+            ChatClientInvalidResponseException: a compressed answer.
+        """
+        http = self._sdk().transport.http_client
+        timeout = httpx.Timeout(self.timeout if read_timeout is None else read_timeout, connect=self.connect_timeout)
+        response = await http.send(http.build_request(method, url, timeout=timeout, **kwargs), stream=True)
+        await refuse_compressed(response, f"DashScope's answer (HTTP {response.status_code})")
+        return response
+
+    async def answer(self, method: str, url: str, *, limit: int, **kwargs: Any) -> Answer:
+        """One request (`_response`'s arguments), its answer read whole, at most ``limit`` bytes
+        (``clients.core.wire.read_limited``).
+
+        Raises:
+            ChatClientInvalidResponseException: past ``limit`` bytes, or a compressed answer.
+        """
+        response = await self._response(method, url, **kwargs)
+        return Answer(response.status_code, response.headers, await _whole(response, limit))
+
+    async def json(self, method: str, url: str, *, limit: int, **kwargs: Any) -> dict[str, Any]:
+        """One request (`answer`'s arguments) whose answer is a JSON object: an error answer, also a body with a
+        ``code`` sent with HTTP 200 (a business error, Model Studio "Error codes"), raises `Failure`.
+
+        Raises:
+            Failure: an error answer.
+            ChatClientInvalidResponseException: not a JSON object, past ``limit`` bytes, or compressed.
+        """
+        answer = await self.answer(method, url, limit=limit, **kwargs)
+        data = json_object("DashScope", answer.content) if answer.status == 200 else {}
+        if answer.status != 200 or data.get("code"):
+            raise Failure(error_from_body(answer.status, answer.content, answer.headers), answer.headers)
+        return data
+
+    async def stream(self, method: str, url: str, *, limit: int, **kwargs: Any) -> httpx.Response:
+        """One request (`_response`'s arguments) whose answer is read as it comes (a stream, a file's lines): an
+        error answer (HTTP 400 or more) is read whole, at most ``limit`` bytes, and raised.
+
+        Raises:
+            Failure: an error answer.
+            ChatClientInvalidResponseException: an error answer over ``limit`` bytes, or a compressed answer.
+        """
+        response = await self._response(method, url, **kwargs)
+        if response.status_code < 400:
+            return response
+        content = await _whole(response, limit)
+        raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
+
+    async def send(self, request: ProviderRequest) -> dict[str, Any]:
+        """One non-streamed chat attempt (`json`): the answer's JSON object, at most ``max_bytes`` read. A body with
+        big inline media is sent piece by piece (``clients.core.transport.streamed_json``), never built whole."""
+        path, headers, payload = _sent(request)
+        return await self.json("POST", path, limit=self.max_bytes, headers=headers, **payload)
+
+    async def open(self, request: ProviderRequest) -> OpenStream:
+        """One attempt to open a chat stream (`stream`): its payloads (``clients.core.wire.payloads``: each event's
+        JSON and its text, as the updates keep it; an event is complete at its ``data:`` line; an error event raises
+        `Failure`, `event_failure`) and what closes it. Each event may take ``stream_idle_timeout`` seconds and
+        ``max_bytes``; an error answer is read bounded. A body with big inline media is sent piece by piece."""
+        path, headers, payload = _sent(request, {"X-DashScope-SSE": "enable", "Accept": "text/event-stream"})
+        idle = self.stream_idle_timeout
+        response = await self.stream("POST", path, limit=self.max_bytes, read_timeout=idle, headers=headers, **payload)
+        events = payloads(
+            response.aiter_bytes(),
+            response.headers,
+            event_failure,
+            provider="DashScope",
+            max_bytes=self.max_bytes,
+            idle_timeout=idle,
+            complete_on_data=True,
+            with_text=True,
+        )
+        return OpenStream(events, response.aclose)
+
+    # -- with retries -----------------------------------------------------------------------------------------
 
     async def call(
         self,
@@ -581,9 +681,9 @@ class DashScopeTransport:
         except Failure as failure:
             raise failure.noted(attempts.note()) from None
         except (httpx.TransportError, asyncio.TimeoutError) as exc:  # masked: one may quote the key
-            raise ChatClientException(self.no_answer(scrubbed(exc)) + attempts.note()) from exc
+            raise ChatClientException(self._no_answer(scrubbed(exc)) + attempts.note()) from exc
 
-    def no_answer(self, exc: BaseException) -> str:
+    def _no_answer(self, exc: BaseException) -> str:
         """What went wrong when no answer came: the timeout that fired, or the connection failure."""
         where = f"DashScope at {self.service.base_url}"
         if isinstance(exc, httpx.ConnectTimeout):
@@ -591,6 +691,28 @@ class DashScopeTransport:
         if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError)):
             return f"{where} did not answer within timeout={self.timeout:g} s"
         return f"Cannot reach {where}: {redact(str(exc)) or type(exc).__name__}"
+
+
+def _sent(request: ProviderRequest, extra: Headers | None = None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The path, headers (the request's, then ``extra``) and httpx's body keyword of a chat request (a
+    `DashScopeRequest`; ``clients.core.wire.Wire`` types it as any request): ``json=``, or ``content=`` sent in
+    pieces when the body holds inline media big enough (``clients.core.transport.streamed_json``; httpx takes an
+    async iterable)."""
+    dash = cast(DashScopeRequest, request)
+    path, headers = ENDPOINT_PATHS[dash.endpoint], {**dash.headers, **(extra or {})}
+    streamed = streamed_json(dash.body)
+    if streamed is None:
+        return path, headers, {"json": dash.body}
+    return path, {**headers, **streamed.headers}, {"content": streamed}
+
+
+async def _whole(response: httpx.Response, limit: int) -> bytes:
+    """A response's body read whole, at most ``limit`` bytes (``clients.core.wire.read_limited``); the response
+    closed."""
+    try:
+        return await read_limited(response, limit, "DashScope")
+    finally:
+        await response.aclose()
 
 
 async def _close_sdk(sdk: dashscope.AsyncClient) -> None:

@@ -52,7 +52,7 @@ from clients.core.parse import json_object
 from clients.core.transport import Failure, scrubbed, to_chat_client_exception, within
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
-from qwen3.service import Answer, DashScopeService, DashScopeTransport, id_segment, unsent_only
+from qwen3.service import Answer, DashScopeService, DashScopeWire, id_segment, unsent_only
 
 __all__ = [
     "REUSE_SECONDS",
@@ -373,7 +373,7 @@ def _file_answer(answer: Answer, what: str) -> dict[str, Any]:
 async def upload_document(
     path: str | os.PathLike[str],
     *,
-    transport: DashScopeTransport,
+    wire: DashScopeWire,
     wait: float = 120.0,
     poll_interval: float = 1.0,
 ) -> Content:
@@ -384,7 +384,7 @@ async def upload_document(
     {host}/compatible-mode/v1/files`` with ``purpose="file-extract"`` ("Management operations, such as file upload,
     deletion, and query, must be performed using an OpenAI compatible SDK"; the native ``/api/v1/files`` of
     ``dashscope.Files`` is the fine-tune store, and the SDK never sends its ``purpose``). The requests go through
-    ``transport`` (``qwen3.service.DashScopeTransport``: the calling chat client's SDK client, key, workspace,
+    ``wire`` (``qwen3.service.DashScopeWire``: the calling chat client's SDK client, key, workspace,
     timeouts and retries; the upload is retried only when it surely did not arrive, a 429 or no connection) to its
     service's compatible-mode base; each answer is read bounded (1 MiB). The file is then polled (``GET
     …/files/{id}``) until ``status`` is ``"processed"``, at most ``wait`` seconds, since a chat naming it earlier gets
@@ -399,21 +399,21 @@ async def upload_document(
         ValueError: a ``base_url`` that does not end in ``/api/v1``.
     """
     file = Path(path)
-    files = f"{transport.service.compatible_request_url}/files"
+    files = f"{wire.service.compatible_request_url}/files"
     data = _document_bytes(file)
 
     async def upload() -> dict[str, Any]:
-        answer = await transport.send(
+        answer = await wire.answer(
             "POST", files, limit=_MAX_ANSWER_BYTES, files={"file": (file.name, data)}, data={"purpose": "file-extract"}
         )
         return _file_answer(answer, f"Uploading {str(file)!r} for Qwen-Long failed")
 
     async def check(file_id: str) -> dict[str, Any]:
-        answer = await transport.send("GET", f"{files}/{file_id}", limit=_MAX_ANSWER_BYTES)
+        answer = await wire.answer("GET", f"{files}/{file_id}", limit=_MAX_ANSWER_BYTES)
         return _file_answer(answer, f"Checking {file_id} failed")
 
     try:
-        found = await transport.call(upload, advise=unsent_only)
+        found = await wire.call(upload, advise=unsent_only)
         try:
             file_id = id_segment(found.get("id"))
         except ValueError:
@@ -428,7 +428,7 @@ async def upload_document(
                     f"(status {found.get('status')!r} after {wait:g} s): try the id later, or upload again."
                 )
             await asyncio.sleep(poll_interval)
-            found = await transport.call(lambda: check(file_id))
+            found = await wire.call(lambda: check(file_id))
     except Failure as failure:
         raise to_chat_client_exception(failure.error) from None
     media_type = mimetypes.guess_type(file.name)[0]

@@ -149,8 +149,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     Class attributes a provider sets: ``_FACTS`` (a `ProviderFacts`: its name in messages, default timeouts,
     permanent error codes, the words of stream messages, how its key is sent) and, until its wire is one
     (``_new_wire``), ``_SDK_ERRORS`` (the SDK's errors raised ``from`` a transport error).
-    Methods a provider supplies: ``_settings``, ``_new_wire`` (or, until its wire is one, ``_client`` with
-    `_per_loop`, ``_send`` and ``_open_events``, one attempt each), ``_convert_messages`` and ``_request_body`` (or the
+    Methods a provider supplies: ``_settings``, ``_new_wire`` (or, until its wire is one, ``_send`` and
+    ``_open_events``, one attempt each), ``_convert_messages`` and ``_request_body`` (or the
     whole ``_build_request``), ``_stream_state`` (its state's ``finished`` read at the end), ``_parse_response``,
     ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``.
     ``RequestT``: the provider's `ProviderRequest` type.
@@ -208,7 +208,6 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """The largest line or event a stream may send, in bytes (default 16 MiB): past it the stream stops with
         ``ChatClientInvalidResponseException`` instead of buffering an endless line."""
         self.rewrite_other_agents = settings.rewrite_other_agents
-        self._clients: PerLoop[Any] = PerLoop(self._close_sdk)
         wire = self._new_wire()
         if wire is not None:
             self._wire: Wire = wire
@@ -320,19 +319,10 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             self.max_event_bytes,
         )
 
-    def _per_loop(self, make: Callable[[], _T]) -> _T:
-        """The SDK client of the running event loop, made by ``make()`` for a new loop (`PerLoop`)."""
-        return cast(_T, self._clients.get(make))
-
     async def close(self) -> None:
         """Close pooled connections (also done by ``async with client:``)."""
-        await self._clients.aclose()
         if "_wire" in vars(self):
             await self._wire.aclose()
-
-    async def _close_sdk(self, sdk: Any) -> None:
-        """Close one SDK client (the openai and anthropic SDKs' ``close()``)."""
-        await sdk.close()
 
     async def __aenter__(self) -> Self:
         return self

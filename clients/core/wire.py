@@ -60,6 +60,7 @@ __all__ = [
     "is_event_stream",
     "payloads",
     "read_limited",
+    "refuse_compressed",
     "refuse_other_origin",
     "too_long",
 ]
@@ -338,6 +339,18 @@ async def bound_answer(response: Any, what: str, max_bytes: int, deadline: float
     Raises:
         ChatClientInvalidResponseException: a compressed answer.
     """
+    await refuse_compressed(response, what)
+    if not (is_event_stream(response) and response.is_success):
+        response.stream = bounded_stream(response.stream, max_bytes, what, deadline=deadline)
+
+
+async def refuse_compressed(response: Any, what: str) -> None:
+    """An HTTP answer (httpx's or httpx2's) compressed though the client asked for none (``Accept-Encoding:
+    identity``) is closed unread: a compressed body could expand past any bound.
+
+    Raises:
+        ChatClientInvalidResponseException: a compressed answer.
+    """
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         await response.aclose()
@@ -345,8 +358,6 @@ async def bound_answer(response: Any, what: str, max_bytes: int, deadline: float
             f"{what} came {encoding}-compressed though the client asked for none (Accept-Encoding: identity): "
             "not read (a compressed body could expand past any bound)"
         )
-    if not (is_event_stream(response) and response.is_success):
-        response.stream = bounded_stream(response.stream, max_bytes, what, deadline=deadline)
 
 
 async def read_limited(response: Any, limit: int, provider: str) -> bytes:

@@ -2,9 +2,9 @@
 (``POST /batches``), poll it until a terminal status (`QwenBatchClient.wait`), stream its result files line by line
 and parse each (`QwenBatchClient.results`). Every call has retries and a deadline, every read a bound.
 
-Transport: ``httpx`` (a core dependency), not the ``openai`` SDK: Qwen-only installs need nothing more, every read
-is bounded (result files are streamed line by line, not loaded whole) and every wait has a deadline. Decisions and
-sources: docs/batch.md.
+Transport: the one DashScope wire (``qwen3.service.DashScopeWire``, httpx), not the ``openai`` SDK: Qwen-only installs
+need nothing more, every read is bounded (result files are streamed line by line, not loaded whole) and every wait
+has a deadline. Decisions and sources: docs/batch.md.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import IO, Any, TypeVar
 
-import httpx
 from agent_framework import SecretString
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
@@ -33,7 +32,6 @@ from clients.core.transport import (
     retry_advice,
     to_chat_client_exception,
 )
-from clients.core.wire import read_limited
 from qwen3.batch.lines import (
     CHAT_URL,
     MAX_LINE_BYTES,
@@ -52,7 +50,7 @@ from qwen3.batch.results import BatchJob, BatchLineError, BatchResult, parse_res
 from qwen3.errors import error_from_body
 from qwen3.service import (
     Answer,
-    DashScopeTransport,
+    DashScopeWire,
     ServiceSettings,
     id_segment,
     no_model,
@@ -81,15 +79,10 @@ class _JsonlLines(SSEDecoder):
         return None
 
 
-def _error_of(status: int, content: bytes, headers: Mapping[str, str]) -> Failure:
-    """An error answer → `Failure` (``qwen3.errors.error_from_body`` reads both of DashScope's error shapes)."""
-    return Failure(error_from_body(status, content, headers), headers)
-
-
 def _json(answer: Answer) -> dict[str, Any]:
     """An answer's JSON object, or the `Failure` of an error answer."""
     if answer.status >= 400:
-        raise _error_of(answer.status, answer.content, answer.headers)
+        raise Failure(error_from_body(answer.status, answer.content, answer.headers), answer.headers)
     return json_object("DashScope", answer.content)
 
 
@@ -163,7 +156,7 @@ class QwenBatchClient:
         self.extra_models = frozenset(extra_models)
         self.timeout, self.connect_timeout = settings.timeouts(120.0)
         self.retry_policy = settings.retries()
-        self._transport = DashScopeTransport(
+        self._wire = DashScopeWire(
             service, timeout=self.timeout, connect_timeout=self.connect_timeout, retry_policy=self.retry_policy
         )
 
@@ -178,7 +171,7 @@ class QwenBatchClient:
 
     async def close(self) -> None:
         """Close the HTTP connections (the client may be used again after)."""
-        await self._transport.aclose()
+        await self._wire.aclose()
 
     # -- one call -----------------------------------------------------------------------------------------
     async def _call(self, method: str, path: str, *, only_unsent: bool = False, **kwargs: Any) -> dict[str, Any]:
@@ -187,15 +180,15 @@ class QwenBatchClient:
         (429, no connection)."""
 
         async def attempt() -> dict[str, Any]:
-            return _json(await self._transport.send(method, f"{self._url}/{path}", limit=MAX_JSON_BYTES, **kwargs))
+            return _json(await self._wire.answer(method, f"{self._url}/{path}", limit=MAX_JSON_BYTES, **kwargs))
 
         return await self._retrying(attempt, unsent_only if only_unsent else retry_advice)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[_T]], advise: Callable[[Exception], RetryAdvice]) -> _T:
-        """``attempt`` with retries (``qwen3.service.DashScopeTransport.call``); DashScope's final error answer as
+        """``attempt`` with retries (``qwen3.service.DashScopeWire.call``); DashScope's final error answer as
         MAF's exception."""
         try:
-            return await self._transport.call(attempt, advise=advise)
+            return await self._wire.call(attempt, advise=advise)
         except Failure as failure:
             raise to_chat_client_exception(failure.error) from None
 
@@ -225,7 +218,7 @@ class QwenBatchClient:
             spool.seek(0)
             files = {"file": (filename, spool, "application/jsonl")}
             url = f"{self._url}/files"
-            return _json(await self._transport.send("POST", url, limit=MAX_JSON_BYTES, files=files, data=BATCH))
+            return _json(await self._wire.answer("POST", url, limit=MAX_JSON_BYTES, files=files, data=BATCH))
 
         return await self._retrying(attempt, retry_advice)
 
@@ -316,17 +309,16 @@ class QwenBatchClient:
         """The lines of a result file (``GET /files/{id}/content``), streamed: never more than one line in memory,
         none longer than ``max_line_bytes``; the whole download ends within ``timeout`` seconds per line read."""
         self.service.register_secrets()
-        http = self._transport.client().transport.http_client
-        timeout = httpx.Timeout(self.timeout, connect=self.connect_timeout)
         url = f"{self._url}/files/{id_segment(file_id)}/content"
-        async with http.stream("GET", url, timeout=timeout) as response:
-            if response.status_code >= 400:
-                content = await read_limited(response, MAX_JSON_BYTES, "DashScope")
-                failure = _error_of(response.status_code, content, response.headers)
-                raise to_chat_client_exception(failure.error)
-            events = aiter_events(response.aiter_bytes(), _JsonlLines(), max_line_bytes, self.timeout)
-            async for event in events:
+        try:
+            response = await self._wire.stream("GET", url, limit=MAX_JSON_BYTES)
+        except Failure as failure:
+            raise to_chat_client_exception(failure.error) from None
+        try:
+            async for event in aiter_events(response.aiter_bytes(), _JsonlLines(), max_line_bytes, self.timeout):
                 yield event.data
+        finally:
+            await response.aclose()
 
     async def results(
         self, job: BatchJob, *, response_format: Any = None, response_formats: Mapping[str, Any] | None = None

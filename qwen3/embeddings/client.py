@@ -45,7 +45,6 @@ from agent_framework.observability import EmbeddingTelemetryLayer
 from typing_extensions import TypeVar
 
 from clients.core.keywords import keyword_signature, refuse_unexpected, refuse_userinfo_with_key, warn_cleartext_key
-from clients.core.parse import json_object
 from clients.core.transport import Failure, RetryPolicy, to_chat_client_exception
 from qwen3.embeddings.convert import (
     EMBEDDING_PATHS,
@@ -58,8 +57,8 @@ from qwen3.embeddings.convert import (
     unknown_model_advice,
 )
 from qwen3.embeddings.parse import parse_embeddings, parse_usage
-from qwen3.errors import error_from_body, is_unknown_model
-from qwen3.service import DashScopeService, DashScopeTransport, ServiceSettings, resolve_service
+from qwen3.errors import is_unknown_model
+from qwen3.service import DashScopeService, DashScopeWire, ServiceSettings, resolve_service
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "QwenEmbeddingClient", "RawQwenEmbeddingClient"]
 
@@ -148,7 +147,7 @@ class RawQwenEmbeddingClient(
         self.base_url: str = self.service.base_url
         self.timeout, self.connect_timeout = settings.timeouts(60.0)
         self.retry_policy: RetryPolicy = settings.retries()
-        self._transport = DashScopeTransport(
+        self._wire = DashScopeWire(
             self.service, timeout=self.timeout, connect_timeout=self.connect_timeout, retry_policy=self.retry_policy
         )
         self._rows: dict[str, int] = {}  # row limits DashScope named, per model (OVER_LIMIT)
@@ -165,7 +164,7 @@ class RawQwenEmbeddingClient(
 
     async def close(self) -> None:
         """Close pooled connections (also done by ``async with client:``)."""
-        await self._transport.aclose()
+        await self._wire.aclose()
 
     async def __aenter__(self) -> RawQwenEmbeddingClient[QwenEmbeddingOptionsT]:
         return self
@@ -176,19 +175,18 @@ class RawQwenEmbeddingClient(
     async def _attempt(self, path: str, body: dict[str, Any], rows: int) -> dict[str, Any]:
         """One call: the answer's JSON object, at most ``BYTES_PER_ROW * (rows + 1)`` bytes read; an error answer
         raises `Failure`."""
-        answer = await self._transport.send("POST", path, limit=BYTES_PER_ROW * (rows + 1), json=body)
-        data = json_object("DashScope", answer.content) if answer.status == 200 else {}
-        if answer.status != 200 or data.get("code"):  # a business error in a 200 body (Model Studio "Error codes")
-            error = error_from_body(answer.status, answer.content, answer.headers)
-            if is_unknown_model(error):
-                error = replace(error, advice=unknown_model_advice(str(body.get("model"))))
-            raise Failure(error, answer.headers)
-        return data
+        try:
+            return await self._wire.json("POST", path, limit=BYTES_PER_ROW * (rows + 1), json=body)
+        except Failure as failure:
+            if not is_unknown_model(failure.error):
+                raise
+            advice = unknown_model_advice(str(body.get("model")))
+            raise Failure(replace(failure.error, advice=advice), failure.headers) from None
 
     async def _call(self, path: str, body: dict[str, Any], rows: int) -> dict[str, Any]:
         """`_attempt`, again after a transient failure per ``retry_policy``; the whole, waits included, within
-        ``timeout`` (``qwen3.service.DashScopeTransport.call``)."""
-        return await self._transport.call(lambda: self._attempt(path, body, rows))
+        ``timeout`` (``qwen3.service.DashScopeWire.call``)."""
+        return await self._wire.call(lambda: self._attempt(path, body, rows))
 
     # ------------------------------------------------------------------------------------------ MAF entry
 

@@ -132,13 +132,11 @@ def test_opening_events_are_held_until_the_first_other_and_a_final_event_ends_th
 
 def test_the_wires_read_their_streams_through_the_one_loop() -> None:
     """Only ``clients.core.wire.payloads`` turns a stream's server-sent events into payloads; the modules listed
-    still have a loop of their own (to convert: wire-dashscope, wire-peers) or read lines that are not events."""
+    still have a loop of their own or read lines that are not events."""
     allowed = {
         "clients/core/transport.py",  # where aiter_events is defined
         "clients/core/wire.py",
         "qwen3/batch/client.py",  # JSONL result files: each line a record, no events
-        "qwen3/client.py",  # to convert: the DashScope wire
-        "qwen3/service.py",  # to convert: the DashScope wire
     }
     loops = {
         str(path.relative_to(ROOT))
@@ -147,4 +145,4 @@ def test_the_wires_read_their_streams_through_the_one_loop() -> None:
         if "testing" not in path.parts and re.search(r"\baiter_events\(", path.read_text(encoding="utf-8"))
     }
     assert loops <= allowed, f"a stream read by a loop of its own: {sorted(loops - allowed)}"
-    assert not {"clients/openai/client.py", "qwen3/responses/client.py"} & loops
+    assert not {"clients/openai/client.py", "qwen3/responses/client.py", "qwen3/client.py", "qwen3/service.py"} & loops

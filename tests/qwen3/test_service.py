@@ -8,18 +8,22 @@ from __future__ import annotations
 import ast
 import asyncio
 import gc
+import gzip
 import inspect
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import fields, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from agent_framework import Content, Message
 from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
     ChatClientInvalidResponseException,
+    IntegrationInvalidResponseException,
     SettingNotFoundError,
 )
 
@@ -363,6 +367,65 @@ async def test_an_error_answer_to_a_stream_is_read_bounded() -> None:
         await client.close()
 
 
+class _Gzipped(BaseHTTPRequestHandler):
+    """Every answer gzip-compressed whatever the request asked for (a hostile server or proxy): 1 MB of blank lines,
+    1 KB on the wire (1 GiB would be 1 MB). Records the ``Accept-Encoding`` of each request."""
+
+    asked: ClassVar[list[str | None]] = []
+    BOMB = gzip.compress(b"\n" * 1_000_000)
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.asked.append(self.headers.get("accept-encoding"))
+        self.send_response(200)
+        self.send_header(
+            "Content-Type", "text/event-stream" if "sse" in self.headers.get("accept", "") else "text/plain"
+        )
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(self.BOMB)))
+        self.end_headers()
+        self.wfile.write(self.BOMB)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+async def test_every_dashscope_client_refuses_a_compressed_answer_unread() -> None:
+    """One wire, one bounded read: every DashScope client asks for an uncompressed answer (``Accept-Encoding:
+    identity``: the bytes a bound counts are the bytes sent) and refuses a compressed one unread, the chat client's
+    answers (streamed or not) as the embeddings' and the batch's, as every other provider's wire does. Before, the
+    DashScope clients asked for gzip and inflated whatever came: a thousand bytes read per byte sent."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Gzipped)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/api/v1"
+    try:
+        chat = QwenChatClient(model="qwen-plus", api_key=KEY, base_url=url, max_retries=0)
+        embeddings = QwenEmbeddingClient(api_key=KEY, base_url=url, max_retries=0)
+        batch = QwenBatchClient(model="qwen-plus", api_key=KEY, base_url=url, max_retries=0)
+        calls: dict[str, Callable[[], Any]] = {
+            "chat": lambda: chat.get_response("hi"),
+            "chat, streamed": lambda: chat.get_response("hi", stream=True).get_final_response(),
+            "embeddings": lambda: embeddings.get_embeddings(["K-line"]),  # MAF's embedding exceptions: Integration…
+            "batch": lambda: batch.retrieve("batch_1"),
+        }
+        refused = {}
+        for name, call in calls.items():
+            with pytest.raises((ChatClientInvalidResponseException, IntegrationInvalidResponseException)) as info:
+                await call()
+            refused[name] = str(info.value)
+        for client in (chat, embeddings, batch):
+            await client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    said = "DashScope's answer (HTTP 200) came gzip-compressed though the client asked for none"
+    assert {name: said in message for name, message in refused.items()} == dict.fromkeys(calls, True), refused
+    assert _Gzipped.asked == ["identity"] * len(calls)
+
+
 # ---------------------------------------------------------------------------------------------- one client per loop
 
 
@@ -376,7 +439,7 @@ def test_the_sdk_client_of_an_event_loop_closes_with_it() -> None:
         async def one() -> list[Any]:
             await chat.get_response("hi")
             await embeddings.get_embeddings(["K-line"])
-            return [chat._clients.current, embeddings._transport._clients.current]
+            return [chat._wire._clients.current, embeddings._wire._clients.current]
 
         gc.collect()  # what earlier tests in this worker left to the collector is not this test's to judge
         with warnings.catch_warnings(record=True) as caught:
