@@ -16,7 +16,7 @@ Settings (`resolve_service` → `DashScopeService`), each from the keyword, else
 - timeouts: seconds > 0 (``clients.core.keywords.seconds``), the same check everywhere.
 
 Transport: the dashscope SDK's HTTP client (``dashscope.AsyncClient``, httpx, its own retries off), one per event
-loop and closed with it (``clients.core.client.PerLoop``), made by `DashScopeService.sdk_client` with the key, the
+loop and closed with it (``clients.core.wire.PerLoop``), made by `DashScopeService.sdk_client` with the key, the
 base URL and the workspace resolved here (so the SDK reads neither its config file nor the environment again), held
 by `DashScopeWire`, the one wire of every DashScope client: the chat clients send through it on the shared request
 path (``clients.core.client``), the others with its `DashScopeWire.call` (retries per ``retry_policy``, a deadline);
@@ -43,7 +43,6 @@ import httpx
 from agent_framework import SecretString, load_settings
 from agent_framework.exceptions import ChatClientException, SettingNotFoundError
 
-from clients.core.client import PerLoop
 from clients.core.convert import invalid
 from clients.core.keywords import DEFAULT_TIMEOUTS, CommonSettings, checked_api_key
 from clients.core.parse import json_object
@@ -65,7 +64,7 @@ from clients.core.transport import (
     url_secrets,
     within,
 )
-from clients.core.wire import OpenStream, ProviderRequest, payloads, read_limited, refuse_compressed
+from clients.core.wire import OpenStream, PerLoop, ProviderRequest, payloads, read_limited, refuse_compressed
 from qwen3.errors import error_from_body, parse_error
 from qwen3.models import ENDPOINT_PATHS, Endpoint
 
@@ -529,7 +528,7 @@ def event_failure(event: ServerSentEvent, data: dict[str, Any], headers: Mapping
 class DashScopeWire:
     """HTTP to DashScope for every client of the service, one implementation of each step: the dashscope SDK's httpx
     client (`DashScopeService.sdk_client`, its retries off), one per event loop and closed with it
-    (``clients.core.client.PerLoop``); every request asks for an uncompressed answer and every answer is read bounded
+    (``clients.core.wire.PerLoop``); every request asks for an uncompressed answer and every answer is read bounded
     (`answer`, `response`: ``clients.core.wire.bound_answer``; a compressed one is refused unread); an error answer,
     also one sent with HTTP 200, raises `Failure`.
 

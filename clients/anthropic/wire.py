@@ -22,10 +22,9 @@ from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, Defaul
 from anthropic.resources.messages.messages import AsyncMessages
 
 from clients.anthropic.errors import StreamError, parse_error
-from clients.core.client import PerLoop, ProviderRequest
 from clients.core.parse import json_object
 from clients.core.transport import Failure, ServerSentEvent
-from clients.core.wire import OpenStream, WireSettings, checked_answer, payloads
+from clients.core.wire import OpenStream, PerLoop, ProviderRequest, WireSettings, checked_answer, payloads
 
 __all__ = ["AnthropicWire"]
 

@@ -3,17 +3,18 @@
 A request goes, top to bottom in this module: MAF's ``_inner_get_response`` → `ProviderChatClient._request` (options
 checked, the model named) → the provider's ``_build_request`` (a `ProviderRequest`: model, options, body, and
 whether it is streamed; the messages converted by ``_convert_messages``, the body built from them and the options by
-``_request_body``) → `ProviderChatClient._sent` around ``_post`` / ``_open`` (one attempt per ``_send`` /
-``_open_events``, transient failures retried per ``retry_policy``, a stream only before its first event; after the
+``_request_body``) → `ProviderChatClient._sent` around ``_post`` / ``_open`` (one attempt per ``send`` / ``open`` of
+the client's wire, transient failures retried per ``retry_policy``, a stream only before its first event; after the
 final failure, the provider's ``_fallback`` request once, if it has one) → the provider's ``_parse_response``, or
 per event ``_parse_stream_event`` with the state from ``_stream_state`` (`EventStream` counts what was delivered
 and checks the end). Timeouts, and what to say when one fires, are here too. Rules and their sources:
 docs/errors-and-retries.md; the path as a list: docs/design.md.
 
 A provider's client module (``qwen3.client``, ``clients.openai.client``, ``clients.anthropic.client``,
-``clients.gemini.client``) subclasses `ProviderChatClient` and supplies only what is its own: settings, the SDK
-client, the hooks above (the body from its convert module, the parsers from its parse module), and a few class
-attributes (its name in messages, default timeouts, the SDK's errors that wrap a transport failure). dashscope and
+``clients.gemini.client``) subclasses `ProviderChatClient` and supplies only what is its own: settings, its wire
+(``clients.core.wire.Wire``: the SDK client, sending, bounded reading, error answers), the hooks above (the body from
+its convert module, the parsers from its parse module), and one descriptor (``_FACTS``: its name in messages,
+default timeouts, permanent codes, the words of stream messages). dashscope and
 google-genai (as driven here) use ``httpx``, openai 3.x and anthropic 1.x ``httpx2`` (the same exception tree): both
 are handled.
 """
@@ -21,9 +22,8 @@ are handled.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, cast
 
@@ -78,79 +78,20 @@ from clients.core.wire import ProviderRequest, Wire, WireSettings
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = ["PerLoop", "ProviderChatClient", "ProviderRequest"]
+__all__ = ["ProviderChatClient", "ProviderRequest"]
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
 RequestT = TypeVar("RequestT", bound="ProviderRequest", default="ProviderRequest")
 
 
-class PerLoop(Generic[_T]):
-    """One SDK client per event loop: httpx pools are bound to the loop that made them, so each loop gets its own,
-    and each is closed with its loop.
-
-    ``get(make)`` gives the running loop's client, made by ``make()`` the first time. A client is closed (``close``,
-    awaited in its own loop) when its loop shuts down: ``asyncio.run``, pytest-asyncio and ``loop.shutdown_asyncgens()``
-    close the async generators a loop started, and one such generator holds each client (`_closes`). A client whose
-    loop still runs elsewhere (another thread) when a new loop replaces it is closed there. Without this a replaced
-    client's sockets were left to the garbage collector, which warned ("unclosed transport", "Event loop is closed").
-    ``aclose()`` closes the current one now.
-    """
-
-    def __init__(self, close: Callable[[_T], Awaitable[None]]) -> None:
-        self._close = close
-        self._client: _T | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._closer: AsyncGenerator[None, None] | None = None
-
-    @property
-    def current(self) -> _T | None:
-        """The client made last (None: none, or closed)."""
-        return self._client
-
-    def get(self, make: Callable[[], _T]) -> _T:
-        """The running loop's client (``make()`` for a new loop); must be called in a running loop."""
-        loop = asyncio.get_running_loop()
-        if self._client is not None and self._loop is loop:
-            return self._client
-        self._replaced()
-        client = make()
-        closer = self._closes(client)
-        with contextlib.suppress(StopIteration):  # run to its yield now: the loop's hook registers it for shutdown
-            closer.asend(None).send(None)
-        self._client, self._loop, self._closer = client, loop, closer
-        return client
-
-    async def _closes(self, client: _T) -> AsyncGenerator[None, None]:
-        try:
-            yield
-        finally:
-            await self._close(client)
-
-    def _replaced(self) -> None:
-        """Close the client of a loop being replaced where that loop still runs (another thread); a loop that has
-        shut down closed it already."""
-        closer, loop = self._closer, self._loop
-        self._client = self._loop = self._closer = None
-        if closer is not None and loop is not None and loop.is_running():
-            asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
-
-    async def aclose(self) -> None:
-        """Close the current client now (a client made later in a new loop is new)."""
-        closer = self._closer
-        self._client = self._loop = self._closer = None
-        if closer is not None:
-            await closer.aclose()
-
-
 class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[OptionsT, RequestT]):
     """The part of a provider's ``Raw…ChatClient`` that is the same for every provider (see the module docstring).
 
     Class attributes a provider sets: ``_FACTS`` (a `ProviderFacts`: its name in messages, default timeouts,
-    permanent error codes, the words of stream messages, how its key is sent) and, until its wire is one
-    (``_new_wire``), ``_SDK_ERRORS`` (the SDK's errors raised ``from`` a transport error).
-    Methods a provider supplies: ``_settings``, ``_new_wire`` (or, until its wire is one, ``_send`` and
-    ``_open_events``, one attempt each), ``_convert_messages`` and ``_request_body`` (or the
+    permanent error codes, the words of stream messages, how its key is sent).
+    Methods a provider supplies: ``_settings``, ``_new_wire`` (its ``clients.core.wire.Wire``: one attempt to send,
+    one to open a stream, the SDK's errors, closing), ``_convert_messages`` and ``_request_body`` (or the
     whole ``_build_request``), ``_stream_state`` (its state's ``finished`` read at the end), ``_parse_response``,
     ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``.
     ``RequestT``: the provider's `ProviderRequest` type.
@@ -158,7 +99,6 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     DEFAULT_EXCLUDE: ClassVar[set[str]] = {*BaseChatClient.DEFAULT_EXCLUDE, "api_key"}
     _FACTS: ClassVar[ProviderFacts] = ProviderFacts("provider")
-    _SDK_ERRORS: ClassVar[tuple[type[Exception], ...]] = ()
 
     def __init__(self, *, settings: ClientSettings | None = None, **kwargs: Any) -> None:
         """``settings``: the public class's keywords as one object (a ``Raw…`` client built with keywords takes them
@@ -208,11 +148,8 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """The largest line or event a stream may send, in bytes (default 16 MiB): past it the stream stops with
         ``ChatClientInvalidResponseException`` instead of buffering an endless line."""
         self.rewrite_other_agents = settings.rewrite_other_agents
-        wire = self._new_wire()
-        if wire is not None:
-            self._wire: Wire = wire
-        self._unanswered: tuple[type[Exception], ...] = wire.errors if wire is not None else self._SDK_ERRORS
-        """The SDK's errors that mean no answer came, raised ``from`` a transport error (the wire's ``errors``)."""
+        self._wire: Wire = self._new_wire()
+        """The provider's wire: sends, opens streams, reads the answers bounded, tells error answers."""
         super().__init__(**kwargs)
 
     def _settings(self, settings: ClientSettings) -> tuple[str, str | SecretString, str]:
@@ -301,10 +238,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     # ------------------------------------------------------------------------------------------- transport
 
-    def _new_wire(self) -> Wire | None:
-        """The provider's wire (``clients.core.wire.Wire``), made from `_wire_settings` at the end of ``__init__``;
-        None: the client sends by its own ``_send`` and ``_open_events``."""
-        return None
+    def _new_wire(self) -> Wire:
+        """The provider's wire (``clients.core.wire.Wire``), made from `_wire_settings` at the end of ``__init__``."""
+        raise NotImplementedError
 
     def _wire_settings(self) -> WireSettings:
         """What a wire is made with: this client's name, base URL, key, timeouts and bounds."""
@@ -321,8 +257,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     async def close(self) -> None:
         """Close pooled connections (also done by ``async with client:``)."""
-        if "_wire" in vars(self):
-            await self._wire.aclose()
+        await self._wire.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -330,16 +265,13 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _send(self, request: RequestT) -> dict[str, Any]:
-        """One non-streamed attempt: the response's JSON body; an error answer raises `Failure` (the wire's)."""
-        return await self._wire.send(request)
-
-    async def _open_events(self, request: RequestT) -> EventStream:
-        """One attempt to open a stream: its `EventStream`, started; an error answer raises `Failure` (the wire's)."""
+    async def _open_once(self, request: RequestT) -> EventStream:
+        """One attempt to open a stream (the wire's ``open``): its `EventStream`, started (up to its first event); an
+        error answer raises `Failure`."""
         return await EventStream(self, *await self._wire.open(request)).start()
 
     def _advise(self, exc: Exception) -> RetryAdvice:
-        return retry_advice(exc, permanent_codes=self._FACTS.permanent_codes, wrappers=self._unanswered)
+        return retry_advice(exc, permanent_codes=self._FACTS.permanent_codes, wrappers=self._wire.errors)
 
     async def _with_retries(
         self, attempt: Callable[[], Awaitable[_T]], *, stream: bool, deadline: float | None = None
@@ -350,7 +282,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         ``ChatClientException`` too, never a raw SDK error."""
         attempts = Attempts()
         unanswered: tuple[type[Exception], ...] = (
-            *self._unanswered,
+            *self._wire.errors,
             *http_errors("TransportError"),
             asyncio.TimeoutError,
         )
@@ -361,7 +293,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         except Failure as failure:
             raise failure.noted(attempts.note()) from None
         except unanswered as exc:  # its text and chain masked: one may quote the key (an unsendable header)
-            if isinstance(exc, self._unanswered) and isinstance(exc.__cause__, ChatClientException):
+            if isinstance(exc, self._wire.errors) and isinstance(exc.__cause__, ChatClientException):
                 raise exc.__cause__ from None  # our own check in the SDK's response hook (an answer refused): as is
             message = self._transport_message(scrubbed(exc), stream=stream)
             raise ChatClientException(message + attempts.note()) from exc
@@ -372,25 +304,28 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             raise ChatClientException(f"The {self._FACTS.name} {what} failed: {scrubbed(exc)!r}") from exc
 
     async def _post(self, request: RequestT) -> dict[str, Any]:
-        """A non-streamed request: each attempt (`_send`) may take ``timeout`` seconds in all (``connect_timeout`` of
-        them to connect, which `_send` sets on its transport); transient failures are retried, and the whole
+        """A non-streamed request: each attempt (the wire's ``send``) may take ``timeout`` seconds in all
+        (``connect_timeout`` of them to connect, which the wire sets on its transport); transient failures are retried,
+        and the whole
         request, retries and their waits included, ends within ``timeout``."""
         deadline = time.monotonic() + self.timeout
         return await self._with_retries(
-            lambda: within(self._send(request), max(deadline - time.monotonic(), 0.0)), stream=False, deadline=deadline
+            lambda: within(self._wire.send(request), max(deadline - time.monotonic(), 0.0)),
+            stream=False,
+            deadline=deadline,
         )
 
     async def _open(self, request: RequestT) -> EventStream:
-        """A stream opened by `_open_events` (one attempt, up to the first event), retrying transient failures until
+        """A stream opened by `_open_once` (one attempt, up to the first event), retrying transient failures until
         then, never after (MAF has already delivered what arrived). Each event may take ``stream_idle_timeout``
-        seconds (`_open_events` sets it on its transport); with ``stream_timeout``, the whole stream, its opening and
+        seconds (the wire sets it on its transport); with ``stream_timeout``, the whole stream, its opening and
         retries included, ends within it."""
         if self.stream_timeout is None:
-            return await self._with_retries(partial(self._open_events, request), stream=True)
+            return await self._with_retries(partial(self._open_once, request), stream=True)
         deadline = time.monotonic() + self.stream_timeout
         try:
             events = await within(
-                self._with_retries(partial(self._open_events, request), stream=True), self.stream_timeout
+                self._with_retries(partial(self._open_once, request), stream=True), self.stream_timeout
             )
         except asyncio.TimeoutError as exc:
             raise ChatClientException(self._over_deadline("")) from exc
@@ -408,7 +343,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
     def _transport_message(self, exc: BaseException, *, stream: bool, so_far: str = "") -> str:
         """What went wrong when no answer arrived: which timeout fired and its value, or the connection failure;
         ``so_far`` says what a broken stream had delivered."""
-        cause = transport_cause(exc, self._unanswered)
+        cause = transport_cause(exc, self._wire.errors)
         facts = self._FACTS
         where = f"{facts.name} at {self.base_url}"
         incomplete = f" {so_far}; the answer is incomplete" if so_far else ""
@@ -419,8 +354,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
         if timed_out:
             return f"{where} {facts.idle} for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
-        wire = vars(self).get("_wire")  # the text of a transport failure: the wire's, else the transport error's own
-        detail = wire.detail(exc, cause) if wire is not None else str(cause) or type(cause).__name__
+        detail = self._wire.detail(exc, cause)
         if so_far:
             return f"The stream from {where} broke{incomplete}: {detail}"
         return f"Cannot reach {where}: {detail}"

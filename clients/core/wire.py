@@ -34,10 +34,11 @@ and the events that end the stream (the Responses API's).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from agent_framework.exceptions import ChatClientInvalidRequestException, ChatClientInvalidResponseException
@@ -49,6 +50,7 @@ __all__ = [
     "BoundedStream",
     "ErrorTest",
     "OpenStream",
+    "PerLoop",
     "ProviderRequest",
     "Wire",
     "WireSettings",
@@ -67,6 +69,66 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------------------------------------- the wire
+
+_T = TypeVar("_T")
+
+
+class PerLoop(Generic[_T]):
+    """One SDK client per event loop: httpx pools are bound to the loop that made them, so each loop gets its own,
+    and each is closed with its loop.
+
+    ``get(make)`` gives the running loop's client, made by ``make()`` the first time. A client is closed (``close``,
+    awaited in its own loop) when its loop shuts down: ``asyncio.run``, pytest-asyncio and ``loop.shutdown_asyncgens()``
+    close the async generators a loop started, and one such generator holds each client (`_closes`). A client whose
+    loop still runs elsewhere (another thread) when a new loop replaces it is closed there. Without this a replaced
+    client's sockets were left to the garbage collector, which warned ("unclosed transport", "Event loop is closed").
+    ``aclose()`` closes the current one now.
+    """
+
+    def __init__(self, close: Callable[[_T], Awaitable[None]]) -> None:
+        self._close = close
+        self._client: _T | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
+
+    @property
+    def current(self) -> _T | None:
+        """The client made last (None: none, or closed)."""
+        return self._client
+
+    def get(self, make: Callable[[], _T]) -> _T:
+        """The running loop's client (``make()`` for a new loop); must be called in a running loop."""
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._loop is loop:
+            return self._client
+        self._replaced()
+        client = make()
+        closer = self._closes(client)
+        with contextlib.suppress(StopIteration):  # run to its yield now: the loop's hook registers it for shutdown
+            closer.asend(None).send(None)
+        self._client, self._loop, self._closer = client, loop, closer
+        return client
+
+    async def _closes(self, client: _T) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            await self._close(client)
+
+    def _replaced(self) -> None:
+        """Close the client of a loop being replaced where that loop still runs (another thread); a loop that has
+        shut down closed it already."""
+        closer, loop = self._closer, self._loop
+        self._client = self._loop = self._closer = None
+        if closer is not None and loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
+
+    async def aclose(self) -> None:
+        """Close the current client now (a client made later in a new loop is new)."""
+        closer = self._closer
+        self._client = self._loop = self._closer = None
+        if closer is not None:
+            await closer.aclose()
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,9 @@ from agent_framework.exceptions import ChatClientInvalidRequestException, ChatCl
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from clients.core.client import PerLoop, ProviderRequest
 from clients.core.parse import WRONG_SHAPE, json_object
 from clients.core.transport import Failure, as_text
-from clients.core.wire import OpenStream, WireSettings, bounded_stream, checked_answer
+from clients.core.wire import OpenStream, PerLoop, ProviderRequest, WireSettings, bounded_stream, checked_answer
 from clients.gemini.errors import parse_error, retry_delay_seconds
 
 __all__ = ["GeminiWire"]

@@ -21,12 +21,13 @@ from typing import Any
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-from clients.core.client import PerLoop, ProviderRequest
 from clients.core.parse import json_object
 from clients.core.transport import Failure, redact, within
 from clients.core.wire import (
     ErrorTest,
     OpenStream,
+    PerLoop,
+    ProviderRequest,
     WireSettings,
     checked_answer,
     content_type,

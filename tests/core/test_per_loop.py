@@ -1,4 +1,4 @@
-"""`clients.core.client.PerLoop`: one SDK client per event loop, each closed in its own loop: when the loop shuts
+"""`clients.core.wire.PerLoop`: one SDK client per event loop, each closed in its own loop: when the loop shuts
 down, when a new loop replaces it while it runs on in another thread, or when ``aclose`` is awaited."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from clients.core.client import PerLoop
+from clients.core.wire import PerLoop
 
 
 class Sdk:
