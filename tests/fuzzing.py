@@ -172,8 +172,7 @@ def request_body(provider: str, messages: list[Message], options: dict[str, Any]
         needs_oss_resolve(body)  # the header decision, made on every request
         return body
     client = clients()[provider]
-    converted = client._convert_messages(client._history(messages), options)
-    body = client._request_body(converted, options, model=client.model, stream=stream)
+    body = client._request_body(client._history(messages), options, model=client.model, stream=stream)
     if provider == "gemini":
         from clients.gemini.wire import _sdk_arguments
 

@@ -94,10 +94,10 @@ def client_for(cls: Any, emu: Any, *, model: str, key: str, **kwargs: Any) -> An
 def request_body(
     cls: Any, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
 ) -> dict[str, Any]:
-    """The body ``cls``'s request path builds from MAF input, without sending it: the messages converted
-    (``_convert_messages``), then the body from them and the options (``_request_body``)."""
+    """The body ``cls``'s request path builds from MAF input, without sending it (``_request_body``: the messages
+    converted by ``_convert_messages``, then the body from them and the options)."""
     client = cls(model=model, api_key="k")
-    return client._request_body(client._convert_messages(messages, options), options, model=model, stream=stream)  # type: ignore[no-any-return]
+    return client._request_body(messages, options, model=model, stream=stream)  # type: ignore[no-any-return]
 
 
 def hi(text: str = "hi") -> list[Message]:

@@ -110,9 +110,9 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         )
 
     def _request_body(
-        self, converted: tuple[str, list[dict[str, Any]]], options: Mapping[str, Any], *, model: str, stream: bool
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
-        return request_body(converted, options, model=model, stream=stream)
+        return request_body(self._convert_messages(messages, options), options, model=model, stream=stream)
 
     def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
         """A ``message`` JSON body → ``ChatResponse`` (``clients.anthropic.parse.parse_response``)."""

@@ -193,26 +193,21 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         client_kwargs: Mapping[str, Any],
     ) -> RequestT:
         """The request for MAF messages, checked ``options`` and the call's ``client_kwargs`` (MAF's per-call
-        ``client_kwargs``, unused by default): other agents' turns rewritten (`_history`), the messages converted
-        (`_convert_messages`), then the body from them and the options (`_request_body`). A provider that needs
-        more (Qwen) overrides this.
+        ``client_kwargs``, unused by default): other agents' turns rewritten (`_history`), then the body from the
+        messages and the options (`_request_body`). A provider that needs more (Qwen) overrides this.
 
         Raises:
             ChatClientInvalidRequestException: what the converter refuses; nothing is sent.
         """
-        converted = self._convert_messages(self._history(messages), options)
-        body = self._request_body(converted, options, model=model, stream=stream)
+        body = self._request_body(self._history(messages), options, model=model, stream=stream)
         return cast(RequestT, ProviderRequest(model, options, body, stream))
 
-    def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> Any:
-        """MAF messages (other agents' turns already rewritten) → the provider's messages, in the shape its
-        `_request_body` takes (the provider's docstring says which: a list, or the messages with the system text
-        its API takes apart). Pure: no network, only local media files read."""
-        raise NotImplementedError
-
-    def _request_body(self, converted: Any, options: Mapping[str, Any], *, model: str, stream: bool) -> dict[str, Any]:
-        """The request body from the converted messages (`_convert_messages`) and the options (the convert
-        module's ``request_body``)."""
+    def _request_body(
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        """The request body from MAF messages (other agents' turns already rewritten) and the options: the provider's
+        convert module converts the messages (its client's ``_convert_messages``), then builds the body from them and
+        the options (its ``request_body``). Pure: no network, only local media files read."""
         raise NotImplementedError
 
     def _stream_state(self, request: RequestT) -> Any:

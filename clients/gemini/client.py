@@ -103,14 +103,9 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
         )
 
     def _request_body(
-        self,
-        converted: tuple[str | None, list[dict[str, Any]]],
-        options: Mapping[str, Any],
-        *,
-        model: str,
-        stream: bool,
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
-        return request_body(converted, options, model=model, stream=stream)
+        return request_body(self._convert_messages(messages, options), options, model=model, stream=stream)
 
     def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
         """A ``GenerateContentResponse`` JSON body → ``ChatResponse`` (``clients.gemini.parse.parse_response``)."""

@@ -142,9 +142,9 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
         )
 
     def _request_body(
-        self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
-        return request_body(converted, options, model=model, stream=stream)
+        return request_body(self._convert_messages(messages, options), options, model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
         """A ``chat.completion`` JSON body → ``ChatResponse`` (``clients.openai.parse.parse_response``)."""

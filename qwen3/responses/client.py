@@ -538,13 +538,8 @@ class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[Resp
         new messages (``convert.new_turn``): DashScope holds the rest, which the request keeps (`ResponsesRequest`)."""
         history = tuple(self._history(messages))
         turn = new_turn(history) if options.get("conversation_id") else list(history)
-        body = self._request_body(self._convert_messages(turn, options), options, model=model, stream=stream)
+        body = request_body(self._convert_messages(turn, options), options, model=model, stream=stream)
         return ResponsesRequest(model, options, body, stream, messages=history, held=len(history) - len(turn))
-
-    def _request_body(
-        self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        return request_body(converted, options, model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
         return parse_response(

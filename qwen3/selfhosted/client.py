@@ -209,8 +209,9 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
         return convert_messages(messages, options, self._server_profile())
 
     def _request_body(
-        self, converted: list[dict[str, Any]], options: Mapping[str, Any], *, model: str, stream: bool
+        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
     ) -> dict[str, Any]:
+        converted = self._convert_messages(messages, options)
         return request_body(converted, options, self._server_profile(), model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
