@@ -638,11 +638,13 @@ class DashScopeWire:
     async def open(self, request: ProviderRequest) -> OpenStream:
         """One attempt to open a chat stream (`stream`): its payloads (``clients.core.wire.payloads``: each event's
         JSON and its text, as the updates keep it; an event is complete at its ``data:`` line; an error event raises
-        `Failure`, `event_failure`) and what closes it. Each event may take ``stream_idle_timeout`` seconds and
-        ``max_bytes``; an error answer is read bounded. A body with big inline media is sent piece by piece."""
+        `Failure`, `event_failure`) and what closes it. The answer's headers in all, and then each event, may take
+        ``stream_idle_timeout`` seconds, an event ``max_bytes``; an error answer is read bounded. A body with big
+        inline media is sent piece by piece."""
         path, headers, payload = _sent(request, {"X-DashScope-SSE": "enable", "Accept": "text/event-stream"})
         idle = self.stream_idle_timeout
-        response = await self.stream("POST", path, limit=self.max_bytes, read_timeout=idle, headers=headers, **payload)
+        opening = self.stream("POST", path, limit=self.max_bytes, read_timeout=idle, headers=headers, **payload)
+        response = await within(opening, idle)  # its headers in all, however they trickle in
         events = payloads(
             response.aiter_bytes(),
             response.headers,

@@ -307,13 +307,11 @@ class QwenBatchClient:
 
     async def file_lines(self, file_id: str, *, max_line_bytes: int = 2 * MAX_LINE_BYTES) -> AsyncIterator[str]:
         """The lines of a result file (``GET /files/{id}/content``), streamed: never more than one line in memory,
-        none longer than ``max_line_bytes``; the whole download ends within ``timeout`` seconds per line read."""
+        none longer than ``max_line_bytes``; the answer's headers within ``timeout`` seconds (with retries, as every
+        call), then each line within ``timeout`` seconds."""
         self.service.register_secrets()
         url = f"{self._url}/files/{id_segment(file_id)}/content"
-        try:
-            response = await self._wire.stream("GET", url, limit=MAX_JSON_BYTES)
-        except Failure as failure:
-            raise to_chat_client_exception(failure.error) from None
+        response = await self._retrying(lambda: self._wire.stream("GET", url, limit=MAX_JSON_BYTES), retry_advice)
         try:
             async for event in aiter_events(response.aiter_bytes(), _JsonlLines(), max_line_bytes, self.timeout):
                 yield event.data

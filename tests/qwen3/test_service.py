@@ -10,6 +10,7 @@ import asyncio
 import gc
 import gzip
 import inspect
+import socket
 import threading
 import warnings
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Any, ClassVar
 import pytest
 from agent_framework import Content, Message
 from agent_framework.exceptions import (
+    ChatClientException,
     ChatClientInvalidRequestException,
     ChatClientInvalidResponseException,
     IntegrationInvalidResponseException,
@@ -424,6 +426,73 @@ async def test_every_dashscope_client_refuses_a_compressed_answer_unread() -> No
     said = "DashScope's answer (HTTP 200) came gzip-compressed though the client asked for none"
     assert {name: said in message for name, message in refused.items()} == dict.fromkeys(calls, True), refused
     assert _Gzipped.asked == ["identity"] * len(calls)
+
+
+class _Dripping:
+    """A loopback server that answers every request with its status line and headers one byte every 20 ms (5,000
+    header bytes: 100 s), each read well within any read timeout; it stops when the client goes."""
+
+    def __init__(self) -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._socket.getsockname()[1]}/api/v1"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self._socket.settimeout(0.05)
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._drip, args=(connection,), daemon=True).start()
+
+    def _drip(self, connection: socket.socket) -> None:
+        with connection:
+            connection.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Pad: " + b"a" * 5000:
+                if self._stop.wait(0.02):
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:  # the client went away
+                    return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._socket.close()
+        self._thread.join(5)
+
+
+@pytest.mark.timeout(15)
+@pytest.mark.parametrize("what", ["chat", "chat, streamed", "batch file"])
+async def test_headers_dripped_a_byte_at_a_time_end_within_the_bound(what: str) -> None:
+    """Every wait has a deadline: an answer whose headers come a byte at a time (each read well within the read
+    timeout) is given up after ``timeout`` (a non-streamed request, a batch file's download) or
+    ``stream_idle_timeout`` (a stream), as the other wires do. Before, a stream's opening and a result file's download
+    waited as long as the bytes kept coming."""
+    server = _Dripping()
+    bounds = {"timeout": 0.3, "max_retries": 0}
+    try:
+        if what == "batch file":
+            batch = QwenBatchClient(model="qwen-plus", api_key=KEY, base_url=server.base_url, **bounds)
+            with pytest.raises(ChatClientException) as info:
+                [line async for line in batch.file_lines("file_1")]
+            await batch.close()
+        else:
+            chat = QwenChatClient(
+                model="qwen-plus", api_key=KEY, base_url=server.base_url, stream_idle_timeout=0.3, **bounds
+            )
+            stream = what == "chat, streamed"
+            with pytest.raises(ChatClientException) as info:
+                await (chat.get_response("hi", stream=True).get_final_response() if stream else chat.get_response("hi"))
+            await chat.close()
+    finally:
+        server.close()
+    assert type(info.value) is ChatClientException
+    bound = "stream_idle_timeout=0.3 s" if what == "chat, streamed" else "timeout=0.3 s"
+    assert bound in str(info.value), str(info.value)
 
 
 # ---------------------------------------------------------------------------------------------- one client per loop
