@@ -29,7 +29,7 @@ from typing_extensions import TypeVar
 from clients.anthropic.convert import convert_messages, request_body
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
-from clients.anthropic.wire import AnthropicWire
+from clients.anthropic.wire import KEY_AS_BEARER, AnthropicWire
 from clients.core.client import ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import ProviderFacts, shown_url
@@ -69,7 +69,7 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
         timeouts=(600.0, 10.0, 120.0),  # timeout: the SDK's (10 minutes)
         unit="update",
         end="message_stop",  # the streaming docs' last event
-        key_as_bearer=False,  # the key goes as x-api-key, which a userinfo's Basic auth leaves
+        key_as_bearer=KEY_AS_BEARER,  # SDK 1.x: x-api-key, which a userinfo's Basic auth leaves; 2.x: Bearer
     )
 
     def _settings(self, keywords: ClientSettings) -> tuple[str, str | SecretString, str]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx2
 from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, DefaultAsyncHttpxClient
+from anthropic import __version__ as SDK_VERSION
 from anthropic.resources.messages.messages import AsyncMessages
 
 from clients.anthropic.errors import StreamError, parse_error
@@ -26,7 +27,12 @@ from clients.core.parse import json_object
 from clients.core.transport import Failure, ServerSentEvent
 from clients.core.wire import OpenStream, PerLoop, ProviderRequest, WireSettings, checked_answer, payloads
 
-__all__ = ["AnthropicWire"]
+__all__ = ["KEY_AS_BEARER", "AnthropicWire"]
+
+KEY_AS_BEARER: bool = int(SDK_VERSION.split(".", 1)[0]) >= 2
+"""Whether the installed SDK sends the API key as ``Authorization: Bearer …`` (anthropic 2.x, ``AsyncAnthropic.
+_api_key_auth``) rather than ``x-api-key`` (1.x). As a Bearer key, a base URL's userinfo (sent by httpx as Basic auth
+in the same header) would replace it, so the client refuses the two together (``ProviderFacts.key_as_bearer``)."""
 
 _CREATE_PARAMETERS = frozenset(inspect.signature(AsyncMessages.create).parameters) - {
     "self",

@@ -10,6 +10,7 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException
 
+from clients.anthropic.wire import KEY_AS_BEARER as ANTHROPIC_BEARER
 from clients.core.keywords import PLACEHOLDER_KEY
 from clients.core.transport import RetryPolicy, redact, shown_url, url_secrets
 from clients.testing import Reply
@@ -207,10 +208,11 @@ async def test_a_transport_error_that_quotes_the_key_is_masked_in_the_text_the_c
 # ------------------------------------------------------------------------------------------ a base URL's userinfo
 
 TOKEN = "pr0xy-s3cret-token"
-BEARER = ("qwen", "responses", "compatible", "selfhosted", "openai")
+BEARER = ("qwen", "responses", "compatible", "selfhosted", "openai", *(("anthropic",) if ANTHROPIC_BEARER else ()))
 """The clients of `KEY_CLIENTS` that send the key as ``Authorization: Bearer``, which a userinfo's Basic auth would
-replace: beside a userinfo they take the placeholder key only. Anthropic and Gemini send theirs in a header of
-its own."""
+replace: beside a userinfo they take the placeholder key only. Gemini sends its key in a header of its own, and so
+does Anthropic's SDK 1.x (``x-api-key``); its 2.x sends a Bearer key (checked below from what reaches the server)."""
+OWN_HEADER = tuple(name for name in ("anthropic", "gemini") if name not in BEARER)
 
 
 def _key_beside_userinfo(name: str) -> str:
@@ -308,7 +310,19 @@ def test_the_dashscope_embedding_and_batch_clients_refuse_a_userinfo_beside_a_ke
         assert TOKEN not in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["anthropic", "gemini"])
+async def test_the_anthropic_key_travels_as_the_installed_sdk_is_declared_to_send_it() -> None:
+    """``KEY_AS_BEARER`` (read from the SDK's version) against what reaches the server: anthropic 1.x sends
+    ``x-api-key``, 2.x ``Authorization: Bearer`` (a CI run on 2.17 found the userinfo's Basic auth replacing it)."""
+    emulator, make = KEY_CLIENTS["anthropic"]
+    with emulator(api_key=GOOD) as emu:
+        emu.script(Reply(text="hello"))
+        assert (await _ask(make(emu, GOOD), stream=False)).text == "hello"
+        headers = emu.requests[-1].headers
+    assert (headers.get("authorization") == f"Bearer {GOOD}") is ANTHROPIC_BEARER
+    assert (headers.get("x-api-key") == GOOD) is not ANTHROPIC_BEARER
+
+
+@pytest.mark.parametrize("name", OWN_HEADER)
 async def test_a_key_of_its_own_header_goes_beside_the_userinfo(name: str) -> None:
     """Anthropic's ``x-api-key`` and Gemini's ``x-goog-api-key`` are not ``Authorization``: both reach the server."""
     import base64
