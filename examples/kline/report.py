@@ -16,7 +16,7 @@ from kline.chart import file_style
 from kline.patterns import patterns_text, wyckoff_text
 from kline.provenance import GENERATED, Provenance, counts
 from kline.provenance import of as provenance_of
-from kline.store import Store, Ticker
+from kline.store import Store, Ticker, chart_path
 
 if TYPE_CHECKING:
     from kline.watchlist import Run, Totals
@@ -246,7 +246,10 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
                 "data": origin.as_dict(),
             }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            thumb = run.out / f"{row['name']}.thumb.jpg"
+            try:  # a stored name is data: it never reads outside OUT
+                thumb: Path | None = chart_path(run.out, row["name"], ".thumb.jpg")
+            except ValueError:
+                thumb = None
             report_rows.append(
                 Row(
                     row["name"],

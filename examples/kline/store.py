@@ -64,6 +64,14 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        for (name,) in self.db.execute("SELECT name FROM results"):
+            if not safe_stem(name):  # a stored name becomes a path the report reads: it never leaves OUT
+                self.db.close()
+                raise ValueError(
+                    f"{path}: a stored result names its chart {str(name)[:80]!r}, which is not a plain file name "
+                    "(letters, digits, '.', '_', '-'; no leading '.'), as this program writes none: the file was "
+                    "edited or is not this program's. Delete it (or pass another --out) to start afresh."
+                )
 
     def close(self) -> None:
         self.db.close()
@@ -195,6 +203,12 @@ def chart_stem(symbol: str, as_of: str) -> str:
     if not any(c.isalnum() for c in name):
         name = "ticker"
     return f"{name}_{UNSAFE.sub('_', as_of)}" if as_of else name
+
+
+def safe_stem(name: object) -> bool:
+    """Whether ``name`` is a stem `chart_stem` or `Store.claim` could have written (or ``""``, a result stored before
+    it had one): a string of `UNSAFE`'s allowed characters, not starting with ``.``."""
+    return isinstance(name, str) and not name.startswith(".") and UNSAFE.search(name) is None
 
 
 def chart_path(folder: Path, stem: str, suffix: str = ".png") -> Path:

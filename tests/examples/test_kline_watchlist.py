@@ -7,6 +7,7 @@ the report in headless Chromium."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -820,3 +821,34 @@ def test_loopback_hosts(url: str | None, expected: bool) -> None:
     from kline.cli import loopback
 
     assert loopback(url) is expected
+
+
+def test_a_stored_name_pointing_outside_out_is_refused_in_one_line(
+    wl: ModuleType, pool: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A result's chart name becomes a path the report reads (its thumbnail, inlined in the page) and the resume
+    redraws; a tampered store naming ``../outside`` made the page inline a file beside OUT. Now the store is refused
+    when opened: exit 2, one line saying what to do, nothing read from outside."""
+    data, out = tmp_path / "data", tmp_path / "out"
+    write_demo(data, 1, sessions=60)
+    argv = ["--data", str(data), "--out", str(out), *FAST]
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        _run(wl, argv, emu, monkeypatch, pool)
+    secret = b"\xff\xd8\xff\xe0 not for the page " * 4
+    (tmp_path / "outside.thumb.jpg").write_bytes(secret)
+    page_before = (out / "report.html").read_bytes()
+    with sqlite3.connect(out / "results.sqlite") as connection:
+        connection.execute("UPDATE results SET name = '../outside'")
+    capsys.readouterr()
+    with DashScopeEmulator(default_reply=emulated_reply) as emu:
+        monkeypatch.setenv("DASHSCOPE_BASE_URL", emu.base_url)
+        code = wl.main([*argv, "--workers", "1"])
+        assert emu.requests == []
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "'../outside'" in err
+    assert "Delete it" in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert (out / "report.html").read_bytes() == page_before
+    assert base64.b64encode(secret).decode() not in (out / "report.html").read_text(encoding="utf-8")
