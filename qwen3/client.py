@@ -36,18 +36,19 @@ from clients.core.client import ProviderChatClient
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import Failure, ProviderFacts, to_chat_client_exception
 from clients.providers import PROVIDERS
-from qwen3.convert import conversation_has_media, request_body, request_messages
-from qwen3.errors import explained
-from qwen3.models import Endpoint, endpoint_for_model, is_url_error, other_endpoint
-from qwen3.options import (
-    QwenChatOptions,
-    QwenWebSearchOptions,
+from qwen3.convert import (
     citation_format,
     code_interpreter_tool,
+    conversation_has_media,
+    request_body,
+    request_messages,
     request_thinks,
     resolve_hosted_tools,
     web_search_tool,
 )
+from qwen3.errors import explained
+from qwen3.models import Endpoint, endpoint_for_model, is_url_error, other_endpoint
+from qwen3.options import QwenChatOptions, QwenWebSearchOptions
 from qwen3.parse import StreamState, parse_response, parse_stream_event
 from qwen3.service import (
     DEFAULT_BASE_URL,

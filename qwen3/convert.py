@@ -1,10 +1,12 @@
 """MAF ⇄ DashScope native protocol, request side: ``convert_messages`` (MAF ``Message`` list → ``input.messages``
-for the text or the multimodal endpoint; ``request_messages`` adds what the options say about them) and
-``request_body`` (the whole body ``{"model", "input": {"messages"}, "parameters"}`` from those messages and the
-options; ``build_request`` runs both). Pure: no I/O except reading local media files. The wire
-shapes are those of Alibaba's Qwen API reference
-(https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference) and of the recorded exchanges with the live
-API that the test suite replays; each rule names its source.
+for the text or the multimodal endpoint; ``request_messages`` adds what the options say about them),
+``convert_options`` (MAF options → the native ``parameters``: DashScope's thinking and structured-output rules, the
+tables of what is handled or refused; any other key is sent under its own name), ``resolve_hosted_tools`` (the web
+search and code interpreter tools → DashScope's parameters) and ``request_body`` (the whole body ``{"model",
+"input": {"messages"}, "parameters"}`` from those messages and the options; ``build_request`` runs them all). The
+options themselves are declared in ``qwen3.options``. Pure: no I/O except reading local media files. The wire shapes
+are those of Alibaba's Qwen API reference (https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference) and
+of the recorded exchanges with the live API that the test suite replays; each rule names its source.
 
 DashScope's explicit context cache, request side, is here too (its section at the end): the ``cache_control``
 markers on content parts (``cache_marker``, ``marked``), the ``cache="prefix"`` option and marked tools
@@ -15,19 +17,25 @@ Source: Model Studio "Context cache", https://www.alibabacloud.com/help/en/model
 from __future__ import annotations
 
 import copy
+import difflib
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agent_framework import Content, Message, get_namespaced_value
+from pydantic import BaseModel
 
 from clients.core.convert import (
+    MAF_OPTIONS,
     NOT_SENT,
     add_system_text,
     as_list,
+    function_tools,
     hoist_tool_media,
     invalid,
+    refuse_unsupported,
     result_text,
     sendable,
     wire_tool_calls,
@@ -42,8 +50,16 @@ from clients.core.media import (
     resolve_uri,
 )
 from qwen3.errors import media_advice
-from qwen3.models import Endpoint, known_family, model_family
-from qwen3.options import convert_options, resolve_hosted_tools, structured_output_instruction
+from qwen3.models import (
+    AGENT_SEARCH_ONLY,
+    Endpoint,
+    known_family,
+    model_family,
+    supports_json_schema,
+    thinking_mode,
+    thinks_by_default,
+)
+from qwen3.options import CODE_INTERPRETER_TYPE, FRESHNESS_DAYS, SEARCH_STRATEGIES, WEB_SEARCH_TYPES
 
 logger = logging.getLogger("agent_framework.qwen3")
 
@@ -448,6 +464,357 @@ def _preserve_thinking(
         parameters["preserve_thinking"] = given
     elif model_family(model).preserve_thinking and any("reasoning_content" in m for m in wire):
         parameters["preserve_thinking"] = True
+
+
+# -------------------------------------------------------------------------------------------- parameters
+
+
+_HANDLED = MAF_OPTIONS | {"replay_reasoning", "enable_thinking", "preserve_thinking", "cache", "partial"}
+_UNSUPPORTED = {
+    "frequency_penalty": "DashScope has no frequency_penalty; use presence_penalty or repetition_penalty.",
+    "logit_bias": "DashScope has no logit_bias.",
+    "user": "DashScope has no per-request user field.",
+    "metadata": "DashScope has no request metadata; keep it on the Message or in middleware.",
+    "conversation_id": "DashScope is stateless: pass the history as messages (MAF sessions do this for you).",
+    "store": "DashScope keeps no conversation state.",
+}
+
+
+def _tool_choice(choice: Any, tools: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    """MAF ``tool_choice`` → DashScope ``tool_choice`` (``"auto"``, ``"none"`` or one named function, API ref)."""
+    if choice is None:
+        return None, tools
+    mode = {"mode": choice} if isinstance(choice, str) else dict(choice)
+    allowed = mode.get("allowed_tools")
+    if allowed is not None:
+        tools = [t for t in tools if t["function"]["name"] in allowed]
+    if mode.get("mode") in ("auto", "none"):
+        return mode["mode"], tools
+    if mode.get("mode") == "required":
+        name = mode.get("required_function_name")
+        if name is None and len(tools) == 1:
+            name = tools[0]["function"]["name"]
+        if name is None:
+            raise invalid(
+                "tool_choice='required' needs required_function_name with DashScope, which can force one "
+                "named function but not 'any tool' (Model Studio's Qwen API reference)."
+            )
+        return {"type": "function", "function": {"name": name}}, tools
+    raise invalid(f"Unknown tool_choice {choice!r}: use 'auto', 'none' or 'required'.")
+
+
+_NOT_WHILE_THINKING = (
+    (
+        "response_format",
+        "Structured output (response_format)",
+        "'Json mode response is not supported when enable_thinking is true'",
+    ),
+    # Model Studio "Partial mode": "thinking mode does not support partial mode"; hybrids listed "(non-thinking mode)"
+    (
+        "partial",
+        "Partial mode (prefix continuation)",
+        "'thinking mode does not support partial mode', Model Studio 'Partial mode'",
+    ),
+)
+"""Options DashScope refuses while the model thinks: (option, what it is, DashScope's words)."""
+
+
+def request_thinks(model: str, options: Mapping[str, Any]) -> bool:
+    """Whether a request makes the model think: ``enable_thinking`` if set; else off when structured output is
+    asked of a hybrid model (this client then sends ``enable_thinking: false``); else the model's default (Model Studio
+    "Deep thinking")."""
+    if options.get("enable_thinking") is not None:
+        return bool(options["enable_thinking"])
+    needs_no_thinking = any(options.get(key) not in (None, False) for key, _, _ in _NOT_WHILE_THINKING)
+    if needs_no_thinking and thinking_mode(model) == "hybrid":
+        return False
+    return thinks_by_default(model)
+
+
+def _schema_of(value: Any) -> tuple[str, dict[str, Any]] | None:
+    """(name, JSON schema) of a structured-output request, None for a raw DashScope ``{"type": …}`` mapping."""
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return value.__name__, value.model_json_schema()
+    if isinstance(value, Mapping):
+        if value.get("type") in ("text", "json_object", "json_schema"):
+            return None
+        return str(value.get("title") or "response"), dict(value)
+    raise invalid(f"response_format must be a Pydantic model class or a mapping, got {type(value).__name__}.")
+
+
+def _response_format(value: Any, model: str) -> dict[str, Any]:
+    """MAF ``response_format`` → DashScope's: ``json_schema`` (strict) where the model takes it, else ``json_object``
+    (whose schema then goes into the prompt, see ``structured_output_instruction``). A ``{"type": …}`` mapping is
+    DashScope's own and goes as given. Source: Alibaba "structured output" page (JSON Schema only for some qwen-plus
+    models; JSON Object for most; the prompt must contain "json")."""
+    schema = _schema_of(value)
+    if schema is None:
+        return dict(value)
+    if supports_json_schema(model):
+        name, body = schema
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": body, "strict": True}}
+    return {"type": "json_object"}
+
+
+def structured_output_instruction(value: Any, model: str) -> str | None:
+    """The system text that carries the schema when DashScope's ``json_object`` mode stands in for a schema.
+
+    It contains the word "JSON", which ``json_object`` requires ("'messages' must contain the word 'json'...").
+    """
+    if value is None or supports_json_schema(model):
+        return None
+    schema = _schema_of(value)
+    if schema is None:
+        return None
+    return "Respond with a single JSON object, and nothing else, that conforms to this JSON Schema:\n" + json.dumps(
+        schema[1], ensure_ascii=False
+    )
+
+
+def _thinking(parameters: dict[str, Any], options: Mapping[str, Any], model: str) -> bool:
+    """Apply DashScope's thinking rules before sending (Model Studio "Deep thinking"; docs/design.md, "The failures
+    users of other frameworks report", rows 3 and 15); returns whether the request thinks. ``enable_thinking`` is sent
+    whenever the caller set it."""
+    mode = thinking_mode(model)
+    enabled = options.get("enable_thinking")
+    if mode == "only" and enabled is False:
+        raise invalid(
+            f"{model!r} always thinks: DashScope refuses enable_thinking=False for it ('The value of the "
+            "enable_thinking parameter is restricted to True'). Drop the option or use a hybrid model."
+        )
+    for key, feature, quote in _NOT_WHILE_THINKING:
+        if options.get(key) in (None, False):
+            continue
+        if enabled or mode == "only":
+            raise invalid(
+                f"{feature} is not available while {model!r} thinks ({quote}): set enable_thinking=False "
+                "or use a non-thinking model."
+            )
+        if enabled is None and thinks_by_default(model):
+            enabled = False  # qwen3.5+ think unless told not to: these need it off, say so explicitly
+    if enabled is not None:
+        parameters["enable_thinking"] = bool(enabled)
+    return request_thinks(model, options)
+
+
+def convert_options(options: Mapping[str, Any], *, stream: bool, model: str = "") -> dict[str, Any]:
+    """MAF options → DashScope ``parameters``.
+
+    Always ``result_format: "message"``; when streaming, ``incremental_output: true`` (never a ``stream`` key:
+    streaming is the ``X-DashScope-SSE`` header, Model Studio "Qwen API reference"-1.8). ``tools`` are sent on every
+    call of the
+    tool loop; ``tool_choice`` and ``parallel_tool_calls`` only with tools (MAF's Agent always says
+    ``tool_choice="auto"``, meaningless without them).
+
+    ``options`` come with their hosted tools (web search, code interpreter) already turned into parameters by
+    `resolve_hosted_tools`, which the client's request path and ``qwen3.convert.build_request`` run first, once.
+
+    Thinking (``model`` given): ``enable_thinking`` is sent whenever set; ``False`` for a thinking-only model and
+    structured output while thinking raise; a model that thinks by default gets ``enable_thinking: false`` with
+    structured output; a forced tool choice while thinking (which DashScope refuses) degrades to ``"auto"`` with a
+    warning.
+
+    Raises:
+        ChatClientInvalidRequestException: an option DashScope does not have, ``n`` > 1, a bad tool choice, a
+            thinking rule broken (above), a hosted tool DashScope cannot run or a web-search option it lacks.
+    """
+    parameters: dict[str, Any] = {"result_format": "message"}
+    if stream:
+        parameters["incremental_output"] = True
+    refuse_unsupported(options, _UNSUPPORTED)
+    thinks = _thinking(parameters, options, model)
+    for key, value in options.items():
+        if value is None or key in _HANDLED or key in _UNSUPPORTED:
+            continue
+        if key in ("n", "stream", "incremental_output", "result_format"):
+            continue  # n is 1 here; the others are transport-level, set by this client (Qwen API reference)
+        parameters[key] = value  # a DashScope parameter this package does not know yet: pass it on
+    tools = function_tools(options.get("tools"), service="DashScope chat")
+    if tools:
+        choice, tools = _tool_choice(options.get("tool_choice"), tools)
+        if thinks and isinstance(choice, dict):
+            logger.warning(
+                "%s thinks, and DashScope cannot force a tool while thinking: tool_choice %s sent as 'auto'.",
+                model,
+                choice["function"]["name"],
+            )
+            choice = "auto"
+        parameters["tools"] = tools
+        if choice is not None:
+            parameters["tool_choice"] = choice
+        if options.get("allow_multiple_tool_calls") is not None:
+            parameters["parallel_tool_calls"] = bool(options["allow_multiple_tool_calls"])
+    if options.get("response_format") is not None:
+        parameters["response_format"] = _response_format(options["response_format"], model)
+    return parameters
+
+
+# ------------------------------------------------------------------------ hosted tools: web search, code interpreter
+# MAF's SupportsWebSearchTool / SupportsCodeInterpreterTool: the clients' get_web_search_tool() and
+# get_code_interpreter_tool() return the dicts of `web_search_tool` and
+# `code_interpreter_tool`, MAF's declarative loader writes the same dicts for a YAML
+# `kind: web_search` / `kind: code_interpreter` tool, and `resolve_hosted_tools` turns them into DashScope's own
+# parameters (docs/hosted-tools.md).
+
+_SEARCH_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "enable_source": (bool,),
+    "enable_citation": (bool,),
+    "citation_format": (str,),
+    "forced_search": (bool,),
+    "search_strategy": (str,),
+    "enable_search_extension": (bool,),
+    "prepend_search_result": (bool,),
+    "freshness": (int,),
+    "assigned_site_list": (list, tuple),
+    "intention_options": (Mapping,),
+    "enable_text_image_mixed": (bool,),
+}
+_PARAMETER_KEYS = frozenset({"enable_text_image_mixed"})  # web-search keys that belong in `parameters`
+_TOOL_METADATA = frozenset({"type", "name", "description"})  # a tool dict's own keys, with no DashScope counterpart
+
+
+def web_search_tool(**options: Any) -> dict[str, Any]:
+    """``{"type": "web_search", **options}``, checked (`web_search_parameters`) so that a mistake raises here."""
+    tool = {"type": "web_search", **options}
+    web_search_parameters(tool)
+    return tool
+
+
+def code_interpreter_tool() -> dict[str, Any]:
+    """``{"type": "code_interpreter"}``."""
+    return {"type": CODE_INTERPRETER_TYPE}
+
+
+def web_search_parameters(tool: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A web-search tool dict → (``search_options``, other ``parameters``), ``enable_source`` on unless it says not.
+
+    Raises:
+        ChatClientInvalidRequestException: a key DashScope's web search does not have (naming the closest one), a
+            value of the wrong type, an unknown ``search_strategy``, a ``freshness`` other than 7/30/180/365, a
+            ``citation_format`` without ``<number>``.
+    """
+    search: dict[str, Any] = {"enable_source": True}
+    parameters: dict[str, Any] = {}
+    for key, value in tool.items():
+        if key in _TOOL_METADATA or value is None:
+            continue
+        kinds = _SEARCH_OPTION_TYPES.get(key)
+        if kinds is None:
+            close = difflib.get_close_matches(key, _SEARCH_OPTION_TYPES, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(_SEARCH_OPTION_TYPES)}."
+            raise invalid(f"DashScope web search has no option {key!r}: {hint}")
+        if not _of_type(value, kinds):
+            raise invalid(f"Web search option {key!r} must be {kinds[0].__name__}, not {value!r}.")
+        if key == "search_strategy" and value not in SEARCH_STRATEGIES:
+            raise invalid(f"Unknown search_strategy {value!r}: DashScope's are {', '.join(SEARCH_STRATEGIES)}.")
+        if key == "freshness" and value not in FRESHNESS_DAYS:
+            raise invalid(f"freshness must be one of {FRESHNESS_DAYS} (days), not {value!r}.")
+        if key == "citation_format" and "<number>" not in value:
+            raise invalid(f"citation_format {value!r} has no '<number>' (e.g. '[<number>]' or '[ref_<number>]').")
+        if key == "assigned_site_list" and not all(isinstance(site, str) for site in value):
+            raise invalid(f"assigned_site_list must be a list of site names, not {value!r}.")
+        (parameters if key in _PARAMETER_KEYS else search)[key] = list(value) if key == "assigned_site_list" else value
+    return search, parameters
+
+
+def _of_type(value: Any, kinds: tuple[type, ...]) -> bool:
+    """``isinstance``, where a bool is not an int."""
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
+
+
+def _hosted_tools(tools: Any) -> tuple[list[Any], Mapping[str, Any] | None, bool]:
+    """(the other tools, the web-search tool dict or None, whether the code interpreter was asked for).
+
+    Raises:
+        ChatClientInvalidRequestException: a hosted tool DashScope cannot run (file search, image generation, MCP,
+            another provider's…), two web-search tools, a code interpreter given files.
+    """
+    rest: list[Any] = []
+    search: Mapping[str, Any] | None = None
+    code = False
+    for tool in as_list(tools):
+        kind = tool.get("type") if isinstance(tool, Mapping) else None
+        if kind in WEB_SEARCH_TYPES:
+            if search is not None:
+                raise invalid("Two web search tools: give DashScope one (its options are one search_options).")
+            search = tool
+        elif kind == CODE_INTERPRETER_TYPE:
+            extra = sorted(set(tool) - _TOOL_METADATA)
+            if extra:
+                raise invalid(
+                    f"DashScope's code interpreter takes no settings, got {extra}: it runs the code the model writes "
+                    "in Alibaba's sandbox, with no files or containers of yours (Model Studio 'Code interpreter')."
+                )
+            code = True
+        elif isinstance(kind, str) and kind != "function":
+            raise invalid(
+                f"Hosted tool {kind!r} cannot run on DashScope chat: DashScope runs web search "
+                "(client.get_web_search_tool()) and the code interpreter (client.get_code_interpreter_tool()); "
+                "give anything else as a function tool (@tool) that your code runs."
+            )
+        else:
+            rest.append(tool)
+    return rest, search, code
+
+
+def resolve_hosted_tools(options: Mapping[str, Any], model: str) -> Mapping[str, Any]:
+    """``options`` with hosted tools turned into DashScope parameters; ``options`` itself when there are none.
+
+    - a web-search tool → ``enable_search: true`` and its ``search_options`` (merged over a ``search_options``
+      option; ``enable_text_image_mixed`` as a parameter);
+    - a code-interpreter tool → ``enable_code_interpreter: true``;
+    - the code interpreter (tool or option) and the ``agent_max`` search strategy need thinking mode and a stream
+      (Model Studio "Code interpreter": "only supports thinking mode" and "only supports streaming output";
+      "Web search": agent_max "Non-streaming output is not supported", set ``enable_thinking``): ``enable_thinking``
+      becomes ``True`` when unset, which also makes the client stream under the hood.
+
+    Idempotent: resolved options resolve to themselves.
+
+    Raises:
+        ChatClientInvalidRequestException: see `_hosted_tools` and `web_search_parameters`; ``enable_search=False``
+            with a web-search tool; ``enable_thinking=False`` or a model without thinking mode where thinking is
+            needed; ``agent_max`` on a model that searches with ``agent`` only.
+    """
+    tools = options.get("tools")
+    rest, search, code = _hosted_tools(tools) if tools else ([], None, False)
+    search_options = options.get("search_options")
+    strategy = (search or {}).get("search_strategy") or (
+        search_options.get("search_strategy") if isinstance(search_options, Mapping) else None
+    )
+    code = code or options.get("enable_code_interpreter") is True
+    if search is None and not code and strategy != "agent_max":
+        return options
+    resolved = dict(options)
+    resolved["tools"] = rest or None
+    if search is not None:
+        if options.get("enable_search") is False:
+            raise invalid("enable_search=False contradicts the web search tool given: drop one of them.")
+        tool_search, parameters = web_search_parameters(search)
+        resolved["enable_search"] = True
+        resolved["search_options"] = {**(search_options or {}), **tool_search}
+        resolved.update(parameters)
+    if code:
+        resolved["enable_code_interpreter"] = True
+    if strategy == "agent_max" and model.strip().lower() in AGENT_SEARCH_ONLY:
+        raise invalid(f"{model!r} searches with search_strategy 'agent' only (Model Studio 'Web search').")
+    if code or strategy == "agent_max":
+        need = "The code interpreter" if code else "search_strategy 'agent_max'"
+        if thinking_mode(model) == "none":
+            raise invalid(f"{need} needs thinking mode, which {model!r} has not: use e.g. qwen3-max or qwen3.6-plus.")
+        if options.get("enable_thinking") is False:
+            raise invalid(f"{need} needs thinking mode (Model Studio): drop enable_thinking=False.")
+        resolved["enable_thinking"] = True
+    return resolved
+
+
+def citation_format(options: Mapping[str, Any]) -> str | None:
+    """The citation marker a request asks for (``search_options.citation_format``, DashScope's default ``[<number>]``)
+    when it enables search with ``enable_citation``; None otherwise (then no marker is looked for)."""
+    search = options.get("search_options")
+    if not options.get("enable_search") or not isinstance(search, Mapping) or not search.get("enable_citation"):
+        return None
+    value = search.get("citation_format")
+    return value if isinstance(value, str) and "<number>" in value else "[<number>]"
 
 
 # -------------------------------------------------------------------------------------------------------- context cache

@@ -194,7 +194,7 @@ class StreamState:
     """An event carried a ``finish_reason`` (there is no ``[DONE]``: the last event carries it, Model Studio "Qwen
     API reference")."""
     citation_format: str | None = None
-    """The citation marker the request asked for (``qwen3.options.citation_format``): its markers are located in
+    """The citation marker the request asked for (``qwen3.convert.citation_format``): its markers are located in
     the answer from the first event on."""
     citations: Citations | None = None
     """Web-search sources and citations (from the first event when ``citation_format`` is set, else from the first

@@ -25,9 +25,8 @@ from agent_framework.exceptions import ChatClientInvalidRequestException
 
 from clients.core.transport import SSEDecoder
 from qwen3 import video_frames
-from qwen3.convert import build_request
+from qwen3.convert import build_request, citation_format
 from qwen3.models import Endpoint, endpoint_for_model
-from qwen3.options import citation_format
 from qwen3.parse import StreamState, parse_response, parse_stream_event
 from tests.conftest import WIRE, wire_json, wire_text
 
