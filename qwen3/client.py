@@ -32,7 +32,7 @@ from agent_framework.exceptions import ChatClientException
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar, Unpack
 
-from clients.core.client import ProviderChatClient
+from clients.core.client import ChatCall, ProviderChatClient
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import Failure, ProviderFacts, to_chat_client_exception
 from clients.providers import PROVIDERS
@@ -223,23 +223,16 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         first = self._learned_endpoints.get(model) or endpoint_for_model(model)
         return first, other_endpoint(first)
 
-    async def _build_request(
-        self,
-        messages: Sequence[Message],
-        options: dict[str, Any],
-        *,
-        model: str,
-        stream: bool,
-        client_kwargs: Mapping[str, Any],
-    ) -> QwenRequest:
+    async def _build_request(self, call: ChatCall) -> QwenRequest:
         """Hosted tools resolved, the call's headers, local files uploaded, other agents' turns rewritten, the
         endpoint routed, the messages converted for it (`_convert_messages`), then the body from them and the options
         (``qwen3.convert.request_body``). A request that thinks is streamed even when the call is not: many models
         refuse thinking in non-streamed calls ("enable_thinking must be set to false for non-streaming calls", Model
         Studio "Deep thinking"), and a stream gives the same answer for all."""
-        opts = resolve_hosted_tools(options, model)
-        headers = self._call_headers(client_kwargs)
-        messages = self._history(await self._with_uploads(messages, model))
+        model, stream = call.model, call.stream
+        opts = resolve_hosted_tools(call.options, model)
+        headers = self._call_headers(call.client_kwargs)
+        messages = self._history(await self._with_uploads(call.messages, model))
         endpoint, other = self._endpoints(model, messages)
         streamed = stream or request_thinks(model, opts)
         wire = self._convert_messages(messages, opts, endpoint=endpoint)

@@ -41,7 +41,7 @@ from agent_framework.exceptions import (
 )
 from hypothesis import strategies as st
 
-from clients.core.client import ProviderRequest
+from clients.core.client import ChatCall, ProviderRequest
 from clients.core.parse import parsed
 from clients.core.transport import (
     Failure,
@@ -172,7 +172,7 @@ def request_body(provider: str, messages: list[Message], options: dict[str, Any]
         needs_oss_resolve(body)  # the header decision, made on every request
         return body
     client = clients()[provider]
-    body = client._request_body(client._history(messages), options, model=client.model, stream=stream)
+    body = asyncio.run(client._build_request(ChatCall(messages, options, client.model, stream, {}))).body
     if provider == "gemini":
         from clients.gemini.wire import _sdk_arguments
 

@@ -7,6 +7,7 @@ the same name everywhere (``client_for``, ``ask``, ``read_stream``, ``get_weathe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 
 from agent_framework import ChatResponse, Message, tool
 
+from clients.core.client import ChatCall
 from clients.core.transport import RetryPolicy
 from clients.providers import PROVIDERS
 
@@ -94,10 +96,11 @@ def client_for(cls: Any, emu: Any, *, model: str, key: str, **kwargs: Any) -> An
 def request_body(
     cls: Any, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
 ) -> dict[str, Any]:
-    """The body ``cls``'s request path builds from MAF input, without sending it (``_request_body``: the messages
-    converted by ``_convert_messages``, then the body from them and the options)."""
+    """The body ``cls``'s request path builds from MAF input, without sending it (``_build_request``: other agents'
+    turns rewritten, the messages converted by ``_convert_messages``, then the body from them and the options)."""
     client = cls(model=model, api_key="k")
-    return client._request_body(messages, options, model=model, stream=stream)  # type: ignore[no-any-return]
+    request = asyncio.run(client._build_request(ChatCall(messages, dict(options), model, stream, {})))
+    return request.body  # type: ignore[no-any-return]
 
 
 def hi(text: str = "hi") -> list[Message]:

@@ -30,7 +30,7 @@ from clients.anthropic.convert import convert_messages, request_body
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.anthropic.wire import KEY_AS_BEARER, AnthropicWire
-from clients.core.client import ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import ProviderFacts, shown_url
 from clients.providers import PROVIDERS
@@ -109,10 +109,11 @@ class RawAnthropicChatClient(ProviderChatClient[AnthropicOptionsT], Generic[Anth
             messages, instructions=options.get("instructions"), prefill=bool(options.get("prefill"))
         )
 
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        return request_body(self._convert_messages(messages, options), options, model=model, stream=stream)
+    async def _build_request(self, call: ChatCall) -> ProviderRequest:
+        """The request for ``call``: its messages, other agents' turns rewritten, converted (`_convert_messages`), then
+        the body from them and the options (``clients.anthropic.convert.request_body``). Pure: no network."""
+        messages = self._convert_messages(self._history(call.messages), call.options)
+        return call.request(request_body(messages, call.options, model=call.model, stream=call.stream))
 
     def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
         """A ``message`` JSON body → ``ChatResponse`` (``clients.anthropic.parse.parse_response``)."""

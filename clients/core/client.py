@@ -1,19 +1,18 @@
 """`ProviderChatClient`: the one request path every provider chat client of this package runs.
 
 A request goes, top to bottom in this module: MAF's ``_inner_get_response`` → `ProviderChatClient._request` (options
-checked, the model named) → the provider's ``_build_request`` (a `ProviderRequest`: model, options, body, and
-whether it is streamed; the messages converted by ``_convert_messages``, the body built from them and the options by
-``_request_body``) → `ProviderChatClient._sent` around ``_post`` / ``_open`` (one attempt per ``send`` / ``open`` of
-the client's wire, transient failures retried per ``retry_policy``, a stream only before its first event; after the
-final failure, the provider's ``_fallback`` request once, if it has one) → the provider's ``_parse_response``, or
-per event ``_parse_stream_event`` with the state from ``_stream_state`` (`EventStream` counts what was delivered
-and checks the end). Timeouts, and what to say when one fires, are here too. Rules and their sources:
-docs/errors-and-retries.md; the path as a list: docs/design.md.
+checked, the model named: a `ChatCall`) → the provider's ``_build_request`` (a `ProviderRequest`: model, options, body,
+and whether it is streamed; the body from its convert module) → `ProviderChatClient._sent` around ``_post`` / ``_open``
+(one attempt per ``send`` / ``open`` of the client's wire, transient failures retried per ``retry_policy``, a stream
+only before its first event; after the final failure, the provider's ``_fallback`` request once, if it has one) → the
+provider's ``_parse_response``, or per event ``_parse_stream_event`` with the state from ``_stream_state``
+(`EventStream` counts what was delivered and checks the end). Timeouts, and what to say when one fires, are here too.
+Rules and their sources: docs/errors-and-retries.md; the path as a list: docs/design.md.
 
 A provider's client module (``qwen3.client``, ``clients.openai.client``, ``clients.anthropic.client``,
 ``clients.gemini.client``) subclasses `ProviderChatClient` and supplies only what is its own: settings, its wire
-(``clients.core.wire.Wire``: the SDK client, sending, bounded reading, error answers), the hooks above (the body from
-its convert module, the parsers from its parse module), and one descriptor (``_FACTS``: its name in messages,
+(``clients.core.wire.Wire``: the SDK client, sending, bounded reading, error answers), the hooks above (the request
+from its convert module, the parsers from its parse module), and one descriptor (``_FACTS``: its name in messages,
 default timeouts, permanent codes, the words of stream messages). dashscope and
 google-genai (as driven here) use ``httpx``, openai 3.x and anthropic 1.x ``httpx2`` (the same exception tree): both
 are handled.
@@ -24,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict
 
 from agent_framework import (
     BaseChatClient,
@@ -78,11 +78,33 @@ from clients.core.wire import ProviderRequest, Wire, WireSettings
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = ["ProviderChatClient", "ProviderRequest"]
+__all__ = ["ChatCall", "ProviderChatClient", "ProviderRequest"]
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
 RequestT = TypeVar("RequestT", bound="ProviderRequest", default="ProviderRequest")
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """One ``get_response`` call as a provider's ``_build_request`` takes it (made by `ProviderChatClient._request`)."""
+
+    messages: Sequence[Message]
+    """MAF's messages as given: other agents' turns not yet rewritten (`ProviderChatClient._history` does it, after
+    what must see them as given, such as Qwen's uploads of the user's own files)."""
+    options: dict[str, Any]
+    """The checked options."""
+    model: str
+    """The model asked (``options["model"]``, else the client's)."""
+    stream: bool
+    """Whether the call streams."""
+    client_kwargs: Mapping[str, Any]
+    """MAF's per-call ``client_kwargs`` (Qwen reads headers from them; the peers none)."""
+
+    def request(self, body: dict[str, Any]) -> ProviderRequest:
+        """The plain request sending ``body`` for this call (a provider that needs more builds its own
+        `ProviderRequest` subclass)."""
+        return ProviderRequest(self.model, self.options, body, self.stream)
 
 
 class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[OptionsT, RequestT]):
@@ -90,10 +112,9 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
 
     Class attributes a provider sets: ``_FACTS`` (a `ProviderFacts`: its name in messages, default timeouts,
     permanent error codes, the words of stream messages, how its key is sent).
-    Methods a provider supplies: ``_settings``, ``_new_wire`` (its ``clients.core.wire.Wire``: one attempt to send,
-    one to open a stream, the SDK's errors, closing), ``_convert_messages`` and ``_request_body`` (or the
-    whole ``_build_request``), ``_stream_state`` (its state's ``finished`` read at the end), ``_parse_response``,
-    ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``.
+    Methods a provider supplies: ``_settings``, ``_new_wire`` (its ``clients.core.wire.Wire``: one attempt to send, one
+    to open a stream, the SDK's errors, closing), ``_build_request``, ``_stream_state`` (its state's ``finished`` read
+    at the end), ``_parse_response``, ``_parse_stream_event``; and where it has them, ``_fallback`` and ``_exception``.
     ``RequestT``: the provider's `ProviderRequest` type.
     """
 
@@ -183,31 +204,14 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         own = tool_files_as_text(messages)
         return rewrite_other_agents(own, self.own_agent_name, enabled=self.rewrite_other_agents)
 
-    async def _build_request(
-        self,
-        messages: Sequence[Message],
-        options: dict[str, Any],
-        *,
-        model: str,
-        stream: bool,
-        client_kwargs: Mapping[str, Any],
-    ) -> RequestT:
-        """The request for MAF messages, checked ``options`` and the call's ``client_kwargs`` (MAF's per-call
-        ``client_kwargs``, unused by default): other agents' turns rewritten (`_history`), then the body from the
-        messages and the options (`_request_body`). A provider that needs more (Qwen) overrides this.
+    async def _build_request(self, call: ChatCall) -> RequestT:
+        """The request for ``call``: its messages, other agents' turns rewritten (`_history`), converted and the body
+        built from them and the options by the provider's convert module (``ChatCall.request`` makes the plain
+        request). Pure but for what the provider must ask first (Qwen's uploads, a self-hosted server's kind).
 
         Raises:
             ChatClientInvalidRequestException: what the converter refuses; nothing is sent.
         """
-        body = self._request_body(self._history(messages), options, model=model, stream=stream)
-        return cast(RequestT, ProviderRequest(model, options, body, stream))
-
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        """The request body from MAF messages (other agents' turns already rewritten) and the options: the provider's
-        convert module converts the messages (its client's ``_convert_messages``), then builds the body from them and
-        the options (its ``request_body``). Pure: no network, only local media files read."""
         raise NotImplementedError
 
     def _stream_state(self, request: RequestT) -> Any:
@@ -389,7 +393,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
         """Options checked, the model named (``options["model"]``, else the client's), then `_build_request`."""
         opts = await self._checked_options(options)
         model = checked_model(opts.get("model") or self.model, self._FACTS.name)
-        return await self._build_request(messages, opts, model=model, stream=stream, client_kwargs=client_kwargs)
+        return await self._build_request(ChatCall(messages, opts, model, stream, client_kwargs))
 
     async def _sent(self, request: RequestT, send: Callable[[RequestT], Awaitable[_T]]) -> tuple[_T, RequestT]:
         """``send(request)`` and the request that was answered: after a final `Failure` (retries spent), ``send``

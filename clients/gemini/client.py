@@ -26,7 +26,7 @@ from agent_framework.exceptions import SettingNotFoundError
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import ProviderFacts, shown_url
 from clients.gemini.convert import convert_messages, request_body
@@ -102,10 +102,11 @@ class RawGeminiChatClient(ProviderChatClient[GeminiOptionsT], Generic[GeminiOpti
             messages, model=options.get("model") or self.model, instructions=options.get("instructions")
         )
 
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        return request_body(self._convert_messages(messages, options), options, model=model, stream=stream)
+    async def _build_request(self, call: ChatCall) -> ProviderRequest:
+        """The request for ``call``: its messages, other agents' turns rewritten, converted (`_convert_messages`), then
+        the body from them and the options (``clients.gemini.convert.request_body``). Pure: no network."""
+        messages = self._convert_messages(self._history(call.messages), call.options)
+        return call.request(request_body(messages, call.options, model=call.model, stream=call.stream))
 
     def _parse_response(self, body: Any, request: ProviderRequest) -> ChatResponse[Any]:
         """A ``GenerateContentResponse`` JSON body → ``ChatResponse`` (``clients.gemini.parse.parse_response``)."""

@@ -28,7 +28,7 @@ from agent_framework.exceptions import (
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.transport import Failure, ProviderFacts, ServerSentEvent
 from clients.openai.convert import convert_messages, request_body
@@ -141,10 +141,11 @@ class RawOpenAIChatCompletionClient(ProviderChatClient[OpenAIOptionsT], Generic[
             image_detail=options.get("image_detail"),
         )
 
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        return request_body(self._convert_messages(messages, options), options, model=model, stream=stream)
+    async def _build_request(self, call: ChatCall) -> ProviderRequest:
+        """The request for ``call``: its messages, other agents' turns rewritten, converted (`_convert_messages`), then
+        the body from them and the options (``clients.openai.convert.request_body``). Pure: no network."""
+        messages = self._convert_messages(self._history(call.messages), call.options)
+        return call.request(request_body(messages, call.options, model=call.model, stream=call.stream))
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
         """A ``chat.completion`` JSON body → ``ChatResponse`` (``clients.openai.parse.parse_response``)."""

@@ -36,7 +36,7 @@ from agent_framework.exceptions import (
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
 from clients.core.parse import max_recovered_calls
 from clients.core.transport import (
@@ -525,21 +525,14 @@ class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[Resp
         Model Studio "Create a response")."""
         return input_items(messages, instructions=options.get("instructions"))
 
-    async def _build_request(
-        self,
-        messages: Sequence[Message],
-        options: dict[str, Any],
-        *,
-        model: str,
-        stream: bool,
-        client_kwargs: Mapping[str, Any],
-    ) -> ResponsesRequest:
+    async def _build_request(self, call: ChatCall) -> ResponsesRequest:
         """As every client builds it, but a turn that continues a stored response or a conversation sends only its
         new messages (``convert.new_turn``): DashScope holds the rest, which the request keeps (`ResponsesRequest`)."""
-        history = tuple(self._history(messages))
+        options = call.options
+        history = tuple(self._history(call.messages))
         turn = new_turn(history) if options.get("conversation_id") else list(history)
-        body = request_body(self._convert_messages(turn, options), options, model=model, stream=stream)
-        return ResponsesRequest(model, options, body, stream, messages=history, held=len(history) - len(turn))
+        body = request_body(self._convert_messages(turn, options), options, model=call.model, stream=call.stream)
+        return ResponsesRequest(call.model, options, body, call.stream, messages=history, held=len(history) - len(turn))
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
         return parse_response(

@@ -26,7 +26,7 @@ from agent_framework.exceptions import ChatClientException, SettingNotFoundError
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ProviderRequest
+from clients.core.client import ChatCall, ProviderRequest
 from clients.core.keywords import PLACEHOLDER_KEY, ClientSettings, PublicKeywords
 from clients.core.transport import Failure, ProviderFacts, shown_url, to_chat_client_exception
 from clients.openai.client import CHAT_COMPLETIONS, OPENAI_FACTS, RawOpenAIChatCompletionClient
@@ -190,29 +190,19 @@ class RawSelfHostedQwenChatClient(RawOpenAIChatCompletionClient[SelfHostedOption
 
     # ------------------------------------------------------------------------------------------ conversion
 
-    async def _build_request(
-        self,
-        messages: Sequence[Message],
-        options: dict[str, Any],
-        *,
-        model: str,
-        stream: bool,
-        client_kwargs: Mapping[str, Any],
-    ) -> ProviderRequest:
-        """The options' types checked, the server detected (first request only), then the request for it."""
-        check_options(options)
+    async def _build_request(self, call: ChatCall) -> ProviderRequest:
+        """The options' types checked, the server detected (first request only), then the request for it: the messages,
+        other agents' turns rewritten, converted (`_convert_messages`), then the body
+        (``qwen3.selfhosted.convert.request_body``)."""
+        check_options(call.options)
         await self.detect_server()
-        return await super()._build_request(messages, options, model=model, stream=stream, client_kwargs=client_kwargs)
+        messages = self._convert_messages(self._history(call.messages), call.options)
+        body = request_body(messages, call.options, self._server_profile(), model=call.model, stream=call.stream)
+        return call.request(body)
 
     def _convert_messages(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[dict[str, Any]]:
         """MAF messages → ``messages`` for the server (``qwen3.selfhosted.convert.convert_messages``)."""
         return convert_messages(messages, options, self._server_profile())
-
-    def _request_body(
-        self, messages: Sequence[Message], options: Mapping[str, Any], *, model: str, stream: bool
-    ) -> dict[str, Any]:
-        converted = self._convert_messages(messages, options)
-        return request_body(converted, options, self._server_profile(), model=model, stream=stream)
 
     def _parse_response(self, body: Mapping[str, Any], request: ProviderRequest) -> ChatResponse[Any]:
         options = request.options

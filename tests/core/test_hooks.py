@@ -17,10 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 GOAL = 8
 """docs/design.md: ``_settings``, the wire, ``_build_request``, ``_parse_response``, the stream parser, ``_exception``,
 ``_fallback`` and one descriptor."""
-MAX_HOOKS = 9
-"""What holds today (issue 29 §2; 23 before the descriptor and the wire objects): ``_request_body`` (MAF messages →
-the body, what the default ``_build_request`` calls) is a hook beside ``_build_request``, which the Qwen, Responses
-and self-hosted clients override. Lower it when it goes."""
+MAX_HOOKS = 8
+"""What holds today (issue 29 §2; 23 before the descriptor and the wire objects, 9 while ``_request_body`` stood
+beside ``_build_request``): the goal."""
 ONE_HOOK = {"_parse_stream_event": "_stream_state"}
 """The stream parser is one hook: its state (``_stream_state``, whose ``finished`` ends it) and its step."""
 
