@@ -567,10 +567,6 @@ class DashScopeWire:
         """Close the pooled connections (the wire may be used again after)."""
         await self._clients.aclose()
 
-    def detail(self, exc: BaseException, cause: BaseException) -> str:
-        """The text of a transport failure: the transport error's own."""
-        return str(cause) or type(cause).__name__
-
     # -- one attempt ------------------------------------------------------------------------------------------
 
     async def _response(

@@ -144,10 +144,6 @@ class AnthropicWire:
         )
         return OpenStream(events, partial(manager.__aexit__, None, None, None))
 
-    def detail(self, exc: BaseException, cause: BaseException) -> str:
-        """The text of a transport failure: the transport error's own."""
-        return str(cause) or type(cause).__name__
-
     async def aclose(self) -> None:
         """Close the SDK client (its connection pool)."""
         await self._sdks.aclose()

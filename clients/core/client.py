@@ -353,7 +353,7 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             return f"{where} did not answer within timeout={self.timeout:g} s (for a non-streamed request)"
         if timed_out:
             return f"{where} {facts.idle} for stream_idle_timeout={self.stream_idle_timeout:g} s{incomplete}"
-        detail = self._wire.detail(exc, cause)
+        detail = str(cause) or type(cause).__name__  # the transport error's own text, whichever wire it came through
         if so_far:
             return f"The stream from {where} broke{incomplete}: {detail}"
         return f"Cannot reach {where}: {detail}"

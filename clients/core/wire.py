@@ -194,10 +194,6 @@ class Wire(Protocol):
         """One attempt to open a stream; an error answer raises `Failure`."""
         ...
 
-    def detail(self, exc: BaseException, cause: BaseException) -> str:
-        """The text of a transport failure ``exc`` (``cause``: the transport error under the SDK's, else ``exc``)."""
-        ...
-
     async def aclose(self) -> None:
         """Close the SDK client of every event loop (pooled connections)."""
         ...

@@ -274,10 +274,6 @@ class GeminiWire:
         responses: list[httpx.Response] = []
         return OpenStream(_payloads(iterator, responses), partial(_close_stream, iterator, responses))
 
-    def detail(self, exc: BaseException, cause: BaseException) -> str:
-        """The text of a transport failure: the transport error's own."""
-        return str(cause) or type(cause).__name__
-
     async def aclose(self) -> None:
         """Close the google-genai client and its httpx client."""
         await self._sdks.aclose()

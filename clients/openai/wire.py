@@ -246,10 +246,6 @@ class OpenAIWire:
             f"{redact(text)[:200]!r}"
         )
 
-    def detail(self, exc: BaseException, cause: BaseException) -> str:
-        """The text of a transport failure: the transport error's own."""
-        return str(cause) or type(cause).__name__
-
     async def aclose(self) -> None:
         """Close the SDK client (its connection pool)."""
         await self._clients.aclose()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from clients.core.wire import Wire
 from clients.providers import PROVIDERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,3 +41,23 @@ def test_the_client_holds_its_wire_and_no_transport(provider: str) -> None:
     assert {sdk} <= imported(ROOT / "clients" / provider / "wire.py")
     raw = client_class.__mro__[[cls.__name__ for cls in client_class.__mro__].index(f"Raw{client_class.__name__}")]
     assert not TRANSPORT & set(vars(raw)), f"{raw.__name__} builds or sends on its own"
+
+
+WIRES = {
+    "clients.openai.wire": "OpenAIWire",
+    "clients.anthropic.wire": "AnthropicWire",
+    "clients.gemini.wire": "GeminiWire",
+    "qwen3.service": "DashScopeWire",
+}
+
+
+def test_every_wire_offers_what_wire_names_and_nothing_written_the_same_by_all() -> None:
+    """Each wire defines what ``clients.core.wire.Wire`` names, and the protocol names only what a wire does its own
+    way: a transport failure's text (the transport error's own, the same for every wire) is the core's, written once
+    (four copies of ``Wire.detail`` before)."""
+    offered = {name for name in vars(Wire) if not name.startswith("_")}
+    assert offered == {"send", "open", "aclose"}, sorted(offered)
+    for module, name in WIRES.items():
+        wire = getattr(importlib.import_module(module), name)
+        assert offered <= set(vars(wire)), name
+        assert "detail" not in vars(wire), f"{name} writes the core's transport text again"
