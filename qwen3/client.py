@@ -64,6 +64,7 @@ from qwen3.service import (
     no_model,
     request_headers,
     resolve_service,
+    sent_workspace,
 )
 from qwen3.uploads import (
     UPLOAD_MODES,
@@ -333,7 +334,7 @@ class RawQwenChatClient(ProviderChatClient[QwenOptionsT, QwenRequest], Generic[Q
         """DashScope's error answer as MAF's exception, with a hint where the cause is known
         (`qwen3.errors.explained`)."""
         media = request.endpoint == "multimodal" and conversation_has_media(request.messages)
-        error = explained(failure.error, model=request.model, media=media, headers=request.headers)
+        error = explained(failure.error, model=request.model, media=media, workspace=sent_workspace(request.headers))
         return to_chat_client_exception(error)
 
 

@@ -132,19 +132,17 @@ def unknown_model_advice(model: str) -> str | None:
     return None
 
 
-def explained(error: ProviderError, *, model: str, media: bool, headers: Mapping[str, str]) -> ProviderError:
+def explained(error: ProviderError, *, model: str, media: bool, workspace: str | None) -> ProviderError:
     """``error`` with our advice first where its cause is known: a "url error" for a conversation with ``media``
     (sent to the multimodal endpoint) means the model takes no media; an unknown model whose name the table does
     not know but is close to one of its names (`qwen3.models.similar_models`) gets a did-you-mean; a workspace
-    error names the workspace ``headers`` sent."""
+    error names the ``workspace`` the request sent (None: none; ``qwen3.service.sent_workspace`` reads it from the
+    request's headers)."""
     if media and is_url_error(error.code, error.message):
         return replace(error, advice=media_advice(model))
     if is_unknown_model(error) and (advice := unknown_model_advice(model)) is not None:
         return replace(error, advice=advice)
     if error.code in WORKSPACE_CODES:
-        from qwen3.service import WORKSPACE_HEADER  # here: qwen3.service reads its errors with this module
-
-        sent = next((v for k, v in headers.items() if k.lower() == WORKSPACE_HEADER.lower()), None)
-        hint = f" (workspace {sent!r}: workspace= or DASHSCOPE_WORKSPACE)" if sent else " (no workspace= given)"
-        return replace(error, message=error.message + hint)
+        named = f"workspace {workspace!r}: workspace= or DASHSCOPE_WORKSPACE" if workspace else "no workspace= given"
+        return replace(error, message=f"{error.message} ({named})")
     return error

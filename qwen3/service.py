@@ -88,6 +88,7 @@ __all__ = [
     "region_of",
     "request_headers",
     "resolve_service",
+    "sent_workspace",
     "unsent_only",
 ]
 
@@ -179,6 +180,11 @@ _CLIENT_HEADERS = frozenset(
 Headers: TypeAlias = Mapping[str, str]
 DataInspection: TypeAlias = "bool | str | Mapping[str, str] | None"
 """``data_inspection=``: ``True``, the header's JSON as a mapping, or its text."""
+
+
+def sent_workspace(headers: Headers) -> str | None:
+    """The workspace id ``headers`` send (``X-DashScope-WorkSpace``, its name in any case), else None."""
+    return next((value for name, value in headers.items() if name.lower() == WORKSPACE_HEADER.lower()), None)
 
 
 def checked_workspace(workspace: Any, error: Callable[[str], Exception] = ValueError) -> str:

@@ -513,7 +513,8 @@ class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[Resp
             error = failure.error
             if _not_stored(error.status, error.code, error.message):
                 raise ChatClientInvalidRequestException(f"{missing} {error}") from None
-            explained_error = explained(error, model=str(self.service.model), media=False, headers=self.service.headers)
+            workspace = self.service.workspace
+            explained_error = explained(error, model=str(self.service.model), media=False, workspace=workspace)
             raise to_chat_client_exception(explained_error) from None
 
     # ------------------------------------------------------------------------------------------ conversion
@@ -598,7 +599,7 @@ class RawQwenResponsesClient(ProviderChatClient[ResponsesOptionsT], Generic[Resp
                 f"and continue it with agent.get_session('conv_…'). {failure.error}"
             )
         if previous is None:
-            error = explained(failure.error, model=request.model, media=False, headers=self.service.headers)
+            error = explained(failure.error, model=request.model, media=False, workspace=self.service.workspace)
             return to_chat_client_exception(error)
         return ChatClientInvalidRequestException(
             f"DashScope no longer has the stored response {previous!r} this turn continues (previous_response_id): "
