@@ -90,6 +90,17 @@ def test_no_private_name_imported_from_another_module(path: Path) -> None:
     assert not found, "private names of another module (give them a public name or move them):\n" + "\n".join(found)
 
 
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=str(p.relative_to(ROOT))) for p in library_files() if p.name == "options.py"]
+)
+def test_an_options_module_declares_and_converts_nothing(path: Path) -> None:
+    """A provider's ``options.py`` declares its options (the ``TypedDict`` and the values they take); turning them into
+    the request is its ``convert.py``'s job (docs/design.md, "Modules: one job each"), so it defines no function."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert not functions, f"{path.relative_to(ROOT)} converts options ({', '.join(functions)}): move it to convert.py"
+
+
 def test_the_private_name_scan_finds_both_forms(tmp_path: Path) -> None:
     """The scan above must be able to fail: a module of ours that reads another's private names is reported."""
     path = tmp_path / "probe.py"
