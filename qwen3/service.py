@@ -41,7 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 import dashscope
 import httpx
 from agent_framework import SecretString, load_settings
-from agent_framework.exceptions import ChatClientException, SettingNotFoundError
+from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException, SettingNotFoundError
 
 from clients.core.convert import invalid
 from clients.core.keywords import DEFAULT_TIMEOUTS, CommonSettings, checked_api_key
@@ -64,7 +64,15 @@ from clients.core.transport import (
     url_secrets,
     within,
 )
-from clients.core.wire import OpenStream, PerLoop, ProviderRequest, payloads, read_limited, refuse_compressed
+from clients.core.wire import (
+    OpenStream,
+    PerLoop,
+    ProviderRequest,
+    payloads,
+    read_limited,
+    refuse_compressed,
+    refuse_other_origin,
+)
 from qwen3.errors import error_from_body, parse_error
 from qwen3.models import ENDPOINT_PATHS, Endpoint
 
@@ -581,15 +589,23 @@ class DashScopeWire:
         """One request on the running loop's SDK client (its key, workspace and base URL), its answer not yet read:
         ``url`` a path below the native base or an absolute URL (the compatible-mode base), ``kwargs`` httpx's
         (``json=``, ``content=``, ``files=``, ``headers=``…); ``read_timeout`` seconds per read (None: ``timeout``),
-        ``connect_timeout`` to connect. The answer was asked uncompressed: a compressed one is refused unread
+        ``connect_timeout`` to connect. No redirect is followed (the dashscope SDK's httpx client follows none): one
+        to another origin is refused as every wire refuses it (``clients.core.wire.refuse_other_origin``), one within
+        the origin is an error answer. The answer was asked uncompressed: a compressed one is refused unread
         (``clients.core.wire.refuse_compressed``: its bytes could expand past any bound).
 
         Raises:
+            ChatClientInvalidRequestException: a redirect to another origin.
             ChatClientInvalidResponseException: a compressed answer.
         """
         http = self._sdk().transport.http_client
         timeout = httpx.Timeout(self.timeout if read_timeout is None else read_timeout, connect=self.connect_timeout)
         response = await http.send(http.build_request(method, url, timeout=timeout, **kwargs), stream=True)
+        try:
+            refuse_other_origin(response, "DashScope", self.service.base_url)
+        except ChatClientInvalidRequestException:
+            await response.aclose()
+            raise
         await refuse_compressed(response, f"DashScope's answer (HTTP {response.status_code})")
         return response
 
@@ -618,15 +634,16 @@ class DashScopeWire:
         return data
 
     async def stream(self, method: str, url: str, *, limit: int, **kwargs: Any) -> httpx.Response:
-        """One request (`_response`'s arguments) whose answer is read as it comes (a stream, a file's lines): an
-        error answer (HTTP 400 or more) is read whole, at most ``limit`` bytes, and raised.
+        """One request (`_response`'s arguments) whose answer is read as it comes (a stream, a file's lines): any
+        other than HTTP 2xx (an error, a redirect within the origin: none is followed) is read whole, at most
+        ``limit`` bytes, and raised.
 
         Raises:
             Failure: an error answer.
             ChatClientInvalidResponseException: an error answer over ``limit`` bytes, or a compressed answer.
         """
         response = await self._response(method, url, **kwargs)
-        if response.status_code < 400:
+        if response.is_success:
             return response
         content = await _whole(response, limit)
         raise Failure(error_from_body(response.status_code, content, response.headers), response.headers)
