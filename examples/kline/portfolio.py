@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from kline import stats
+from kline.markets import BY_SUFFIX
 from kline.stats import Interval
 
 # --------------------------------------------------------------------------------------------------------------
@@ -64,7 +65,13 @@ class Costs:
                 raise ValueError(f"{name} must be a fraction of the trade's value from 0 to 0.1, not {value!r}")
 
 
-CODE = re.compile(r"(?<![0-9])([0-9]{6})\.(SZ|SH|BJ)(?![A-Za-z])|(?<![A-Za-z])(sh|sz|bj)([0-9]{6})(?![0-9])", re.I)
+_SUFFIXES = "|".join(BY_SUFFIX)
+CODE = re.compile(
+    rf"(?<![0-9])([0-9]{{6}})\.({_SUFFIXES})(?![A-Za-z])|(?<![A-Za-z])({_SUFFIXES})([0-9]{{6}})(?![0-9])",
+    re.ASCII | re.IGNORECASE,
+)
+"""An A-share code inside a symbol (``600519.SH`` in ``*ST 600519.SH``): the exchanges of `kline.markets.BY_SUFFIX`,
+ASCII only (no fullwidth digit, no ``ſ`` for ``s``), as `kline.markets.A_SHARE` reads a whole one."""
 CHINEXT_20 = "2020-08-24"
 """ChiNext's daily limit went from 10 % to 20 % on this date (the registration-system reform; SZSE's ChiNext
 trading rules, 2020 revision). STAR (688, since 2019-07-22) has had 20 % from its first day, BSE 30 %."""

@@ -315,6 +315,9 @@ def test_a_share_codes_are_ascii_digits_only(text: str) -> None:
     from kline.chart import chart_style
 
     assert chart_style(_good(), "auto", text) == "us"
+    from kline.portfolio import market_of
+
+    assert market_of(text).board == ""  # no A-share price limits for a symbol that is no code
 
 
 def test_bare_a_share_codes_are_read_by_their_exchange() -> None:
