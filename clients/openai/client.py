@@ -35,7 +35,7 @@ from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
 from clients.openai.parse import StreamState, parse_response, parse_stream_event
-from clients.openai.wire import OpenAIAPI, OpenAIWire
+from clients.openai.wire import OPENAI_HOST, OpenAIAPI, OpenAIWire
 from clients.providers import PROVIDERS
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
     "RawOpenAIChatCompletionClient",
 ]
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = f"https://{OPENAI_HOST}/v1"
 """The openai SDK's default base URL (it includes ``/v1``)."""
 
 OpenAIOptionsT = TypeVar("OpenAIOptionsT", bound=TypedDict, default="OpenAIChatCompletionOptions", covariant=True)  # type: ignore[valid-type]

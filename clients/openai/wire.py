@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
@@ -40,7 +41,7 @@ with PROVIDERS["openai"].sdk_required():  # imported directly, this module names
     import httpx2
     import openai
 
-__all__ = ["OpenAIAPI", "OpenAIWire"]
+__all__ = ["OPENAI_HOST", "OpenAIAPI", "OpenAIWire", "sends_account_ids"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,18 @@ class OpenAIAPI:
     done: str | None = None
     opening: frozenset[str] = frozenset()
     final: frozenset[str] = frozenset()
+
+
+OPENAI_HOST = "api.openai.com"
+"""OpenAI's API host (``clients.openai.client.DEFAULT_BASE_URL`` is read from it)."""
+
+
+def sends_account_ids(url: str) -> bool:
+    """Whether a request to the base ``url`` may carry the OpenAI account's ids (``OpenAI-Organization``,
+    ``OpenAI-Project``, which the openai SDK reads from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``): only to
+    ``https://api.openai.com``, never to another server (DashScope's compatible mode, a self-hosted one, a proxy)."""
+    parts = urlsplit(url)
+    return parts.scheme == "https" and parts.hostname == OPENAI_HOST
 
 
 class OpenAIWire:
@@ -99,13 +112,17 @@ class OpenAIWire:
         """The SDK client's default headers (read once per event loop's client): answers asked for uncompressed, and
         the key as ``Authorization``, so that an ``Authorization`` in ``OPENAI_CUSTOM_HEADERS`` (which the openai SDK
         sends instead of ``api_key``'s) never replaces the key this client was given. A client that does not talk to
-        OpenAI (``_OPENAI_ACCOUNT`` False) also sends none of the headers the SDK takes from the OpenAI account's
+        OpenAI (``openai_account`` False) also sends none of the headers the SDK takes from the OpenAI account's
         environment: ``OpenAI-Organization`` (``OPENAI_ORG_ID``), ``OpenAI-Project`` (``OPENAI_PROJECT_ID``) and
-        those of ``OPENAI_CUSTOM_HEADERS`` (the openai SDK's ``lib/_client_auth.py``). Then the wire's own
-        ``headers``."""
+        those of ``OPENAI_CUSTOM_HEADERS`` (the openai SDK's ``lib/_client_auth.py``); the OpenAI peer sends the
+        account's organization and project ids only to OpenAI itself (`sends_account_ids`: not to DashScope's
+        compatible mode or any other server it is pointed at). Then the wire's own ``headers``."""
         headers: dict[str, Any] = {"Accept-Encoding": "identity", "Authorization": f"Bearer {self._settings.api_key}"}
         if self._openai_account:
-            return {**headers, **self._headers}
+            if sends_account_ids(self._settings.url):
+                return {**headers, **self._headers}
+            account = {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
+            return {**account, **headers, **self._headers}
         custom = os.environ.get("OPENAI_CUSTOM_HEADERS", "")
         names = {line.partition(":")[0].strip() for line in custom.split("\n") if ":" in line}
         omitted = {name: openai.Omit() for name in {"OpenAI-Organization", "OpenAI-Project", *names} if name}

@@ -387,18 +387,39 @@ async def test_the_qwen_clients_send_no_openai_account_headers(name: str) -> Non
 
 
 @pytest.mark.usefixtures("openai_account")
-async def test_the_openai_peer_keeps_the_account_headers_but_sends_the_key_it_was_given() -> None:
-    emulator, make = KEY_CLIENTS["openai"]
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("name", ["openai", "compatible"])
+async def test_the_openai_peer_sends_the_account_ids_to_no_other_server_but_sends_the_key_it_was_given(
+    name: str, stream: bool
+) -> None:
+    """Before: the OpenAI peer aimed at DashScope's compatible mode (or any other server) sent the OpenAI account's
+    organization and project ids (OPENAI_ORG_ID, OPENAI_PROJECT_ID) there. The custom headers the user set for the
+    SDK still go (a gateway may need them); ``Authorization`` is the key given."""
+    emulator, make = KEY_CLIENTS[name]
     with emulator(api_key=GOOD) as emu:
         emu.script(Reply(text="hello"))
-        assert (await _ask(make(emu, GOOD), stream=False)).text == "hello"
+        assert (await _ask(make(emu, GOOD), stream=stream)).text == "hello"
         (request,) = emu.requests
-    assert _openai_headers(request) == {
-        "openai-organization": "org-account",
-        "openai-project": "proj_account",
-        "x-gateway": "corp",
-    }
+    assert _openai_headers(request) == {"x-gateway": "corp"}
     assert request.headers["authorization"] == f"Bearer {GOOD}"
+
+
+@pytest.mark.parametrize(
+    ("url", "sends"),
+    [
+        ("https://api.openai.com/v1", True),
+        ("https://API.OpenAI.com/v1", True),
+        ("http://api.openai.com/v1", False),
+        ("https://dashscope-intl.aliyuncs.com/compatible-mode/v1", False),
+        ("https://api.openai.com.evil.example/v1", False),
+        ("https://proxy:tok@api.openai.com/v1", True),
+        ("http://127.0.0.1:8000/v1", False),
+    ],
+)
+def test_the_account_ids_go_to_openai_only(url: str, sends: bool) -> None:
+    from clients.openai.wire import sends_account_ids
+
+    assert sends_account_ids(url) is sends
 
 
 # ------------------------------------------------------------------------------------------ a key in clear text
