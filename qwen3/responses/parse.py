@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -325,6 +325,33 @@ def item_contents(item: Mapping[str, Any], calls: Calls | None = None) -> list[C
     return []
 
 
+_READ_WITHOUT_CONTENT = frozenset({"message", "reasoning", *SILENT_ITEMS})
+"""Output items that may give no content without being unknown: an empty message or reasoning, `SILENT_ITEMS`."""
+
+
+def _refuse_unread_answer(unread: Sequence[str]) -> None:
+    """Raise when an answer gave no content at all but held output items of types this client does not read
+    (``unread``, in order): an empty "stop" answer would hide that the model did answer, in a form nobody reads.
+
+    Raises:
+        ChatClientInvalidResponseException: naming the item types (the answer stays in its ``raw_representation``
+            on a warning when it gave content besides them).
+    """
+    if unread:
+        kinds = ", ".join(sorted({kind[:80] for kind in unread}))
+        raise ChatClientInvalidResponseException(
+            f"DashScope answered only with output items this client does not read ({kinds}): no text, reasoning or "
+            "call came back. A newer DashScope feature may answer this way; ask without it, or read the raw answer "
+            "with DashScope's Responses API directly."
+        )
+
+
+def _unread(item: Mapping[str, Any], contents: Sequence[Content]) -> list[str]:
+    """``[item's type]`` when it gave no content and is not one that may (`_READ_WITHOUT_CONTENT`), else ``[]``."""
+    kind = as_text(item.get("type"))
+    return [kind] if not contents and kind not in _READ_WITHOUT_CONTENT else []
+
+
 def _cite(contents: list[Content], citations: list[Annotation]) -> None:
     """The citations on the last answer text (an empty text carries them when there is none)."""
     if not citations:
@@ -381,9 +408,14 @@ def parse_response(
     contents: list[Content] = []
     citations: list[Annotation] = []
     calls = Calls(most=max_calls)
+    unread: list[str] = []
     for item in _maps(body.get("output")):
-        contents.extend(item_contents(item, calls))
+        given = item_contents(item, calls)
+        unread += _unread(item, given)
+        contents.extend(given)
         citations.extend(citations_of(item))
+    if not contents and not citations and body.get("status") != "failed":
+        _refuse_unread_answer(unread)
     _cite(contents, citations)
     usage = parse_usage(body.get("usage"))
     if usage:
@@ -414,6 +446,10 @@ class StreamState:
     calls: Calls = field(default_factory=Calls)
     conversation: str | None = None
     """The conversation the request named (``conversation``), the session's id when stored."""
+    answered: bool = False
+    """Some content (text, reasoning, a call, a source) came: an answer of only unread items raises at its end."""
+    unread: list[str] = field(default_factory=list)
+    """The types of the output items given so far that this client does not read."""
 
     @property
     def finished(self) -> bool:
@@ -455,7 +491,9 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
             return None
         if item.get("type") == "function_call" and _call_id(item) in state.calls.ids:
             return None
-        contents.extend(item_contents(item, state.calls))
+        given = item_contents(item, state.calls)
+        state.unread += _unread(item, given)
+        contents.extend(given)
         citations = citations_of(item)
         if citations:
             contents.append(Content.from_text("", annotations=citations))
@@ -465,6 +503,10 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
         for item in _maps(response.get("output")):
             if item.get("type") == "function_call" and _call_id(item) not in state.calls.ids:
                 contents.extend(item_contents(item, state.calls))
+        if not state.answered and not contents:
+            seen = set(state.unread)
+            output = [as_text(i.get("type")) for i in _maps(response.get("output"))]
+            _refuse_unread_answer([*state.unread, *(k for k in output if k not in _READ_WITHOUT_CONTENT | seen)])
         usage = parse_usage(response.get("usage"))
         if usage:
             contents.append(Content.from_usage(usage))
@@ -475,6 +517,7 @@ def parse_stream_event(event: Mapping[str, Any], state: StreamState, *, model: s
         state.conversation = conversation_of(response, state.conversation)
     else:
         return None
+    state.answered = state.answered or bool(contents)
     return ChatResponseUpdate(
         role="assistant",
         contents=contents,

@@ -334,16 +334,30 @@ async def test_an_expired_previous_response_id_resends_a_history_the_call_holds(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-async def test_an_unknown_output_item_is_kept_and_warned_about(
+async def test_an_unknown_output_item_beside_an_answer_is_kept_and_warned_about(
     server: Loopback, stream: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    item = {"type": "image_generation_call", "id": "ig_1", "result": "aGVsbG8="}
-    server.answers.append(stream_of(item) if stream else json_answer(response(output=[item])))
+    item = {"type": "brand_new_item", "id": "bn_1", "result": "aGVsbG8="}
+    text = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello."}]}
+    server.answers.append(stream_of(text, item) if stream else json_answer(response(output=[text, item])))
     with caplog.at_level(logging.WARNING, "agent_framework.qwen3.responses"):
         result = await answer(client_at(server.base_url), stream=stream)
-    warned = [r.getMessage() for r in caplog.records if "does not read (image_generation_call)" in r.getMessage()]
+    assert result.text == "Hello."
+    warned = [r.getMessage() for r in caplog.records if "does not read (brand_new_item)" in r.getMessage()]
     assert len(warned) == 1
-    assert "image_generation_call" in json.dumps(result.raw_representation, default=str)  # a stream's: its events
+    assert "brand_new_item" in json.dumps(result.raw_representation, default=str)  # a stream's: its events
+
+
+@pytest.mark.parametrize("done", [True, False], ids=["item-done", "only-in-completed"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_an_answer_of_only_unknown_output_items_raises_naming_them(
+    server: Loopback, stream: bool, done: bool
+) -> None:
+    """Before: an empty "" answer with finish reason stop, as if the model had said nothing."""
+    items = [{"type": "brand_new_item", "id": "bn_1"}, {"type": "other_new_item", "id": "on_1"}]
+    server.answers.append(stream_of(*items, done=done) if stream else json_answer(response(output=items)))
+    with pytest.raises(ChatClientInvalidResponseException, match="brand_new_item, other_new_item"):
+        await answer(client_at(server.base_url), stream=stream)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
