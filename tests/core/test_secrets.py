@@ -172,6 +172,27 @@ def test_a_key_with_a_character_a_header_cannot_carry_is_refused_without_echoing
     assert not emu.requests
 
 
+@pytest.mark.parametrize("client_name", ["QwenEmbeddingClient", "QwenBatchClient"])
+def test_the_dashscope_clients_off_the_chat_path_check_the_key_too(client_name: str) -> None:
+    """The embedding and batch clients take the key through the same DashScope service: a ``.env`` newline is
+    stripped, a character no header can carry is refused without echoing the key, before anything is sent."""
+    from qwen3 import QwenEmbeddingClient
+    from qwen3.batch import QwenBatchClient
+
+    client_class, model = {
+        "QwenEmbeddingClient": (QwenEmbeddingClient, "text-embedding-v4"),
+        "QwenBatchClient": (QwenBatchClient, "qwen-plus"),
+    }[client_name]
+    url = "http://127.0.0.1:9/api/v1"
+    client = client_class(model=model, api_key=f"\n{GOOD}\n", base_url=url)
+    assert client.service.api_key.get_secret_value() == GOOD
+    for inside in ("\r\n", "\x00", "é"):
+        with pytest.raises(ValueError, match=r"api_key has .* at character 9") as info:
+            client_class(model=model, api_key=GOOD[:8] + inside + GOOD[8:], base_url=url)
+        for secret in (GOOD[:8], GOOD[8:]):
+            assert all(secret not in f"{link}{link!r}" for link in _chain(info.value))
+
+
 @pytest.mark.parametrize("name", list(KEY_CLIENTS))
 async def test_a_transport_error_that_quotes_the_key_is_masked_in_the_text_the_chain_and_the_logs(
     name: str, caplog: pytest.LogCaptureFixture
