@@ -143,7 +143,8 @@ def print_summary(report: RunReport, window: pd.DataFrame) -> None:
         f"  chart:      {report.chart.resolve()} ({width}x{height} px, {size_kb:.0f} KB; {len(window)} sessions, "
         f"{start}..{end})"
     )
-    print(f"  model:      {report.model}{' (EMULATED - no API key, no model called)' if report.emulated else ''}")
+    emulated = " (EMULATED - an emulator answered, no model called)" if report.emulated else ""
+    print(f"  model:      {report.model}{emulated}")
     print(f"  tool calls: {calls or 'none'}")
     print(f"  tokens:     {usage or 'not reported'}")
     print(f"  cache:      {cache_line(report)}")

@@ -372,7 +372,7 @@ SHOWN = 10
 def print_summary(record: Record, run: Run, skipped: Sequence[tuple[Plan, AsOf]]) -> None:
     t = run.totals
     print("-" * 100)
-    emulated = " (EMULATED - no API key: the model's row is the emulator's rules; the baselines are real)"
+    emulated = " (EMULATED - an emulator answered: the model's row is the emulator's rules; the baselines are real)"
     print("Backtest" + (emulated if run.emulated else ""))
     print(
         f"  pairs:    {record.pairs} (ticker, as-of date): {t.done} analysed now, {t.resumed} resumed, "

@@ -236,7 +236,7 @@ async def rendered(run: Run, tickers: Sequence[Ticker], depth: int) -> AsyncIter
 def print_summary(run: Run, jsonl: Path, report: Path) -> None:
     t = run.totals
     print("-" * 100)
-    print("Summary" + (" (EMULATED - no API key, no model called)" if run.emulated else ""))
+    print("Summary" + (" (EMULATED - an emulator answered, no model called)" if run.emulated else ""))
     print(
         f"  tickers:   {t.tickers} ({t.done} analysed now, {t.resumed} resumed from results.sqlite, "
         f"{t.failed} failed, {t.skipped} skipped; {t.failed_before} failed before and asked again)"

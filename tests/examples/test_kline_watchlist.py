@@ -797,6 +797,8 @@ def test_a_key_with_a_loopback_base_url_is_labelled_emulated(
     printed = capsys.readouterr().out
     assert printed.splitlines()[0].startswith("EMULATED RUN - DASHSCOPE_BASE_URL http://localhost:")
     assert "on DashScope" not in printed
+    assert "no API key" not in printed  # there was one: the summary said so before
+    assert "Summary (EMULATED - an emulator answered" in printed
     assert "<b>EMULATED</b>" in (out / "report.html").read_text(encoding="utf-8")
     keys = [row[0] for row in sqlite3.connect(out / "results.sqlite").execute("SELECT key FROM results")]
     assert keys
