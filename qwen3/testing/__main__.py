@@ -9,11 +9,16 @@ DashScope emulator refuses a model name the model table does not know, as DashSc
 ``--model NAME=text`` (or ``=multimodal``) serves one more. ``--selfhosted vllm`` (or ``sglang`` / ``ollama``)
 also serves Qwen3 as that server serves it (`SelfHostedQwenEmulator`) and prints ``QWEN_SELFHOSTED_BASE_URL``,
 ``QWEN_SELFHOSTED_MODEL`` and, where the server checks keys (vLLM, SGLang), ``QWEN_SELFHOSTED_API_KEY``.
+``--reply MODULE:NAME`` makes the DashScope emulator answer with your own rule instead of the echo: ``NAME`` is a
+`Reply` or a ``(RecordedRequest) -> Reply`` importable from ``MODULE`` (the emulator's ``default_reply``), e.g.
+``PYTHONPATH=examples python -m qwen3.testing --reply kline.agent:emulated_reply`` answers the K-line examples'
+verdicts as they are answered offline.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 import threading
@@ -22,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from clients.providers import PROVIDERS, Provider
-from qwen3.testing import DashScopeEmulator, Endpoint, SelfHostedQwenEmulator
+from qwen3.testing import DashScopeEmulator, Endpoint, Reply, ReplyFactory, SelfHostedQwenEmulator
 from qwen3.testing._selfhosted import Server
 
 DEFAULT_KEY = "sk-emulator"
@@ -50,7 +55,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         choices=("vllm", "sglang", "ollama"),
         help="also serve Qwen3 as this server serves it on its OpenAI-compatible /v1",
     )
+    parser.add_argument(
+        "--reply",
+        metavar="MODULE:NAME",
+        help="answer DashScope requests with NAME from MODULE, a Reply or a function (RecordedRequest) -> Reply, "
+        "instead of the echo (MODULE on sys.path: the current folder or PYTHONPATH)",
+    )
     args = parser.parse_args(argv)
+    args.default_reply = None if args.reply is None else _imported_reply(parser, args.reply)
     args.models = {}
     for entry in args.model:
         name, _, endpoint = entry.partition("=")
@@ -62,6 +74,21 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     if not args.api_key or any(c.isspace() for c in args.api_key):
         parser.error("--api-key: a non-empty key without spaces")
     return args
+
+
+def _imported_reply(parser: argparse.ArgumentParser, spec: str) -> Reply | ReplyFactory:
+    """``--reply MODULE:NAME``: the `Reply` or reply function NAME of MODULE; a usage error says what is wrong."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        parser.error(f"--reply {spec}: MODULE:NAME, e.g. --reply kline.agent:emulated_reply")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        parser.error(f"--reply {spec}: cannot import {module_name} ({exc}); put the folder that holds it on PYTHONPATH")
+    reply = getattr(module, name, None)
+    if not isinstance(reply, Reply) and not callable(reply):
+        parser.error(f"--reply {spec}: {module_name} has no Reply or function named {name}")
+    return reply  # type: ignore[no-any-return]
 
 
 def _peers(key: str) -> list[tuple[Provider, Any]]:
@@ -87,17 +114,31 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         return _serve(
-            args.api_key, args.port, peers=not args.dashscope_only, models=args.models, selfhosted=args.selfhosted
+            args.api_key,
+            args.port,
+            peers=not args.dashscope_only,
+            models=args.models,
+            selfhosted=args.selfhosted,
+            default_reply=args.default_reply,
         )
     except KeyboardInterrupt:  # also while starting (the peers' SDKs take a moment to import)
         print("stopped", flush=True)
         return 0
 
 
-def _serve(key: str, port: int, *, peers: bool, models: dict[str, Endpoint], selfhosted: Server | None = None) -> int:
+def _serve(
+    key: str,
+    port: int,
+    *,
+    peers: bool,
+    models: dict[str, Endpoint],
+    selfhosted: Server | None = None,
+    default_reply: Reply | ReplyFactory | None = None,
+) -> int:
     with ExitStack() as stack:
         try:
-            dashscope = stack.enter_context(DashScopeEmulator(api_key=key, port=port, models=models))
+            emulator = DashScopeEmulator(api_key=key, port=port, models=models, default_reply=default_reply)
+            dashscope = stack.enter_context(emulator)
         except OSError as exc:
             print(f"python -m qwen3.testing: cannot listen on 127.0.0.1:{port}: {exc}", file=sys.stderr)
             return 1

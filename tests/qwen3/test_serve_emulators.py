@@ -4,6 +4,7 @@ clients at its emulators; the README's own example then runs against it unchange
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -13,10 +14,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from agent_framework import Agent, tool
 
 from clients import OpenAIChatCompletionClient
 from clients.providers import PROVIDERS
-from qwen3 import SelfHostedQwenChatClient
+from qwen3 import QwenVLChatClient, SelfHostedQwenChatClient
 from qwen3.testing.__main__ import main as serve
 from tests.conftest import PNG
 
@@ -28,16 +30,19 @@ PROVIDER_PREFIXES = tuple(sorted({variable.split("_")[0] + "_" for variable in P
 """The variables a developer's shell may hold for the real services: kept from the processes started here."""
 
 
-def _start_and_read(*args: str, more: int = 0) -> tuple[subprocess.Popen[str], dict[str, str]]:
+def _start_and_read(
+    *args: str, more: int = 0, pythonpath: str | None = None
+) -> tuple[subprocess.Popen[str], dict[str, str]]:
     """Start ``python -m qwen3.testing *args`` and read the variables it prints (``more``: lines beyond the
-    DashScope and peer ones)."""
+    DashScope and peer ones; ``pythonpath``: the process's PYTHONPATH)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_PREFIXES)}
     process = subprocess.Popen(
         [sys.executable, "-m", "qwen3.testing", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_PREFIXES)},
+        env=environment if pythonpath is None else {**environment, "PYTHONPATH": pythonpath},
     )
     assert process.stdout is not None
     variables: dict[str, str] = {}
@@ -107,7 +112,14 @@ def test_the_readme_example_runs_against_the_served_emulators(tmp_path: Path, mo
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--port", "70000"], "--port 70000"), (["--api-key", ""], "--api-key"), (["--port", "x"], "invalid int")],
+    [
+        (["--port", "70000"], "--port 70000"),
+        (["--api-key", ""], "--api-key"),
+        (["--port", "x"], "invalid int"),
+        (["--reply", "kline.agent"], "--reply kline.agent: MODULE:NAME"),
+        (["--reply", "no_such_module_here:reply"], "cannot import no_such_module_here"),
+        (["--reply", "json:no_such_name"], "json has no Reply or function named no_such_name"),
+    ],
 )
 def test_bad_options_are_refused(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as refused:
@@ -152,10 +164,34 @@ def _check_selfhosted(server: str, variables: dict[str, str]) -> None:
     assert "You said: hi there" in ours.text
 
 
+def _check_kline_verdict(variables: dict[str, str]) -> None:
+    """What ``examples/kline_watchlist.py`` asks (the indicator tool, then a verdict in ``response_format``), answered
+    by ``--reply kline.agent:emulated_reply``: the tool call, then the rule-based verdict, as the example's own
+    emulator answers offline (the echo fails every ticker: its text is no verdict)."""
+    indicators = {"symbol": "TEST", "as_of": "2026-12-04", "last_close": 11.0, "ma20": 10.0, "change_20d_pct": 6.0}
+    calls: list[str] = []
+
+    @tool(name="get_technical_indicators", description="the indicators")
+    def get_technical_indicators() -> str:
+        calls.append("called")
+        return json.dumps(indicators)
+
+    client = QwenVLChatClient(
+        model="qwen3-vl-plus", api_key=variables["DASHSCOPE_API_KEY"], base_url=variables["DASHSCOPE_BASE_URL"]
+    )
+    schema = {"type": "object", "properties": {"trend": {"type": "string"}}, "required": ["trend"]}
+    agent = Agent(client=client, instructions="Read the chart.", tools=[get_technical_indicators])
+    answer = asyncio.run(agent.run("Give the verdict as JSON.", options={"response_format": schema}))
+    verdict = json.loads(answer.text)
+    assert calls == ["called"]
+    assert (verdict["trend"], verdict["resistance"], verdict["support"]) == ("up", [], [10.0])
+    assert verdict["rationale"].startswith("[EMULATED - rule-based, no model] TEST closed at 11")
+
+
 @pytest.mark.timeout(90)
 def test_dashscope_only_on_a_chosen_port_with_a_selfhosted_flavour_beside() -> None:
     """Two processes (each start costs a second of CPU): ``--dashscope-only --selfhosted vllm`` on any port, then
-    ``--selfhosted ollama`` on the port the first one freed."""
+    ``--selfhosted ollama`` on the port the first one freed, answering with ``--reply`` (the K-line examples' rule)."""
     process, variables = _start_and_read("--dashscope-only", "--selfhosted", "vllm", more=3)
     try:
         dashscope = sorted(name for name in variables if not name.startswith("QWEN_SELFHOSTED_"))
@@ -166,9 +202,13 @@ def test_dashscope_only_on_a_chosen_port_with_a_selfhosted_flavour_beside() -> N
     finally:
         _stop(process)
     # the port is free again: a second server takes it when asked
-    process, variables = _start_and_read("--dashscope-only", "--port", str(port), "--selfhosted", "ollama", more=2)
+    reply = ("--reply", "kline.agent:emulated_reply")  # kline is beside the examples, not installed
+    served = ("--dashscope-only", "--port", str(port), "--selfhosted", "ollama", *reply)
+    pythonpath = os.pathsep.join([str(ROOT / "examples"), str(ROOT)])
+    process, variables = _start_and_read(*served, more=2, pythonpath=pythonpath)
     try:
         assert variables["DASHSCOPE_BASE_URL"] == f"http://127.0.0.1:{port}/api/v1"
         _check_selfhosted("ollama", variables)
+        _check_kline_verdict(variables)
     finally:
         _stop(process)
