@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ import numpy as np
 
 from kline import portfolio, scoring, stats
 from kline.patterns import PRIOR_TREND, RECENT, TALIB_FUNCTIONS, patterns_text, wyckoff_text
+from kline.portfolio import ERA_GAP_DAYS, eras
 from kline.provenance import Provenance
 from kline.report import data_line, generated_banner
 from kline.walkforward import AsOf, Flag
@@ -132,21 +132,6 @@ def _png(fig: Any) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-
-
-ERA_GAP_DAYS = 31
-"""Consecutive portfolio days further apart than this (calendar days) belong to different eras of the walk."""
-
-
-def eras(days: Sequence[Any]) -> list[tuple[int, int]]:
-    """``[start, stop)`` index ranges of ``days`` (sorted dates) split wherever two consecutive days lie more than
-    ``ERA_GAP_DAYS`` calendar days apart: a walk over as-of dates years apart has one era per stretch of sessions."""
-    when = np.array(days, dtype="datetime64[D]")
-    if not len(when):
-        return []
-    cuts = [int(i) + 1 for i in np.flatnonzero(np.diff(when).astype(int) > ERA_GAP_DAYS)]
-    bounds = [0, *cuts, len(when)]
-    return list(itertools.pairwise(bounds))
 
 
 def equity_lines(ax: Any, days: Sequence[Any], curves: Mapping[str, tuple[np.ndarray, str | None]]) -> None:

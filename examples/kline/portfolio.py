@@ -26,10 +26,12 @@ turnover (one-way, per year) without an interval.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -430,6 +432,22 @@ class Evaluation:
     draws: np.ndarray
 
 
+ERA_GAP_DAYS = 31
+"""Consecutive portfolio days further apart than this (calendar days) belong to different eras of the walk."""
+
+
+def eras(days: Sequence[Any]) -> list[tuple[int, int]]:
+    """``[start, stop)`` index ranges of ``days`` (sorted dates) split wherever two consecutive days lie more than
+    ``ERA_GAP_DAYS`` calendar days apart: a walk over as-of dates years apart has one era per stretch of sessions.
+    The bootstrap of the days resamples each era on its own (`evaluate`); the equity plot draws each as a line."""
+    when = np.array(days, dtype="datetime64[D]")
+    if not len(when):
+        return []
+    cuts = [int(i) + 1 for i in np.flatnonzero(np.diff(when).astype(int) > ERA_GAP_DAYS)]
+    bounds = [0, *cuts, len(when)]
+    return list(itertools.pairwise(bounds))
+
+
 def sessions_per_year(prices: Iterable[Prices]) -> float:
     """The median of the tickers' sessions per calendar year (each over its whole file): about 252 for NYSE
     tickers, 242 for A-shares, 261 for generated weekday series."""
@@ -453,8 +471,11 @@ def evaluate(
     tickers = {o.ticker for o in every}
     per_year = sessions_per_year(prices[t] for t in tickers)
     benchmark = equal_weight(tickers, prices, days)
+    segments = [stop - start for start, stop in eras(days)]
     draws = (
-        stats.date_resamples(len(days), block=max(1, horizon), resamples=resamples) if days else np.zeros((0, 0), int)
+        stats.date_resamples(len(days), block=max(1, horizon), resamples=resamples, segments=segments)
+        if days
+        else np.zeros((0, 0), int)
     )
     books, rows = {}, {}
     for source, source_orders in orders.items():

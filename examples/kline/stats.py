@@ -63,18 +63,36 @@ def wilson(hits: int, n: int, z: float = Z95) -> Interval:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def date_resamples(dates: int, *, block: int = 1, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+def date_resamples(
+    dates: int, *, block: int = 1, resamples: int = RESAMPLES, seed: int = SEED, segments: Sequence[int] = ()
+) -> np.ndarray:
     """``(resamples, dates)`` integer indices into ``dates`` dates sorted in time: each row a bootstrap resample of
     as many dates as there are, drawn ``block`` consecutive dates at a time from a random start (wrapping past the
     last date to the first: the circular block bootstrap), truncated to ``dates``. ``block=1`` draws single dates
     with replacement. A block longer than the dates is cut to them (every resample is then the sample itself: see
     :func:`independent_blocks`). Order within a row follows the blocks, so a path statistic (a drawdown) can be read
-    along it; a sum needs only the counts (:class:`DateBootstrap`). Raises ``ValueError`` for ``block < 1``."""
+    along it; a sum needs only the counts (:class:`DateBootstrap`).
+
+    ``segments``: the lengths of consecutive stretches (eras) the dates fall into, summing to ``dates``; with more
+    than one, each stretch is resampled on its own, its blocks wrapping within it, and keeps its place and length
+    in every row (a stratified block bootstrap: no block joins the last day of one era to the first of the next).
+    Raises ``ValueError`` for ``block < 1`` or segments that do not sum to ``dates``."""
     if block < 1:
         raise ValueError(f"block must be at least 1 date, got {block}")
     rng = np.random.default_rng(seed)
+    if len(segments) > 1:
+        if sum(segments) != dates or min(segments) < 1:
+            raise ValueError(f"segments {list(segments)} must be positive lengths summing to {dates} dates")
+        starts = np.cumsum([0, *segments[:-1]])
+        parts = [start + _circular(rng, n, block, resamples) for start, n in zip(starts, segments, strict=True)]
+        return np.hstack(parts)
     if block == 1:  # the draws of the plain date bootstrap, unchanged: pages made before stay as they were
         return rng.integers(0, max(dates, 1), size=(resamples, dates))
+    return _circular(rng, dates, block, resamples)
+
+
+def _circular(rng: np.random.Generator, dates: int, block: int, resamples: int) -> np.ndarray:
+    """Circular blocks of ``block`` (cut to ``dates``) over ``dates`` dates, truncated to ``dates`` per row."""
     block = min(block, max(dates, 1))
     starts = rng.integers(0, max(dates, 1), size=(resamples, -(-dates // block)))
     runs = (starts[:, :, None] + np.arange(block)) % max(dates, 1)

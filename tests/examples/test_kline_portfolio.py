@@ -186,9 +186,6 @@ def test_every_score_recomputed_another_way() -> None:
     )
     assert sum(1 for o in orders["rule"] if portfolio.windows(o, p[o.ticker], 10)) == book.positions
     assert evaluation.draws.shape == (60, len(evaluation.days))
-    assert (np.diff(evaluation.draws, axis=1) % len(evaluation.days) != 1).sum(axis=1).max() <= len(
-        evaluation.days
-    ) // 10
     best, difference, interval = portfolio.versus_best(evaluation, "model")
     assert best == "rule"
     assert difference == pytest.approx(evaluation.rows["model"].total_return - evaluation.rows["rule"].total_return)
@@ -197,6 +194,34 @@ def test_every_score_recomputed_another_way() -> None:
         for d in evaluation.draws
     ]
     assert interval == pytest.approx(tuple(np.percentile(spread, [2.5, 97.5])))
+
+
+def test_the_day_bootstrap_resamples_each_era_on_its_own() -> None:
+    """Two eras (2008, 2024): every resample keeps each era's days in the era's place, as runs of up to h
+    consecutive sessions wrapping within the era. Before, the blocks ran over the whole calendar: a block starting
+    near the end of 2008 went on into 2024 (and the last 2024 day wrapped into 2008), stitching a path years apart
+    into one, and an era's share of the resampled days varied."""
+    rng = np.random.default_rng(5)
+    prices = {"OLD": _walk_prices(rng, "OLD", 60, "2008-01-01"), "NEW": _walk_prices(rng, "NEW", 90, "2024-01-01")}
+    orders = {"rule": [Order(t, p.dates[at], True) for t, p in prices.items() for at in range(0, 40, 10)]}
+    evaluation = portfolio.evaluate(orders, prices, 10, Costs(C, S), resamples=300)
+    days = np.array(evaluation.days, dtype="datetime64[D]")
+    gaps = np.flatnonzero(np.diff(days).astype(int) > portfolio.ERA_GAP_DAYS)
+    assert len(gaps) == 1  # two eras
+    cut = int(gaps[0]) + 1
+    assert [(0, cut), (cut, len(days))] == portfolio.eras(evaluation.days)
+    draws = evaluation.draws
+    assert (draws[:, :cut] < cut).all()  # each era drawn in its own place
+    assert (draws[:, cut:] >= cut).all()
+    for start, stop in ((0, cut), (cut, len(days))):
+        part = draws[:, start:stop] - start
+        steps = np.diff(part, axis=1) % (stop - start)
+        assert ((steps != 1).sum(axis=1) <= -(-(stop - start) // 10) - 1).all()  # blocks of 10, wrapping in the era
+    counts = np.bincount(draws.ravel(), minlength=len(days))
+    assert counts.min() > 0.7 * counts.mean()  # circular in each era: its first and last days drawn as the rest
+    row = evaluation.rows["rule"]
+    total = [np.prod(1 + evaluation.books["rule"].returns[d]) - 1 for d in draws]
+    assert row.total_return_ci == pytest.approx(tuple(np.percentile(total, [2.5, 97.5])))
 
 
 def test_the_cli_defaults_are_the_portfolios_and_bad_costs_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
