@@ -42,7 +42,17 @@ from kline.report import stored_totals
 from kline.stats import DateBootstrap
 from kline.store import PROMPT_VERSION, Store, Ticker, analysis_key, chart_settings
 from kline.walkforward import FLAG_KINDS, KINDS, UNREADABLE, AsOf, Plan, Walk, overlapping, plan_ticker
-from kline.watchlist import Run, Totals, chart_folder, emulated_banner, print_problems, service, why_stopped
+from kline.watchlist import (
+    Created,
+    NothingAnalysed,
+    Run,
+    Totals,
+    chart_folder,
+    emulated_banner,
+    print_problems,
+    service,
+    why_stopped,
+)
 from qwen3.testing import DashScopeEmulator
 
 DEFAULT_LIMITS = (60, 100_000)
@@ -136,9 +146,9 @@ async def run(
     started, wall_started = time.perf_counter(), time.time()
     walk = walk_of(args)
     files = data_files(args)
-    chart_folder(args.out / "charts")
-    store = Store(args.out / "results.sqlite")
+    created = Created(args.out)  # after a fetch into OUT/data: the prices fetched are kept
     workers = make_pool(args.workers) if pool is None else pool
+    store: Store | None = None
     try:
         plans = await plan_all(workers, files, walk)
         if problem := overlapping(plans, walk.horizon):
@@ -149,6 +159,8 @@ async def run(
                 when = "" if as_of.kind == UNREADABLE else f" {as_of.date}"
                 print(f"skipped: {plan.symbol or Path(plan.file).name}{when}: {as_of.problem}", file=sys.stderr)
             raise DataError(f"no (ticker, as-of date) pair can be scored: all {len(skipped)} skipped (reasons above)")
+        chart_folder(args.out / "charts")  # made once there is a pair to draw: a run with none leaves nothing
+        store = Store(args.out / "results.sqlite")
         with service(emulator) as (api_key, base_url, emu):
             emulated = emu is not None or loopback(base_url)
             source = "emulated" if emulated else "dashscope"
@@ -184,19 +196,27 @@ async def run(
     finally:
         if pool is None:
             workers.shutdown(wait=True, cancel_futures=True)
-        store.close()
+        if store is not None:
+            store.close()
     if stopped is not None:
         raise stopped
+    if record.page is None:  # every pair asked failed (or had no baseline reading): no empty page is kept
+        created.remove()
     print_summary(record, current, skipped)
+    if record.page is None:
+        raise NothingAnalysed(
+            f"no (ticker, as-of date) pair was scored: {record.failed} failed of {record.pairs} (each reason above)"
+        )
     return record
 
 
 def write_results(
     args: argparse.Namespace, store: Store, plans: Sequence[Plan], pairs: Sequence[Pair], run: Run, record: Record
-) -> Path:
+) -> Path | None:
     """Score the stored verdicts and the baselines on the same (ticker, date) pairs, the ones the model answered and
     every baseline read; write ``OUT/scores.json`` and ``OUT/backtest.html``. The pairs left out are counted: failed
-    (stored failures, this run's and earlier ones), not answered, without a baseline reading."""
+    (stored failures, this run's and earlier ones), not answered, without a baseline reading. ``None``, and nothing
+    written, when no pair is scored in a run that finished (a stopped run's page says it is incomplete)."""
     by_file = {plan.file: plan for plan in plans}
     origins = {plan.file: provenance_of(plan.file) for plan in plans}
     colors = getattr(args, "colors", "auto")
@@ -240,6 +260,8 @@ def write_results(
             tally.add(claimed(verdict.get("patterns") or ()), set(map(tuple, plan.truth[at])), dates)
     boot = DateBootstrap(c.as_of for c in calls[MODEL])
     record.failed, record.scored, record.dates = left_out["failed"], len(calls[MODEL]), len(boot.days)
+    if not calls[MODEL] and not run.totals.incomplete:
+        return None
     totals = {
         "tickers": len(plans),
         "pairs": len(pairs),
@@ -388,5 +410,6 @@ def print_summary(record: Record, run: Run, skipped: Sequence[tuple[Plan, AsOf]]
     if len(skipped) > SHOWN:
         print(f"            … {len(skipped) - SHOWN} more on the page")
     print(f"  time:     {t.seconds:.1f} s (rendering {t.render_seconds:.1f} s of pool time)")
-    print(f"  page:     {record.page}")
+    none = "none written (no pair scored; this run's charts and new files in OUT removed)"
+    print(f"  page:     {record.page or none}")
     print_problems(run)  # charts that could not be drawn, failed answers, what the price check collapsed

@@ -215,6 +215,42 @@ class NothingAnalysed(RuntimeError):
     """A run that ended with no verdict at all (every ticker skipped or failed): exit 2, so a nightly job sees it."""
 
 
+SIDECARS = ("-wal", "-shm", "-journal")
+"""SQLite's files beside a database (https://www.sqlite.org/tempfiles.html): kept with the database they belong to."""
+
+
+class Created:
+    """What a run adds under ``out``: the paths there are listed when the run starts (symbolic links not followed),
+    so that a run that analysed nothing can take back what it created (`remove`: its charts folder, its new
+    results.sqlite, the folder itself if it made it) and never touch what an earlier run left."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.existed = out.exists()
+        self.before = set(self._listing()) if self.existed else set()
+
+    def _listing(self) -> Iterator[Path]:
+        for folder, dirs, files in os.walk(self.out):
+            yield from (Path(folder, name) for name in (*dirs, *files))
+
+    def remove(self) -> None:
+        """Delete every path under ``out`` that was not there when the run started (deepest first; a folder only
+        when empty, a database's sidecar files only with it), then ``out`` if the run made it and it is empty."""
+        before = {str(path) for path in self.before}
+        added = [p for p in self._listing() if p not in self.before]
+        for path in sorted(added, key=lambda p: len(p.parts), reverse=True):
+            if any(str(path).removesuffix(end) in before for end in SIDECARS if path.name.endswith(end)):
+                continue  # an earlier run's database's journal: part of that database
+            if path.is_dir() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            else:
+                path.unlink(missing_ok=True)
+        if not self.existed:
+            with contextlib.suppress(OSError):
+                self.out.rmdir()
+
+
 async def rendered(run: Run, tickers: Sequence[Ticker], depth: int) -> AsyncIterator[Ticker]:
     """The tickers whose chart rendered, as they are ready, at most ``depth`` rendering ahead (memory stays flat)."""
     pending: deque[tuple[Ticker, asyncio.Task[bool]]] = deque()
@@ -233,7 +269,8 @@ async def rendered(run: Run, tickers: Sequence[Ticker], depth: int) -> AsyncIter
             job.cancel()
 
 
-def print_summary(run: Run, jsonl: Path, report: Path) -> None:
+def print_summary(run: Run, jsonl: Path | None, report: Path | None) -> None:
+    """The terminal's summary; ``jsonl`` and ``report`` ``None`` when the run analysed nothing (none written)."""
     t = run.totals
     print("-" * 100)
     print("Summary" + (" (EMULATED - an emulator answered, no model called)" if run.emulated else ""))
@@ -249,8 +286,9 @@ def print_summary(run: Run, jsonl: Path, report: Path) -> None:
         f"  time:      {t.seconds:.1f} s (rendering {t.render_seconds:.1f} s of pool time, analysis "
         f"{t.analysis_seconds:.1f} s); 429s: {t.rate_limited}, retries: {t.retries}"
     )
-    print(f"  verdicts:  {jsonl}")
-    print(f"  report:    {report}")
+    none = "none written (nothing analysed; this run's charts and new files in OUT removed)"
+    print(f"  verdicts:  {jsonl or none}")
+    print(f"  report:    {report or none}")
     print_problems(run)
 
 
@@ -293,6 +331,7 @@ async def run(
         return Totals(tickers=len(files))
     started, wall_started = time.perf_counter(), time.time()
     files = data_files(args)
+    created = Created(args.out)  # after a fetch into OUT/data: the prices fetched are kept
     chart_folder(args.out / ".charts")
     store = Store(args.out / "results.sqlite")
     with service(emulator) as (api_key, base_url, emu):
@@ -314,6 +353,7 @@ async def run(
         )
         if args.batch and emu is not None:
             emu.batches.seconds = min(emu.batches.seconds, args.poll_interval * 4)
+        jsonl = report = None
         with contextlib.ExitStack() as stack:
             workers = pool if pool is not None else stack.enter_context(make_pool(args.workers))
             current = Run(args, args.out, store, workers, emulated, api_key, base_url)
@@ -341,17 +381,20 @@ async def run(
                     workers.shutdown(wait=True, cancel_futures=True)
                 current.totals.seconds = time.perf_counter() - started
                 store.add_run(wall_started, time.time())
-                jsonl, report = write_outputs(current, tickers)
+                verdicts = current.totals.done + sum(1 for status in finished.values() if status == "done")
+                if verdicts or current.totals.incomplete:  # a stopped run's report says so; an empty one is not kept
+                    jsonl, report = write_outputs(current, tickers)
                 store.close()
     if emulated:
         print(f"EMULATED: the verdicts came from {'the local DashScope emulator' if emu else base_url}, not from Qwen.")
-    print_summary(current, jsonl, report)
-    verdicts = current.totals.done + sum(1 for status in finished.values() if status == "done")
     if not verdicts:
+        created.remove()
+        print_summary(current, None, None)
         t = current.totals
         raise NothingAnalysed(
             f"no ticker was analysed: {t.skipped} skipped, {t.failed} failed of {t.tickers} (each reason above)"
         )
+    print_summary(current, jsonl, report)
     return current.totals
 
 

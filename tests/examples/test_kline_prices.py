@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 import socket
+import sqlite3
 import sys
 from collections.abc import Iterator
 from concurrent.futures import Executor
@@ -31,6 +32,8 @@ from tests.examples.conftest import NOW, Library, akshare_frame, session_prices,
 GOOD_ROWS = 70
 FAST = ["--chart-size", "3x2", "--dpi", "40", "--workers", "1", "--days", "40", "--rpm", "100000", "--tpm", "10000000"]
 WALK = ["--span", "40", "--every", "20", "--horizons", "5", "--min-sessions", "30"]
+REFUSED = Reply.error_reply(400, "DataInspectionFailed", "Input data may contain inappropriate content.")
+"""DashScope's refusal of an input: every answer of the emulator that sends it fails."""
 
 
 def _good(seed: int = 3) -> pd.DataFrame:
@@ -185,8 +188,7 @@ def test_the_watchlist_skips_each_bad_ticker_says_why_on_stderr_and_exits_2_when
     for name in names:
         assert any(line.startswith(f"skipped: {name}.csv: ") and BAD[name] in line for line in err.splitlines())
     assert err.strip().splitlines()[-1] == "error: no ticker was analysed: 4 skipped, 0 failed of 4 (each reason above)"
-    records = (tmp_path / "out" / "verdicts.jsonl").read_text()
-    assert '"status": "done"' not in records
+    assert not (tmp_path / "out").exists()  # before: OUT/.charts, an empty results.sqlite and report.html stayed
 
 
 def test_a_watchlist_with_one_good_ticker_analyses_it_and_still_says_why_the_others_were_skipped(
@@ -243,18 +245,38 @@ def test_the_backtest_skips_bad_files_and_exits_2_without_a_page_when_nothing_ca
     assert not (tmp_path / "out" / "scores.json").exists()
 
 
-def test_a_backtest_whose_dates_are_all_outside_the_data_exits_2(
-    bt: ModuleType, pool: Executor, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _one_good(tmp_path: Path) -> Path:
+    """A data folder of one good CSV, GOOD.csv."""
     data = tmp_path / "data"
     data.mkdir()
     write_csv(_good(), data / "GOOD.csv", "yahoo", "GOOD")
+    return data
+
+
+def test_a_backtest_whose_dates_are_all_outside_the_data_exits_2(
+    bt: ModuleType, pool: Executor, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _one_good(tmp_path)
     argv = ["--data", str(data), "--out", str(tmp_path / "out"), *FAST, *WALK, "--dates", "2030-01-02,2019-05-06"]
     assert _main(bt, argv, pool) == 2
     err = capsys.readouterr().err
     assert "skipped: GOOD 2030-01-02: as-of 2030-01-02 is outside the data: after the last session" in err
     assert "skipped: GOOD 2019-05-06: as-of 2019-05-06 is outside the data: before the first session" in err
-    assert not (tmp_path / "out" / "backtest.html").exists()
+    assert not (tmp_path / "out").exists()  # before: OUT/charts and an empty results.sqlite stayed
+
+
+def test_a_backtest_whose_every_answer_failed_exits_2_and_leaves_nothing(
+    bt: ModuleType, pool: Executor, tmp_path: Path, offline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: exit 0 and a page of no scored pair, beside its charts and the store."""
+    data = _one_good(tmp_path)
+    with DashScopeEmulator(default_reply=lambda request: REFUSED) as emu:
+        code = _main(bt, ["--data", str(data), "--out", str(tmp_path / "out"), *FAST, *WALK], pool, emu)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert any(line.startswith("failed: GOOD.csv: ") and "DataInspectionFailed" in line for line in err)
+    assert err[-1] == "error: no (ticker, as-of date) pair was scored: 2 failed of 2 (each reason above)"
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(
@@ -466,15 +488,45 @@ def test_a_watchlist_where_every_answer_failed_says_each_failure_on_stderr_and_e
     data.mkdir()
     for seed in (1, 2):
         write_csv(_good(seed), data / f"T{seed}.csv", "yahoo", f"T{seed}")
-    refused = Reply.error_reply(400, "DataInspectionFailed", "Input data may contain inappropriate content.")
     args = ["--data", str(data), "--out", str(tmp_path / "out"), *FAST]
-    with DashScopeEmulator(default_reply=lambda request: refused) as emu:
+    with DashScopeEmulator(default_reply=lambda request: REFUSED) as emu:
         code = _main(wl, args, pool, emu)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     for name in ("T1.csv", "T2.csv"):
         assert any(line.startswith(f"failed: {name}: ") and "DataInspectionFailed" in line for line in err)
     assert err[-1] == "error: no ticker was analysed: 0 skipped, 2 failed of 2 (each reason above)"
+    assert not (tmp_path / "out").exists()  # before: its charts, results.sqlite and an empty report stayed
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (but the store, which a run may add rows to) with its bytes."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "results.sqlite"
+    }
+
+
+@pytest.mark.parametrize("entry", ["watchlist", "backtest"])
+def test_a_run_that_analyses_nothing_leaves_an_earlier_runs_outputs_as_they_were(
+    entry: str, wl: ModuleType, bt: ModuleType, pool: Executor, tmp_path: Path, offline: None
+) -> None:
+    """A run into an OUT an earlier run filled, whose every answer is refused: exit 2, not one file added or changed
+    (before: its charts stayed, and the earlier report or page was overwritten by an empty one), and the earlier
+    verdicts still in results.sqlite (a resumed run's store survives)."""
+    module, walk = (wl, []) if entry == "watchlist" else (bt, WALK)
+    first, second, out = tmp_path / "first", tmp_path / "second", tmp_path / "out"
+    for folder, seed in ((first, 1), (second, 2)):
+        folder.mkdir()
+        write_csv(_good(seed), folder / f"T{seed}.csv", "yahoo", f"T{seed}")
+    assert _main(module, ["--data", str(first), "--out", str(out), *FAST, *walk], pool) == 0
+    before = _listing(out)
+    with DashScopeEmulator(default_reply=lambda request: REFUSED) as emu:
+        assert _main(module, ["--data", str(second), "--out", str(out), *FAST, *walk], pool, emu) == 2
+    assert _listing(out) == before
+    with sqlite3.connect(out / "results.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM results WHERE status = 'done'").fetchone()[0] >= 1
 
 
 def test_a_stopped_backtest_writes_its_page_marked_incomplete(
