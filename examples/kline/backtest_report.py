@@ -124,6 +124,18 @@ def interval(bounds: tuple[float, float], kind: str = "pct", digits: int = 1) ->
     return f' <small class="ci">[{text}]</small>'
 
 
+TOO_FEW = ' <small class="ci rare">too few dates</small>'
+"""In place of a date-cluster interval the bootstrap cannot give (`kline.stats.cluster_interval`: under two
+independent dates, or every date alike): a zero-width or missing interval is not certainty."""
+
+
+def date_ci(point: float, bounds: tuple[float, float], kind: str = "pct", digits: int = 1) -> str:
+    """`interval` of a date-cluster interval, or "too few dates" (`TOO_FEW`) where ``point`` has none."""
+    if _undefined(point):
+        return ""
+    return interval(bounds, kind, digits) or TOO_FEW
+
+
 def _label(source: str, emulated: bool) -> str:
     return "model (EMULATED)" if source == MODEL and emulated else source
 
@@ -242,11 +254,14 @@ def _scores(page: Page) -> str:
             _esc(_label(s.source, page.emulated)),
             str(s.horizon),
             f"{s.calls} <small>({s.dates} dates)</small>",
-            f"{pct(s.hit_rate)}{interval(s.hit_rate_ci)} <small>({s.directional}: {pct(s.coverage, 0)})</small>",
-            f"{pct(s.all_calls)}{interval(s.all_calls_ci)}",
-            f"{number(s.ic_mean)}{interval(s.ic_mean_ci, 'number', 2)} <small>(t {number(s.ic_t, 1)})</small>",
-            f"{pct(s.support_held, 0)}{interval(s.support_held_ci, digits=0)} <small>({s.support_calls})</small>",
-            f"{pct(s.resistance_held, 0)}{interval(s.resistance_held_ci, digits=0)} "
+            f"{pct(s.hit_rate)}{date_ci(s.hit_rate, s.hit_rate_ci)} "
+            f"<small>({s.directional}: {pct(s.coverage, 0)})</small>",
+            f"{pct(s.all_calls)}{date_ci(s.all_calls, s.all_calls_ci)}",
+            f"{number(s.ic_mean)}{date_ci(s.ic_mean, s.ic_mean_ci, 'number', 2)} "
+            f"<small>(t {number(s.ic_t, 1)})</small>",
+            f"{pct(s.support_held, 0)}{date_ci(s.support_held, s.support_held_ci, digits=0)} "
+            f"<small>({s.support_calls})</small>",
+            f"{pct(s.resistance_held, 0)}{date_ci(s.resistance_held, s.resistance_held_ci, digits=0)} "
             f"<small>({s.resistance_calls})</small>",
             " / ".join(pct(s.bias[t], 0) for t in ("up", "down", "sideways")),
         ]
@@ -313,11 +328,11 @@ def _ic_table(page: Page) -> str:
             _esc(_label(s.source, page.emulated)),
             str(s.horizon),
             str(s.ic_dates),
-            f"{number(s.ic_mean)}{interval(s.ic_mean_ci, 'number', 2)}",
+            f"{number(s.ic_mean)}{date_ci(s.ic_mean, s.ic_mean_ci, 'number', 2)}",
             number(s.icir, 2),
             number(s.ic_t, 2),
-            f"{number(s.rank_ic)}{interval(s.rank_ic_ci, 'number', 2)}",
-            f"{number(s.brier).lstrip('+')}{interval(s.brier_ci, 'number', 3).replace('+', '')}",
+            f"{number(s.rank_ic)}{date_ci(s.rank_ic, s.rank_ic_ci, 'number', 2)}",
+            f"{number(s.brier).lstrip('+')}{date_ci(s.brier, s.brier_ci, 'number', 3).replace('+', '')}",
             "–" if _undefined(s.hit_rate_n_eff) else f"{s.hit_rate_n_eff:.0f} <small>of {s.directional}</small>",
         ]
         rows.append(_source_row(s.source, cells))
@@ -336,7 +351,8 @@ def _primary(page: Page) -> str:
     p = mine.ic_p
     return (
         f'<p class="primary">Primary metric (declared before any result): {name}: <b>{number(mine.ic_mean)}</b>'
-        f"{interval(mine.ic_mean_ci, 'number', 3)}, t = {number(mine.ic_t, 2)} over {mine.ic_dates} dates, "
+        f"{date_ci(mine.ic_mean, mine.ic_mean_ci, 'number', 3)}, t = {number(mine.ic_t, 2)} "
+        f"over {mine.ic_dates} dates, "
         f"p = {'–' if _undefined(p) else f'{p:.3f}'} (one test, not adjusted).</p>"
     )
 
@@ -356,9 +372,11 @@ def _differences(page: Page) -> str:
     rows = []
     for d in page.differences:
         if d.metric in ("rank_ic", "ic_mean", "brier"):
-            value = number(d.difference) + interval(d.interval, "number", 3)
-        else:
+            value = number(d.difference) + date_ci(d.difference, d.interval, "number", 3)
+        elif d.metric == "total_return":  # over days, in blocks (kline.portfolio)
             value = points(d.difference) + interval(d.interval, "signed-pct")
+        else:
+            value = points(d.difference) + date_ci(d.difference, d.interval, "signed-pct")
         verdict = "–"
         if not _undefined(d.p_holm):
             better = d.difference < 0 if d.metric in scoring.LOWER_IS_BETTER else d.difference > 0
@@ -378,7 +396,7 @@ def _calibration(page: Page) -> str:
         for b in scoring.calibration(calls, horizon, boot=page.boot):
             if b.calls:
                 cells = [_esc(_label(source, page.emulated)), f"{b.low:.1f}–{b.high:.1f}", str(b.calls)]
-                cells += [pct(b.confidence, 0), pct(b.hit_rate, 0) + interval(b.interval, digits=0)]
+                cells += [pct(b.confidence, 0), pct(b.hit_rate, 0) + date_ci(b.hit_rate, b.interval, digits=0)]
                 rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     headers = ["Source", "Confidence", "Calls", "Mean confidence", f"Hit rate at {horizon} [95 %]"]
     return _table(headers, rows, "calibration")
@@ -389,7 +407,7 @@ def _phases(page: Page) -> str:
     for row in scoring.phase_table(page.calls.get(MODEL, ()), page.horizons, page.boot):
         cells = [_esc(row.phase), str(row.calls)]
         cells += [pct(row.mean_return[h], 2, signed=True) for h in page.horizons]
-        cells += [pct(row.hit_rate[h]) + interval(row.hit_rate_ci[h]) for h in page.horizons]
+        cells += [pct(row.hit_rate[h]) + date_ci(row.hit_rate[h], row.hit_rate_ci[h]) for h in page.horizons]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     headers = ["Wyckoff phase", "Readings"]
     headers += [f"Mean return {h}" for h in page.horizons] + [f"Hit rate {h} [95 %]" for h in page.horizons]
@@ -467,7 +485,8 @@ expected score), so a source cannot raise it by saying "sideways" on hard dates.
 that date's rank IC (Spearman's correlation of direction × confidence with the forward return across the date's
 tickers; 0 is no skill), with its t-statistic over dates. Levels held: the forward low stayed at or above the nearest
 support at or below the as-of close, the forward high at or below the nearest resistance at or above it (levels on the
-wrong side are ignored). "–" is undefined.</p>
+wrong side are ignored). "–" is undefined; "too few dates" stands for an interval the dates cannot give (fewer than two
+holding a counted call, or every date scoring alike, which would print a zero-width interval).</p>
 <h2>Rank IC series, calibration score</h2>{_ic_table(page)}
 <p class="note">The IC series: per as-of date, the rank IC across that date's tickers; ICIR = its mean / its standard
 deviation; t = mean / standard error over the dates. Pooled IC: one rank IC over every pair, timing and selection

@@ -181,14 +181,23 @@ def _constant(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.asarray(np.where(drawn, values, np.inf).min(axis=1) >= np.where(drawn, values, -np.inf).max(axis=1))
 
 
+NO_SPREAD = 1e-12
+"""A bootstrap standard deviation at or below this is no spread (rounding differences of equal values)."""
+
+
 def cluster_interval(
     point: float, values: np.ndarray, clusters: int, bounds: Interval = (-math.inf, math.inf)
 ) -> Interval:
     """``point`` ± t(G-1) · sqrt(G / (G-1)) · sd(``values``), G = ``clusters``: the 95 % interval from the
-    bootstrap's resampled ``values`` (the defined ones; NaN when fewer than half are defined, G < 2 or ``point`` is
-    NaN), clipped to ``bounds`` (``(0, 1)`` for a share)."""
+    bootstrap's resampled ``values`` (the defined ones), clipped to ``bounds`` (``(0, 1)`` for a share). NaN (too
+    few dates: the page says so) when ``point`` is NaN, fewer than half the values are defined, G < 2 (no degrees of
+    freedom), or the values do not vary (sd at most `NO_SPREAD`): every cluster gave the same value (a share of 100 %
+    on each of 3 dates), so the spread between clusters, all the interval measures, is unseen, not zero, and a
+    zero-width interval would read as certainty."""
     finite = values[np.isfinite(values)]
     if clusters < 2 or math.isnan(point) or len(values) == 0 or len(finite) < max(len(values) / 2, 2):
+        return NO_INTERVAL
+    if float(np.std(finite)) <= NO_SPREAD:
         return NO_INTERVAL
     half = t_quantile(0.975, clusters - 1) * math.sqrt(clusters / (clusters - 1)) * float(np.std(finite))
     return max(bounds[0], point - half), min(bounds[1], point + half)

@@ -166,6 +166,43 @@ def test_a_source_with_no_calls_shows_no_return_on_the_page(tmp_path: Path) -> N
     assert math.isnan(scoring.summarize(MODEL, [], 5).hit_rate)
 
 
+def test_an_interval_the_dates_cannot_give_says_too_few_dates_never_a_zero_width_one(tmp_path: Path) -> None:
+    """Three as-of dates on which every up call rose: each date's hit rate is 100 %, so every resample of the dates
+    gives 100 % and the date-cluster interval had zero width, "100.0 % [100.0–100.0]" (before), which reads as
+    certainty. Now it says "too few dates" wherever it is shown (the main table, the IC table, the calibration
+    and phase tables, the comparisons), and scores.json keeps null for it."""
+    from kline.backtest_report import MODEL, TOO_FEW, Page, write_page
+
+    dates = ("2024-01-02", "2024-02-01", "2024-03-01")
+    calls = [
+        _call("up", 0.6 + 0.1 * i, 0.01 * (i + 1), as_of=d, phase="markup", support=90.0)
+        for d in dates
+        for i in range(4)
+    ]
+    baseline = [dataclasses.replace(c, source="always up", confidence=1.0, phase=None, support=None) for c in calls]
+    boot = stats.DateBootstrap(dates)
+    assert math.isnan(stats.cluster_interval(1.0, scoring.resampled("hit_rate", calls, 5, boot), 3)[0])
+    page = Page(
+        "degenerate",
+        emulated=True,
+        horizons=(5,),
+        calls={MODEL: calls, "always up": baseline},
+        differences=scoring.holm_adjusted(scoring.versus_best(calls, {"always up": baseline}, 5, boot)),
+        boot=boot,
+    )
+    html = write_page(tmp_path / "backtest.html", page).read_text(encoding="utf-8")
+    assert not re.search(r"\[([-+0-9.]+)(?:–|, )\1\]", html)  # no interval of zero width anywhere
+    for table in ("scores", "ic", "calibration", "phases"):
+        body = html.split(f'<table id="{table}">')[1].split("</table>")[0]
+        assert TOO_FEW in body, table
+    scores_row = html.split('<table id="scores">')[1].split("</tr>")[1]
+    assert f"100.0 %{TOO_FEW}" in scores_row  # the hit rate: its point, and no interval
+    assert TOO_FEW in html.split('class="primary"')[1].split("</p>")[0]  # the mean IC: 1 on each date
+    kline_backtest.write_scores(tmp_path / "scores.json", page)
+    model = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))[0]
+    assert (model["source"], model["hit_rate"], model["hit_rate_ci"]) == ("model", 1.0, [None, None])
+
+
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
     walk = walkforward.Walk(days=30, min_sessions=30)
     data = _frame(list(np.linspace(10, 20, 100)))
