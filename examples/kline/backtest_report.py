@@ -327,7 +327,7 @@ def _ic_table(page: Page) -> str:
         cells = [
             _esc(_label(s.source, page.emulated)),
             str(s.horizon),
-            str(s.ic_dates),
+            f"{s.ic_dates} <small>of {len({c.as_of for c in page.calls.get(s.source, ())})}</small>",
             f"{number(s.ic_mean)}{date_ci(s.ic_mean, s.ic_mean_ci, 'number', 2)}",
             number(s.icir, 2),
             number(s.ic_t, 2),
@@ -352,9 +352,19 @@ def _primary(page: Page) -> str:
     return (
         f'<p class="primary">Primary metric (declared before any result): {name}: <b>{number(mine.ic_mean)}</b>'
         f"{date_ci(mine.ic_mean, mine.ic_mean_ci, 'number', 3)}, t = {number(mine.ic_t, 2)} "
-        f"over {mine.ic_dates} dates, "
+        f"over {ic_dates(page, MODEL, horizon)}, "
         f"p = {'–' if _undefined(p) else f'{p:.3f}'} (one test, not adjusted).</p>"
     )
+
+
+def ic_dates(page: Page, source: str, horizon: int) -> str:
+    """Over how many of ``source``'s as-of dates its IC series runs, and why the others have no IC
+    (`kline.scoring.ic_gaps`): ``12 of 24 as-of dates (12 had fewer than 3 tickers scored)``."""
+    calls = page.calls.get(source, ())
+    total = len({c.as_of for c in calls})
+    gaps = scoring.ic_gaps(calls, horizon)
+    text = f"{total - sum(gaps.values())} of {total} as-of dates"
+    return text + (f" ({'; '.join(f'{n} had {why}' for why, n in gaps.items())})" if gaps else "")
 
 
 METRIC_LABELS = {
@@ -489,11 +499,13 @@ wrong side are ignored). "–" is undefined; "too few dates" stands for an inter
 holding a counted call, or every date scoring alike, which would print a zero-width interval).</p>
 <h2>Rank IC series, calibration score</h2>{_ic_table(page)}
 <p class="note">The IC series: per as-of date, the rank IC across that date's tickers; ICIR = its mean / its standard
-deviation; t = mean / standard error over the dates. Pooled IC: one rank IC over every pair, timing and selection
-mixed (a market-wide up call on a rising date counts as skill), shown for comparison only. Brier: the mean of
-(confidence − hit)² over all calls, the confidence read as the probability that the call is right, a sideways call as
-½ (0.25 whatever follows); lower is better. Effective calls: how many independent calls the hit rate's interval is
-worth (the directional calls divided by the design effect).</p>
+deviation; t = mean / standard error over the dates. A date has an IC only with 3 tickers or more scored at the
+horizon (a flagged window is not scored) and neither every call nor every return alike: files ending on different
+calendars give dates of one ticker each, which drop out (the primary metric says how many, and why). Pooled IC: one
+rank IC over every pair, timing and selection mixed (a market-wide up call on a rising date counts as skill), shown
+for comparison only. Brier: the mean of (confidence − hit)² over all calls, the confidence read as the probability
+that the call is right, a sideways call as ½ (0.25 whatever follows); lower is better. Effective calls: how many
+independent calls the hit rate's interval is worth (the directional calls divided by the design effect).</p>
 <h2>Returns a trader could have earned</h2>{_returns(page)}{_returns_note(page)}
 <h2>The model against the best baseline</h2>{_differences(page)}
 <p class="note">Per score and horizon, the baseline that scored best on the whole sample (the lowest Brier score), and

@@ -314,6 +314,36 @@ def ic_by_date(calls: Sequence[Call], horizon: int) -> dict[str, float]:
     return {date: ic for date, ic in out.items() if not math.isnan(ic)}
 
 
+IC_GAPS = {
+    "window": "no forward window scored at this horizon",
+    "tickers": "fewer than 3 tickers scored",
+    "calls": "the same call for every ticker",
+    "returns": "the same return for every ticker",
+}
+"""Why an as-of date has no rank IC (`ic_gaps`), in the order checked: its windows at the horizon all flagged (or
+past the data), Spearman's correlation needs 3 pairs, and spread on both sides (`spearman`)."""
+
+
+def ic_gaps(calls: Iterable[Call], horizon: int) -> dict[str, int]:
+    """The as-of dates of ``calls`` that `ic_by_date` leaves out at ``horizon``, counted by reason (`IC_GAPS`'s
+    texts, only those with a date): with the dates that have an IC they make up every as-of date of ``calls``."""
+    by_date: dict[str, list[Call]] = {}
+    for call in calls:
+        by_date.setdefault(call.as_of, []).append(call)
+    counts = dict.fromkeys(IC_GAPS, 0)
+    for group in by_date.values():
+        scored = [c for c in group if horizon in c.outcomes]
+        if not scored:
+            counts["window"] += 1
+        elif len(scored) < 3:
+            counts["tickers"] += 1
+        elif len({c.direction * c.confidence for c in scored}) < 2:
+            counts["calls"] += 1
+        elif len({c.outcomes[horizon].ret for c in scored}) < 2:
+            counts["returns"] += 1
+    return {IC_GAPS[kind]: n for kind, n in counts.items() if n}
+
+
 def mean_test(series: Mapping[str, float], block: int) -> tuple[float, float, Interval, float]:
     """(mean, t, 95 % interval, p) of a per-date series in date order: se = Newey-West with lag ``block - 1``, G =
     ceil(T / block) independent blocks, t(G-1) for the interval and the p-value. NaN under 2 blocks."""

@@ -203,6 +203,48 @@ def test_an_interval_the_dates_cannot_give_says_too_few_dates_never_a_zero_width
     assert (model["source"], model["hit_rate"], model["hit_rate_ci"]) == ("model", 1.0, [None, None])
 
 
+def test_the_page_says_over_how_many_of_its_as_of_dates_the_ic_series_runs_and_why_the_others_drop_out(
+    tmp_path: Path,
+) -> None:
+    """A run of 24 as-of dates whose page said "t = ... over 12 dates" (before), unexplained: the other dates had one
+    ticker each (files ending on different calendars). Each reason a date has no rank IC is counted, and the counts
+    with the dates that have one make up every as-of date (`scoring.ic_by_date` recomputes the latter)."""
+    from kline.backtest_report import MODEL, Page, write_page
+
+    def day(as_of: str, trends: str, returns: tuple[float, ...], scored: bool = True) -> list[Call]:
+        calls = [
+            _call({"u": "up", "d": "down"}[t], 0.5 + 0.1 * i, r, as_of=as_of, step=i)
+            for i, (t, r) in enumerate(zip(trends, returns, strict=True))
+        ]
+        return calls if scored else [dataclasses.replace(c, outcomes={}) for c in calls]
+
+    calls = [
+        *day("2024-01-02", "udu", (0.02, -0.01, 0.03)),  # an IC
+        *day("2024-02-01", "udu", (0.02, -0.01, 0.03)),  # an IC
+        *day("2024-03-01", "u", (0.02,)),  # one ticker
+        *day("2024-04-01", "ud", (0.02, 0.01)),  # two tickers
+        *[dataclasses.replace(c, confidence=0.7) for c in day("2024-05-02", "uuu", (0.02, -0.01, 0.03))],  # alike
+        *day("2024-06-03", "udu", (0.01, 0.01, 0.01)),  # one return for all
+        *day("2024-07-01", "udu", (0.02, -0.01, 0.03), scored=False),  # every window flagged at this horizon
+    ]
+    gaps = scoring.ic_gaps(calls, 5)
+    assert gaps == {
+        "no forward window scored at this horizon": 1,
+        "fewer than 3 tickers scored": 2,
+        "the same call for every ticker": 1,
+        "the same return for every ticker": 1,
+    }
+    assert len(scoring.ic_by_date(calls, 5)) + sum(gaps.values()) == len({c.as_of for c in calls}) == 7
+    page = Page("dates", emulated=True, horizons=(5,), calls={MODEL: calls})
+    html = write_page(tmp_path / "backtest.html", page).read_text(encoding="utf-8")
+    primary = html.split('class="primary"')[1].split("</p>")[0]
+    assert (
+        "over 2 of 7 as-of dates (1 had no forward window scored at this horizon; 2 had fewer than 3 tickers "
+        "scored; 1 had the same call for every ticker; 1 had the same return for every ticker)"
+    ) in primary
+    assert "2 <small>of 7</small>" in html.split('<table id="ic">')[1].split("</tr>")[1]
+
+
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
     walk = walkforward.Walk(days=30, min_sessions=30)
     data = _frame(list(np.linspace(10, 20, 100)))
