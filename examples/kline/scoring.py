@@ -344,9 +344,13 @@ def ic_gaps(calls: Iterable[Call], horizon: int) -> dict[str, int]:
     return {IC_GAPS[kind]: n for kind, n in counts.items() if n}
 
 
-def mean_test(series: Mapping[str, float], block: int) -> tuple[float, float, Interval, float]:
+def mean_test(
+    series: Mapping[str, float], block: int, bounds: Interval = (-1.0, 1.0)
+) -> tuple[float, float, Interval, float]:
     """(mean, t, 95 % interval, p) of a per-date series in date order: se = Newey-West with lag ``block - 1``, G =
-    ceil(T / block) independent blocks, t(G-1) for the interval and the p-value. NaN under 2 blocks."""
+    ceil(T / block) independent blocks, t(G-1) for the interval (clipped to ``bounds``, the values a mean of the
+    series can take: a mean of correlations lies in [-1, 1], of their differences in [-2, 2]) and the p-value. NaN
+    under 2 blocks."""
     values = np.array([series[d] for d in sorted(series)], dtype="float64")
     clusters = stats.independent_blocks(len(values), block)
     mean = float(values.mean()) if len(values) else math.nan
@@ -354,7 +358,8 @@ def mean_test(series: Mapping[str, float], block: int) -> tuple[float, float, In
     if math.isnan(se) or se == 0:
         return mean, math.nan, stats.NO_INTERVAL, math.nan
     half = stats.t_quantile(0.975, clusters - 1) * se
-    return mean, mean / se, (mean - half, mean + half), stats.t_pvalue(mean / se, clusters - 1)
+    interval = (max(bounds[0], mean - half), min(bounds[1], mean + half))
+    return mean, mean / se, interval, stats.t_pvalue(mean / se, clusters - 1)
 
 
 def ic_series(calls: Sequence[Call], horizon: int, block: int = 1) -> ICSeries:
@@ -475,7 +480,7 @@ def versus_best(
         if metric == "ic_mean":
             ours, theirs = ic_by_date(model, horizon), ic_by_date(baselines[best], horizon)
             paired = {d: ours[d] - theirs[d] for d in ours.keys() & theirs.keys()}
-            mean, _, interval, p = mean_test(paired, boot.block)
+            mean, _, interval, p = mean_test(paired, boot.block, (-2.0, 2.0))
             out.append(Difference(metric, horizon, best, mean, interval, p))
             continue
         spread = resampled(metric, model, horizon, boot) - resampled(metric, baselines[best], horizon, boot)

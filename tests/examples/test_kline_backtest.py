@@ -245,6 +245,20 @@ def test_the_page_says_over_how_many_of_its_as_of_dates_the_ic_series_runs_and_w
     assert "2 <small>of 7</small>" in html.split('<table id="ic">')[1].split("</tr>")[1]
 
 
+def test_the_mean_ics_interval_stays_within_what_a_mean_of_correlations_can_be() -> None:
+    """Three dates with rank ICs +1, +0.5 and -0.5: mean 1/3 ± t(2) × se is about [-1.56, +2.23] (before, printed
+    so on a 3-date page: "+0.425 [-1.483, +2.334]"); a mean of correlations lies in [-1, 1], of their differences
+    in [-2, 2], so the interval is clipped there, as a share's is to [0, 1]."""
+    series = {"2024-01-02": 1.0, "2024-02-01": 0.5, "2024-03-01": -0.5}
+    mean, _, (low, high), _ = scoring.mean_test(series, 1)
+    half = stats.t_quantile(0.975, 2) * float(np.std(list(series.values()), ddof=1)) / math.sqrt(3)
+    assert mean - half < -1  # what the t interval alone gives, both ends
+    assert mean + half > 1
+    assert (low, high) == (-1.0, 1.0)
+    doubled = {d: 2 * v for d, v in series.items()}
+    assert scoring.mean_test(doubled, 1, (-2.0, 2.0))[2] == (-2.0, 2.0)
+
+
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
     walk = walkforward.Walk(days=30, min_sessions=30)
     data = _frame(list(np.linspace(10, 20, 100)))
