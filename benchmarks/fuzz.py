@@ -176,7 +176,7 @@ def render(matrix: Matrix) -> str:
         "  becomes a `ChatResponse` of MAF's declared types (for streams: `ChatResponse.from_updates` of what was",
         "  delivered), or `ChatClientInvalidResponseException` naming the provider (Gemini also raises its documented",
         "  content-filter and error-object exceptions; Anthropic's `error` event is its `StreamError`).",
-        "- **SSE reader**: `clients.core.transport.aiter_events` gives the same events over any chunking of the bytes",
+        "- **SSE reader**: `clients.core.wire.aiter_events` gives the same events over any chunking of the bytes",
         "  as over the whole, and raises nothing but `ChatClientInvalidResponseException`. n/a for Gemini:",
         "  google-genai reads its stream (covered by the HTTP column).",
         "- **error parsers**: never raise, whatever the error body; what they return classifies and prints.",

@@ -32,9 +32,9 @@ from agent_framework.exceptions import ChatClientException
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar, Unpack
 
-from clients.core.client import ChatCall, ProviderChatClient
+from clients.core.client import ChatCall, ProviderChatClient, ProviderFacts
+from clients.core.errors import Failure, to_chat_client_exception
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.transport import Failure, ProviderFacts, to_chat_client_exception
 from clients.providers import PROVIDERS
 from qwen3.convert import (
     citation_format,
@@ -384,7 +384,7 @@ class QwenChatClient(
         max_retries: retries after a 429 (but not free-quota-exhausted), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). See docs/errors-and-retries.md.
-        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.errors.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.

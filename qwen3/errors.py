@@ -10,7 +10,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 
-from clients.core.transport import ProviderError, as_text
+from clients.core.errors import ProviderError
+from clients.core.parse import as_text
 from qwen3.models import is_url_error, known_family, similar_models
 
 AUTH_CODES = frozenset({"InvalidApiKey", "invalid_api_key", "WorkSpaceNotFound", "Workspace.AccessDenied"})

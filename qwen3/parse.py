@@ -1,6 +1,6 @@
 """MAF ⇄ DashScope native protocol, response side: ``parse_response`` (one JSON body → ``ChatResponse``),
 ``parse_stream_event`` (one SSE ``data:`` payload → ``ChatResponseUpdate``, with a per-stream ``StreamState``),
-``parse_usage`` and ``finish_reason``. Pure; the stream's framing is ``clients.core.transport``'s.
+``parse_usage`` and ``finish_reason``. Pure; the stream's framing is ``clients.core.wire``'s.
 """
 
 from __future__ import annotations

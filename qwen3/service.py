@@ -43,35 +43,29 @@ import httpx
 from agent_framework import SecretString, load_settings
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException, SettingNotFoundError
 
+from clients.core.client import Attempts, call_with_retries
 from clients.core.convert import invalid
+from clients.core.errors import Failure, RetryAdvice, RetryPolicy, retry_advice
 from clients.core.keywords import DEFAULT_TIMEOUTS, CommonSettings, checked_api_key
-from clients.core.parse import json_object
-from clients.core.transport import (
+from clients.core.parse import as_text
+from clients.core.wire import (
     MAX_EVENT_BYTES,
-    Attempts,
-    Failure,
-    RetryAdvice,
-    RetryPolicy,
+    OpenStream,
+    PerLoop,
+    ProviderRequest,
     ServerSentEvent,
-    as_text,
-    call_with_retries,
     hide,
+    json_object,
+    payloads,
+    read_limited,
     redact,
-    retry_advice,
+    refuse_compressed,
+    refuse_other_origin,
     scrubbed,
     shown_url,
     streamed_json,
     url_secrets,
     within,
-)
-from clients.core.wire import (
-    OpenStream,
-    PerLoop,
-    ProviderRequest,
-    payloads,
-    read_limited,
-    refuse_compressed,
-    refuse_other_origin,
 )
 from qwen3.errors import error_from_body, parse_error
 from qwen3.models import ENDPOINT_PATHS, Endpoint
@@ -322,7 +316,7 @@ class DashScopeService:
     """The model setting read (``model=`` or its variable), None when none was."""
     base_url: str = field(init=False)
     """`request_url` as shown: the secret of its userinfo masked (``http://user:***@proxy/api/v1``,
-    ``clients.core.transport.shown_url``, as every client shows its base URL)."""
+    ``clients.core.wire.shown_url``, as every client shows its base URL)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", shown_url(self.request_url))
@@ -359,7 +353,7 @@ class DashScopeService:
         return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
     def register_secrets(self) -> None:
-        """Register the key and the secret of the base URL's userinfo with ``clients.core.transport.hide``: what
+        """Register the key and the secret of the base URL's userinfo with ``clients.core.wire.hide``: what
         follows in this context never shows them in an error or a log."""
         hide(self.api_key.get_secret_value())
         for secret in url_secrets(self.request_url):
@@ -650,7 +644,7 @@ class DashScopeWire:
 
     async def send(self, request: ProviderRequest) -> dict[str, Any]:
         """One non-streamed chat attempt (`json`): the answer's JSON object, at most ``max_bytes`` read. A body with
-        big inline media is sent piece by piece (``clients.core.transport.streamed_json``), never built whole."""
+        big inline media is sent piece by piece (``clients.core.wire.streamed_json``), never built whole."""
         path, headers, payload = _sent(request)
         return await self.json("POST", path, limit=self.max_bytes, headers=headers, **payload)
 
@@ -716,7 +710,7 @@ class DashScopeWire:
 def _sent(request: ProviderRequest, extra: Headers | None = None) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The path, headers (the request's, then ``extra``) and httpx's body keyword of a chat request (a
     `DashScopeRequest`; ``clients.core.wire.Wire`` types it as any request): ``json=``, or ``content=`` sent in
-    pieces when the body holds inline media big enough (``clients.core.transport.streamed_json``; httpx takes an
+    pieces when the body holds inline media big enough (``clients.core.wire.streamed_json``; httpx takes an
     async iterable)."""
     dash = cast(DashScopeRequest, request)
     path, headers = ENDPOINT_PATHS[dash.endpoint], {**dash.headers, **(extra or {})}

@@ -47,9 +47,9 @@ from agent_framework.exceptions import (
 )
 from dashscope.utils.oss_utils import OssUtils
 
+from clients.core.errors import Failure, to_chat_client_exception
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
-from clients.core.parse import json_object
-from clients.core.transport import Failure, scrubbed, to_chat_client_exception, within
+from clients.core.wire import json_object, scrubbed, within
 from qwen3.convert import MAX_INLINE_BYTES
 from qwen3.errors import error_from_body
 from qwen3.service import Answer, DashScopeService, DashScopeWire, id_segment, unsent_only

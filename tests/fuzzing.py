@@ -12,7 +12,7 @@ What each part must do with hostile input (``tests/strategies.py``), whatever it
   ``ChatClientInvalidResponseException`` naming the provider (through ``clients.core.parse.parsed``, as the
   clients call it), or the provider's documented exception (Gemini: a blocked prompt or an error object; Anthropic:
   ``StreamError`` for an ``error`` event, which the client classifies).
-- ``sse``: ``clients.core.transport.aiter_events`` over any chunking of a stream's bytes gives the same events as over
+- ``sse``: ``clients.core.wire.aiter_events`` over any chunking of a stream's bytes gives the same events as over
   the whole bytes, and only ``ChatClientInvalidResponseException`` escapes (DashScope's decoder completes events at
   their ``data:`` line). Gemini's stream is read by google-genai: its bytes are in the ``http`` column.
 - ``errors``: an error parser never raises, whatever the body (bytes, any JSON, a proxy's HTML), and its
@@ -42,17 +42,9 @@ from agent_framework.exceptions import (
 from hypothesis import strategies as st
 
 from clients.core.client import ChatCall, ProviderRequest
-from clients.core.parse import parsed
-from clients.core.transport import (
-    Failure,
-    ProviderError,
-    ServerSentEvent,
-    SSEDecoder,
-    aiter_events,
-    as_text,
-    retry_advice,
-    to_chat_client_exception,
-)
+from clients.core.errors import Failure, ProviderError, retry_advice, to_chat_client_exception
+from clients.core.parse import as_text, parsed
+from clients.core.wire import ServerSentEvent, SSEDecoder, aiter_events
 from clients.testing import Answer
 from tests import strategies as s
 

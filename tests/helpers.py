@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from agent_framework import ChatResponse, Message, tool
 
 from clients.core.client import ChatCall
-from clients.core.transport import RetryPolicy
+from clients.core.errors import RetryPolicy
 from clients.providers import PROVIDERS
 
 

@@ -540,7 +540,7 @@ _KEYS = {"qwen": _QWEN_KEYS, "openai": _OPENAI_KEYS, "anthropic": _ANTHROPIC_KEY
 
 def response_bodies(provider: str) -> st.SearchStrategy[dict[str, Any]]:
     """A non-streamed response body of ``provider``'s shape, mutated (always a JSON object: the clients refuse
-    anything else before parsing, ``clients.core.parse.json_object``)."""
+    anything else before parsing, ``clients.core.wire.json_object``)."""
     return mutated(_BODIES[provider], keys=_KEYS[provider]).filter(lambda body: isinstance(body, dict))
 
 

@@ -176,7 +176,7 @@ def test_find_circle_finds_one_and_only_one() -> None:
 @pytest.mark.parametrize("package", ["qwen3", "clients"])
 def test_no_import_circle(package: str) -> None:
     """No module of either package imports, at its top or inside a function, one that imports it back (the core's
-    layers: the transport at the bottom, the request path on top; DashScope's service reads its errors with
+    layers: the wire at the bottom, the request path on top; DashScope's service reads its errors with
     ``qwen3.errors``, which imports nothing of the service's)."""
     circle = find_circle(import_graph(package))
     assert circle is None, "import circle: " + " → ".join(circle or ())

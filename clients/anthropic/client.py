@@ -3,7 +3,7 @@
 Thin on purpose: the translation lives in ``clients.anthropic.convert`` and ``clients.anthropic.parse``, the
 transport in ``clients.anthropic.wire`` (the official ``anthropic`` SDK, its own retries off, asked for the raw JSON
 and the raw event stream). This module resolves settings and builds the request; retries are
-``clients.core.transport``'s (streams only before their first event), failures become MAF exceptions.
+``clients.core.errors``' (streams only before their first event), failures become MAF exceptions.
 Decisions and sources: docs/anthropic.md.
 """
 
@@ -30,9 +30,9 @@ from clients.anthropic.convert import convert_messages, request_body
 from clients.anthropic.options import AnthropicChatOptions
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
 from clients.anthropic.wire import KEY_AS_BEARER, AnthropicWire
-from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderFacts, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.transport import ProviderFacts, shown_url
+from clients.core.wire import shown_url
 from clients.providers import PROVIDERS
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicChatClient", "AnthropicChatOptions", "RawAnthropicChatClient"]
@@ -169,7 +169,7 @@ class AnthropicChatClient(
             ``ChatClientInvalidResponseException`` instead of buffering an endless line.
         max_retries: retries after a 429, 5xx, 529 ``overloaded_error`` or connection failure, with exponential
             backoff, jitter and ``Retry-After``; streams only before their first event (default 2; 0 disables).
-        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.errors.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.

@@ -9,7 +9,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from clients.core.transport import ProviderError, as_text
+from clients.core.errors import ProviderError
+from clients.core.parse import as_text
 
 # ------------------------------------------------------------------------------------------------- streams
 
@@ -34,7 +35,7 @@ STATUS_BY_TYPE = {
 
 
 def parse_error(status: int | None, body: Any, request_id: str | None = None) -> ProviderError:
-    """An Anthropic error → ``ProviderError`` (for ``clients.core.transport.to_chat_client_exception``).
+    """An Anthropic error → ``ProviderError`` (for ``clients.core.errors.to_chat_client_exception``).
 
     ``body`` is the error JSON ``{"type": "error", "error": {"type", "message"}, "request_id"}`` (captures
     ``mirascope__test_authentication_error``, ``…_model_not_found_stream``), as a mapping, ``bytes`` or text; a body

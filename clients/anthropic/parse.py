@@ -1,6 +1,6 @@
 """MAF ⇄ Anthropic Messages, response side: ``parse_response`` (one JSON body → ``ChatResponse``),
 ``parse_stream_event`` (one event's JSON → ``ChatResponseUpdate``, with a per-stream ``StreamState``),
-``parse_usage`` and ``finish_reason``. Pure; the stream's framing is ``clients.core.transport``'s.
+``parse_usage`` and ``finish_reason``. Pure; the stream's framing is ``clients.core.wire``'s.
 """
 
 from __future__ import annotations

@@ -23,9 +23,17 @@ from anthropic import __version__ as SDK_VERSION
 from anthropic.resources.messages.messages import AsyncMessages
 
 from clients.anthropic.errors import StreamError, parse_error
-from clients.core.parse import json_object
-from clients.core.transport import Failure, ServerSentEvent
-from clients.core.wire import OpenStream, PerLoop, ProviderRequest, WireSettings, checked_answer, payloads
+from clients.core.errors import Failure
+from clients.core.wire import (
+    OpenStream,
+    PerLoop,
+    ProviderRequest,
+    ServerSentEvent,
+    WireSettings,
+    checked_answer,
+    json_object,
+    payloads,
+)
 
 __all__ = ["KEY_AS_BEARER", "AnthropicWire"]
 

@@ -1,9 +1,12 @@
 """What every provider client of this package shares (no provider SDK is imported here).
 
-- ``client``: `ProviderChatClient`, the request path every provider subclasses (timeouts, retries, streams).
-- ``transport``: the body sent piece by piece, provider error → MAF exception, which failures are transient and the
-  backoff policy that retries them, the server-sent-events decoder every provider's stream goes through, and
-  `EventStream`, one open stream's events, counted and checked for their end.
+- ``client``: `ProviderChatClient`, the request path every provider subclasses (timeouts, the retry loop, streams
+  read as `EventStream`: one open stream's events, counted and checked for their end).
+- ``wire``: the bytes on the wire: what a wire is, the body sent piece by piece, every answer's bytes bounded, the
+  server-sent-events decoder and the one payload loop every provider's stream goes through, secrets masked in what a
+  server sent.
+- ``errors``: a failed request judged once: provider error → MAF exception, which failures are transient and the
+  backoff policy that retries them.
 - ``convert``: what every converter shares, MAF's request → the wire: request checks, option and tool specs, system
   text, schemas, tool-call arguments for the wire, media returned by tools, other agents' turns as named user turns.
 - ``parse``: what every parser shares, the answer → MAF: deltas, inline ``<think>…</think>`` reasoning split out of

@@ -9,6 +9,14 @@ provider's ``_parse_response``, or per event ``_parse_stream_event`` with the st
 (`EventStream` counts what was delivered and checks the end). Timeouts, and what to say when one fires, are here too.
 Rules and their sources: docs/errors-and-retries.md; the path as a list: docs/design.md.
 
+What the path runs on every request lives beside it: `ProviderFacts` (what it reads of a provider),
+`call_with_retries` (the loop that applies ``clients.core.errors.RetryPolicy``, for every request of this package,
+chat or not; pure: it takes the sleep function and the random source, so tests need neither real time nor luck),
+`Attempts` (the final "gave up after N attempts") and `EventStream` (one open stream's payloads, read up to the first
+event by `EventStream.start` so that failures before any output can be retried, then counted as they are delivered,
+failures raised with what had been delivered, and checked for their end). What it reaches only when an attempt
+failed is ``clients.core.errors``: the provider's error judged, its MAF exception, whether to try again.
+
 A provider's client module (``qwen3.client``, ``clients.openai.client``, ``clients.anthropic.client``,
 ``clients.gemini.client``) subclasses `ProviderChatClient` and supplies only what is its own: settings, its wire
 (``clients.core.wire.Wire``: the SDK client, sending, bounded reading, error answers), the hooks above (the request
@@ -21,8 +29,10 @@ are handled.
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypedDict
@@ -35,7 +45,11 @@ from agent_framework import (
     ResponseStream,
     SecretString,
 )
-from agent_framework.exceptions import ChatClientException, ChatClientInvalidRequestException
+from agent_framework.exceptions import (
+    ChatClientException,
+    ChatClientInvalidRequestException,
+    ChatClientInvalidResponseException,
+)
 from typing_extensions import Self, TypeVar
 
 from clients.core.convert import (
@@ -44,6 +58,14 @@ from clients.core.convert import (
     checked_option_types,
     rewrite_other_agents,
     tool_files_as_text,
+)
+from clients.core.errors import (
+    Failure,
+    RetryAdvice,
+    RetryPolicy,
+    retry_advice,
+    to_chat_client_exception,
+    transport_cause,
 )
 from clients.core.keywords import (
     DEFAULT_TIMEOUTS,
@@ -54,35 +76,121 @@ from clients.core.keywords import (
     warn_cleartext_key,
 )
 from clients.core.parse import parsed
-from clients.core.transport import (
+from clients.core.wire import (
     MAX_EVENT_BYTES,
-    Attempts,
-    EventStream,
-    Failure,
-    ProviderFacts,
-    RetryAdvice,
-    RetryPolicy,
-    call_with_retries,
+    ProviderRequest,
+    Wire,
+    WireSettings,
     hide,
     http_errors,
-    retry_advice,
+    redact,
     scrubbed,
     shown_url,
-    to_chat_client_exception,
-    transport_cause,
     url_secrets,
     within,
 )
-from clients.core.wire import ProviderRequest, Wire, WireSettings
 
 if TYPE_CHECKING:
     from agent_framework import ChatOptions  # the options TypeVar's default
 
-__all__ = ["ChatCall", "ProviderChatClient", "ProviderRequest"]
+__all__ = [
+    "TEXT_KINDS",
+    "Attempts",
+    "ChatCall",
+    "EventStream",
+    "ProviderChatClient",
+    "ProviderFacts",
+    "ProviderRequest",
+    "call_with_retries",
+]
 
 _T = TypeVar("_T")
 OptionsT = TypeVar("OptionsT", bound=TypedDict, default="ChatOptions[None]", covariant=True)  # type: ignore[valid-type]
 RequestT = TypeVar("RequestT", bound="ProviderRequest", default="ProviderRequest")
+
+logger = logging.getLogger("clients.core.retry")
+
+
+TEXT_KINDS = frozenset({"text", "text_reasoning"})
+"""The contents whose characters a broken stream's message counts as delivered, and the deltas of a plain update."""
+
+
+@dataclass(frozen=True)
+class ProviderFacts:
+    """What the shared request path reads of a provider's client, declared once per client class (its ``_FACTS``).
+
+    Attributes:
+        name: the provider's name in messages (the ``label`` of its ``clients.providers.PROVIDERS`` entry:
+            ``"OpenAI"``).
+        timeouts: the defaults of ``timeout``, ``connect_timeout`` and ``stream_idle_timeout`` in seconds (None: the
+            package's, ``clients.core.keywords.DEFAULT_TIMEOUTS``).
+        permanent_codes: error codes never retried (``clients.core.errors.retry_advice``).
+        unit: what a stream's messages count (``"update"``); ``end``: the event a complete stream ends with;
+            ``idle``: what the server did when ``stream_idle_timeout`` fired.
+        key_as_bearer: the key goes as ``Authorization: Bearer``, which a base URL's userinfo would replace
+            (``clients.core.keywords.refuse_userinfo_with_key``); False where it has a header of its own
+            (Anthropic's ``x-api-key``, Gemini's).
+    """
+
+    name: str
+    timeouts: tuple[float, float, float] | None = None
+    permanent_codes: frozenset[str] = frozenset()
+    unit: str = "event"
+    end: str = "its finishing event"
+    idle: str = "sent no stream event"
+    key_as_bearer: bool = True
+
+
+async def call_with_retries(
+    attempt: Callable[[], Awaitable[_T]],
+    policy: RetryPolicy,
+    advise: Callable[[Exception], RetryAdvice],
+    *,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    rand: Callable[[], float] = random.random,
+    on_retry: Callable[[int, float, Exception], object] | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> _T:
+    """Await ``attempt()``; while it raises an exception that ``advise`` calls transient and retries are left,
+    wait ``policy.delay_for(n, advice.retry_after)`` seconds with ``sleep`` and call it again.
+
+    Returns the first result; raises the last exception unchanged (a non-transient one at once). Before each
+    wait, ``on_retry(n, delay, exc)`` is called (``n`` = the attempt that failed, from 1) and an INFO line is
+    logged. ``BaseException``\\ s that are not ``Exception`` (cancellation) pass straight through.
+
+    ``deadline`` (a ``clock()`` time): no retry whose wait would end after it, so the whole call, retries and
+    waits included, ends by then (each attempt bounds itself by the time left).
+    """
+    number = 1
+    while True:
+        try:
+            return await attempt()
+        except Exception as exc:
+            advice = advise(exc)
+            if not advice.transient or number > policy.max_retries:
+                raise
+            delay = policy.delay_for(number, advice.retry_after, rand=rand)
+            if deadline is not None and clock() + delay >= deadline:
+                raise
+            logger.info("retry %d of %d in %.2f s after: %s", number, policy.max_retries, delay, redact(str(exc)))
+            if on_retry is not None:
+                on_retry(number, delay, exc)
+            await sleep(delay)
+            number += 1
+
+
+class Attempts:
+    """Counts the attempts `call_with_retries` made, for the final error message."""
+
+    def __init__(self) -> None:
+        self.made = 1
+
+    def count(self, failed: int, delay: float, exc: Exception) -> None:
+        self.made = failed + 1
+
+    def note(self) -> str:
+        return f"; gave up after {self.made} attempts" if self.made > 1 else ""
 
 
 @dataclass(frozen=True)
@@ -448,3 +556,115 @@ class ProviderChatClient(AgentNameMixin, BaseChatClient[OptionsT], Generic[Optio
             raise self._exception(failure, request) from None
         finally:
             await events.aclose()
+
+
+class EventStream:
+    """The event payloads of one open stream, for a client's stream loop.
+
+    ``payloads`` yields each event as the client's ``_parse_stream_event`` takes it and raises `Failure` for an
+    error event; ``close`` closes the HTTP response (the server sees the client go). `start` reads
+    up to the first event, so that failures before any output can be retried; after that, failures are raised with
+    what had been delivered (`delivered` is told of every update that went out) and never retried.
+    """
+
+    def __init__(
+        self,
+        client: ProviderChatClient[Any, Any],
+        payloads: AsyncGenerator[Any, None],
+        close: Callable[[], Awaitable[object]],
+    ) -> None:
+        """``payloads`` enforce ``stream_idle_timeout`` themselves, raising ``asyncio.TimeoutError`` when no complete
+        event came in time however the bytes trickle in (`clients.core.wire.aiter_events` checks it as each chunk
+        arrives; the Gemini client's byte wrapper does the same in front of google-genai's reader), so no event pays
+        for a timer here."""
+        self._client = client
+        self._payloads = payloads
+        self._close = close
+        self._first: Any = None
+        self._ended = False
+        self.events = 0
+        self.characters = 0
+        self.deadline: float | None = None
+        """When the whole stream must have ended (``time.monotonic()``; ``stream_timeout``), else None."""
+
+    async def start(self) -> Self:
+        """Read up to the first event; the stream is closed when that fails."""
+        try:
+            self._first = await self._payloads.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._first is not None:
+            event, self._first = self._first, None
+            return event
+        if self._ended:
+            raise StopAsyncIteration
+        try:
+            if self.deadline is None:
+                item = await self._payloads.__anext__()
+            else:  # stream_timeout: one timer per event, paid only by those who ask for a deadline
+                item = await within(self._payloads.__anext__(), max(self.deadline - time.monotonic(), 0.0))
+            return item
+        except StopAsyncIteration:
+            raise
+        except asyncio.TimeoutError as exc:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise ChatClientException(self._client._over_deadline(self.so_far())) from exc
+            raise ChatClientException(self._client._transport_message(exc, stream=True, so_far=self.so_far())) from exc
+        except Failure as failure:
+            raise failure.noted(f"; the stream broke {self.so_far()}, the answer is incomplete") from None
+        except ChatClientInvalidResponseException as exc:
+            raise ChatClientInvalidResponseException(
+                f"{exc.args[0]} ({self.so_far()}; the answer is incomplete)"
+            ) from exc.__cause__
+        except http_errors("TransportError") as exc:
+            message = self._client._transport_message(scrubbed(exc), stream=True, so_far=self.so_far())
+            raise ChatClientException(message) from exc
+        except ChatClientException:
+            raise
+        except Exception as exc:  # anything else an SDK raises while reading: never a raw SDK error
+            raise ChatClientInvalidResponseException(
+                f"Reading the {self._client._FACTS.name} stream failed {self.so_far()}; the answer is incomplete: "
+                f"{scrubbed(exc)!r}"
+            ) from exc
+
+    def delivered(self, update: ChatResponseUpdate) -> None:
+        """Count an update that went out to MAF (one with contents or a finish reason: Anthropic's
+        ``message_start`` carries neither)."""
+        contents = update.contents
+        if contents or update.finish_reason is not None:
+            self.events += 1
+            for content in contents:
+                text = content.text
+                if text and content.type in TEXT_KINDS:
+                    self.characters += len(text)
+
+    def so_far(self) -> str:
+        unit, plural = self._client._FACTS.unit, "" if self.events == 1 else "s"
+        return f"after {self.events} {unit}{plural} ({self.characters} characters of text/reasoning) had been delivered"
+
+    def check_complete(self, finished: bool) -> None:
+        """Raise unless the stream ``finished`` with its last event (each provider's own, `ProviderFacts.end`), so
+        that a cut answer never looks complete."""
+        if not finished:
+            client = self._client
+            facts = client._FACTS
+            where = self.so_far() if self.events else f"before any {facts.unit}"
+            raise ChatClientException(
+                f"The {facts.name} stream from {client.base_url} ended without {facts.end} {where}: "
+                "the answer was cut off."
+            )
+
+    async def aclose(self) -> None:
+        try:
+            await self._payloads.aclose()
+        finally:
+            await self._close()

@@ -30,7 +30,8 @@ from urllib.parse import urlsplit
 from agent_framework import SecretString
 from typing_extensions import Self
 
-from clients.core.transport import RetryPolicy, shown_url
+from clients.core.errors import RetryPolicy
+from clients.core.wire import shown_url
 
 __all__ = [
     "DEFAULT_TIMEOUTS",

@@ -4,8 +4,8 @@
 Streamed text and reasoning deltas (`text_delta`), inline ``<think>…</think>`` reasoning split out of model text
 (`split_think`, `ThinkSplitter`, `LeadingThinkSplitter`) and its pieces as contents, OpenAI-style ``tool_calls``
 fragments assembled into MAF's ``function_call`` contents (`StreamedToolCalls`), JSON read strictly (`strict_json`,
-at most `MAX_NESTING` levels), and what an answer must be before MAF gets it: `json_object` (a body or event that is
-one JSON object), `parsed` (a provider parser run with a wrong shape turned into MAF's exception, `WRONG_SHAPE` /
+at most `MAX_NESTING` levels), a server's value as text, bounded (`as_text`), and what an answer must be before MAF
+gets it: `parsed` (a provider parser run with a wrong shape turned into MAF's exception, `WRONG_SHAPE` /
 `wrong_shape`) and `checked_types` (every field a parser filled has the type MAF declares). Rules:
 docs/errors-and-retries.md.
 
@@ -94,6 +94,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import reprlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content
 from agent_framework.exceptions import ChatClientInvalidResponseException, ContentError
 from typing_extensions import TypeVar
 
-from clients.core.transport import redact
+from clients.core.wire import redact
 
 __all__ = [
     "MAX_NESTING",
@@ -117,9 +118,9 @@ __all__ = [
     "ThinkKind",
     "ThinkPiece",
     "ThinkSplitter",
+    "as_text",
     "broken_limit",
     "checked_types",
-    "json_object",
     "max_recovered_calls",
     "nesting",
     "parsed",
@@ -902,19 +903,15 @@ def parsed(
         raise wrong_shape(provider, exc, args[0] if args else None, so_far) from exc
 
 
-def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -> dict[str, Any]:
-    """A response body, or one stream event's data (``what="event"``), that must be one JSON object.
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 300
+"""Bounded reprs: a server's value may be nested thousands of levels deep or millions of characters long."""
 
-    Raises:
-        ChatClientInvalidResponseException: it is not JSON ("a non-JSON body", "a malformed event"), or not an
-            object; its first 200 characters quoted.
-    """
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or ""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's parser goes
-        wrong = "a non-JSON body" if what == "body" else f"a malformed {what}"
-        raise ChatClientInvalidResponseException(f"{provider} sent {wrong}: {redact(text)[:200]!r}") from exc
-    if not isinstance(data, dict):
-        raise ChatClientInvalidResponseException(f"{provider} sent a non-object {what}: {redact(text)[:200]!r}")
-    return data  # only quoted text is redacted: the answer itself is never changed
+
+def as_text(value: object) -> str:
+    """A value a server sent (in an error body or an answer) as text: a string as it is, None as ``""``, anything
+    else (a number, a list, an object nested thousands of levels deep) as its repr, bounded (never ``str()``, which
+    recurses and has no limit)."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else _SHORT.repr(value)

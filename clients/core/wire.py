@@ -1,14 +1,66 @@
-"""The bytes on the wire, shared by every provider's wire: what a wire is (`Wire`), an answer's bytes in, bounded,
-whoever reads them (we, or an SDK), and a stream's bytes turned into its payloads by one loop (`payloads`). No
-provider SDK is imported here.
+"""The bytes on the wire, shared by every provider's wire: what a wire is (`Wire`), a request's body out, an answer's
+bytes in, bounded whoever reads them (we, or an SDK), a stream's bytes turned into server-sent events and its payloads
+by one loop (`payloads`), and what a server sent shown only with the user's secrets masked (`redact`). No provider
+SDK is imported here.
 
 The wire
 --------
 
 One object per API (the OpenAI SDK, DashScope's native API, Anthropic, Gemini) that a client holds: it builds the SDK
 client, sends a body and opens a stream (one attempt each), bounds every byte it reads and spots error answers and
-error events (a `Failure`). It gets what it needs when it is made (secrets, base URL, timeouts, its error reader),
-never the client. `Wire` is what every wire offers; docs/design.md "One wire per API".
+error events (a ``clients.core.errors.Failure``). It gets what it needs when it is made (secrets, base URL, timeouts,
+its error reader), never the client. `Wire` is what every wire offers; docs/design.md "One wire per API". The HTTP
+stacks under the SDKs (``httpx``, ``httpx2``) share one exception tree (`http_errors`); every wait has a deadline
+(`within`).
+
+Secrets
+-------
+
+A key that a server or a proxy echoes back ("Incorrect API key provided: sk-…") never reaches an exception, a log
+record or a span: every client registers its key with `hide` before it sends, and every text that quotes what a
+server sent goes through `redact` first (``clients.core.errors.ProviderError``'s text, malformed bodies, the retry
+log line); a base URL's userinfo is shown masked (`shown_url`).
+
+The request body
+----------------
+
+A JSON request body sent piece by piece, so that the big strings in it (base64 ``data:`` URIs of inline media)
+are never copied into one whole body.
+
+httpx's ``json=`` serialises the body to one ``str`` and then encodes it to ``bytes``: for a request carrying 20 MiB
+of images (26.7 MiB as base64) that is two more whole copies at once, ~2.7 times the media at the peak, and the raw
+SDKs do the same. `streamed_json` serialises everything but the big strings (a few KiB), and `StreamedJSON` sends
+those strings in slices straight from the ``str`` the conversation already holds: the request adds about one slice
+to the memory in use (docs/performance.md).
+
+Server-sent events
+------------------
+
+Server-sent events, decoded line by line: the one decoder every provider's stream goes through.
+
+The framing is the HTML standard's (https://html.spec.whatwg.org/multipage/server-sent-events.html): ``event:``
+and ``data:`` fields, one optional space after the colon, several ``data:`` lines of one event joined with
+``"\\n"``, comment lines starting with ``:``, an event complete at the blank line after it. What the providers
+add:
+
+- OpenAI and Gemini send ``data:`` lines only (OpenAI ends with ``data: [DONE]``, Gemini with the connection);
+  Anthropic names each event (``event: message_start`` …).
+- DashScope (``complete_on_data=True``) writes ``id:N`` / ``event:result|error`` / ``:HTTP_STATUS/NNN`` /
+  ``data:{json}`` with each ``data:`` line one whole JSON document, so its event is complete at the ``data:``
+  line: that also reads DashScope streams that arrive without blank lines between events, where spec-strict
+  parsers yield nothing. The status of an ``event:error`` (sent with HTTP 200) is only in its ``:HTTP_STATUS/``
+  comment, which becomes `ServerSentEvent.status` (Alibaba Cloud Model Studio, "Qwen API reference", streaming
+  output: https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference).
+
+Payloads
+--------
+
+`payloads` is the one loop from a stream's bytes to what a client's stream parser takes: server-sent events
+(`aiter_events`, `SSEDecoder`), each ``data:`` one JSON object (`json_object`, the one JSON decoder of every body and
+event), an error event raised as the ```Failure``` the wire's error test returns. What differs per API is passed in:
+the end marker that is no JSON (OpenAI's ``[DONE]``), DashScope's framing (an event complete at its ``data:`` line)
+and its text kept beside the parsed data, the events held until the first other one and the events that end the
+stream (the Responses API's).
 
 Bounded bytes
 -------------
@@ -18,53 +70,65 @@ not an event stream (a JSON answer, an error body, a proxy's page) at most ``max
 request's deadline; an event stream an SDK reads (google-genai's) at most ``max_event_bytes`` per event and each
 event within ``stream_idle_timeout``. Where we read the bytes ourselves, `read_limited`; where an SDK reads them,
 `bounded_stream` in front of its reader (from an HTTP response hook, `bound_answer`). Streams we decode ourselves are
-bounded line by line by ``clients.core.transport.aiter_events``.
-
-Payloads
---------
-
-`payloads` is the one loop from a stream's bytes to what a client's stream parser takes: server-sent events
-(``clients.core.transport.aiter_events``, `SSEDecoder`), each ``data:`` one JSON object
-(``clients.core.parse.json_object``), an error event raised as the `Failure` the wire's error test returns. What
-differs per API is passed in: the end marker that is no JSON (OpenAI's ``[DONE]``), DashScope's framing (an event
-complete at its ``data:`` line) and its text kept beside the parsed data, the events held until the first other one
-and the events that end the stream (the Responses API's).
+bounded line by line by `aiter_events`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
+import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
+import httpx
 from agent_framework.exceptions import ChatClientInvalidRequestException, ChatClientInvalidResponseException
 
-from clients.core.parse import json_object
-from clients.core.transport import Failure, ServerSentEvent, SSEDecoder, aiter_events, event_too_long, shown_url
-
 __all__ = [
+    "LARGE_STRING",
+    "MAX_EVENT_BYTES",
+    "SLICE",
     "BoundedStream",
     "ErrorTest",
     "OpenStream",
     "PerLoop",
     "ProviderRequest",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "StreamedJSON",
     "Wire",
     "WireSettings",
+    "aiter_events",
     "bound_answer",
     "bounded_bytes",
     "bounded_stream",
     "checked_answer",
     "content_type",
+    "event_too_long",
+    "hide",
+    "http_errors",
+    "http_stacks",
     "is_event_stream",
+    "json_object",
     "payloads",
     "read_limited",
+    "redact",
     "refuse_compressed",
     "refuse_other_origin",
+    "scrubbed",
+    "shown_url",
+    "streamed_json",
     "too_long",
+    "url_secrets",
+    "within",
 ]
 
 
@@ -172,8 +236,8 @@ class WireSettings:
 
 class OpenStream(NamedTuple):
     """A stream a wire opened: its ``payloads`` (`payloads`: each as the client's stream parser takes it, an error
-    event raising `Failure`) and ``close`` (closes the HTTP answer: the server sees the client go). The request path
-    reads it through ``clients.core.transport.EventStream``, up to the first payload within the attempt."""
+    event raising ``Failure``) and ``close`` (closes the HTTP answer: the server sees the client go). The request path
+    reads it through ``clients.core.client.EventStream``, up to the first payload within the attempt."""
 
     payloads: AsyncGenerator[Any, None]
     close: Callable[[], Awaitable[object]]
@@ -187,11 +251,11 @@ class Wire(Protocol):
 
     async def send(self, request: ProviderRequest) -> dict[str, Any]:
         """One non-streamed attempt: the answer's JSON body, read bounded; an error answer (one sent with HTTP 200
-        too) raises `Failure`."""
+        too) raises ``Failure``."""
         ...
 
     async def open(self, request: ProviderRequest) -> OpenStream:
-        """One attempt to open a stream; an error answer raises `Failure`."""
+        """One attempt to open a stream; an error answer raises ``Failure``."""
         ...
 
     async def aclose(self) -> None:
@@ -199,9 +263,345 @@ class Wire(Protocol):
         ...
 
 
-ErrorTest = Callable[[ServerSentEvent, dict[str, Any], Mapping[str, str]], "Failure | None"]
-"""A wire's error test for one event: the event, its ``data`` parsed and the answer's headers → the `Failure` it
-stands for, else None."""
+def http_stacks() -> tuple[ModuleType, ...]:
+    """The HTTP stacks under the SDKs, which share one exception tree: ``httpx`` (dashscope, google-genai as driven
+    here), and ``httpx2`` (openai 3.x, anthropic 1.x) once one of those SDKs has imported it. Reading
+    ``sys.modules`` instead of importing keeps ``import qwen3`` free of httpx2: an httpx2 error can only come from an
+    SDK that loaded it."""
+    second = sys.modules.get("httpx2")
+    return (httpx,) if second is None else (httpx, second)
+
+
+def http_errors(name: str) -> tuple[type[Exception], ...]:
+    """The exception class ``name`` (``"TransportError"``, ``"TimeoutException"``…) of every loaded HTTP stack."""
+    return tuple(getattr(module, name) for module in http_stacks())
+
+
+async def within(awaitable: Awaitable[_T], limit: float) -> _T:
+    """``awaitable`` bounded to ``limit`` seconds in all (``asyncio.timeout`` where it exists: no extra task)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(limit):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, limit)  # pragma: no cover - Python 3.10
+
+
+# -------------------------------------------------------------------------------------------------------------- secrets
+
+
+_E = TypeVar("_E", bound=BaseException)
+_SECRETS: ContextVar[frozenset[str]] = ContextVar("agent_framework_qwen3_secrets", default=frozenset())
+
+
+def hide(secret: str) -> None:
+    """Register ``secret`` (an API key of 8 characters or more) for `redact` in the current context: the request
+    that follows, and what the caller does after it, never show it in an error. Registering it again changes
+    nothing. Only quoted server text is redacted, never a model's answer. A secret with a character outside printable
+    ASCII (which `clients.core.keywords.checked_api_key` refuses, so only one that got past it) also registers each
+    printable run of 8 or more characters: the forms a repr or ``b'…'`` shows it in (``b'Bearer sk-…\\n'``)."""
+    if len(secret) >= 8 and secret not in _SECRETS.get():  # a real key; masking "k" would mangle every message
+        runs = () if secret.isascii() and secret.isprintable() else re.findall(r"[!-~]{8,}", secret)
+        _SECRETS.set(_SECRETS.get() | {secret, *runs})
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret replaced by ``***`` (the longest first)."""
+    for secret in sorted(_SECRETS.get(), key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def scrubbed(exc: _E) -> _E:
+    """``exc`` with every registered secret masked (`redact`) in the text of each exception of its chain
+    (``__cause__``, ``__context__``; their ``args``, where an exception keeps its text), so that the chain a caller,
+    a log or a span sees shows none. On the error path only: a transport error that quoted a key (httpx's "Illegal
+    header value b'Bearer …'") never reaches the caller whole."""
+    secrets = _SECRETS.get()
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < 64:
+        seen.add(id(link))
+        if secrets:
+            args = tuple(_scrubbed_arg(arg) for arg in link.args)
+            if any(new is not old for new, old in zip(args, link.args, strict=True)):
+                link.args = args
+        link = link.__cause__ or link.__context__
+    return exc
+
+
+def _scrubbed_arg(arg: object) -> object:
+    """One of an exception's ``args``, masked where it shows a secret (itself when it shows none)."""
+    if isinstance(arg, BaseException):
+        return scrubbed(arg)
+    text = arg if isinstance(arg, str) else repr(arg)
+    masked = redact(text)
+    return arg if masked == text else masked
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and ``repr`` show it: the secret of its userinfo masked, ``http://user:***@host/v1``
+    (``http://***@host/v1`` when the userinfo is a lone token); a URL without userinfo as it is."""
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if colon else f"***@{host}"))
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The secret of ``url``'s userinfo (the password, else a lone user token), as written and percent-decoded:
+    what `hide` should register for it."""
+    userinfo, at, _ = urlsplit(url).netloc.rpartition("@")
+    if not at:
+        return ()
+    user, colon, password = userinfo.partition(":")
+    secret = password if colon else user
+    return tuple(dict.fromkeys(s for s in (secret, unquote(secret)) if s))
+
+
+# ----------------------------------------------------------------------------------------------------- the request body
+
+
+LARGE_STRING = 64 * 1024
+"""Strings of at least this many characters are sent in slices (when they need no JSON escaping)."""
+SLICE = 1024 * 1024
+"""Characters per slice of a big string."""
+
+
+class StreamedJSON:
+    """A JSON body as ``bytes`` pieces: iterate it (``async for``) once per attempt; ``length`` is its size in bytes
+    and ``headers`` the ``Content-Type`` and ``Content-Length`` to send with it (a fixed length, not chunked)."""
+
+    def __init__(self, segments: list[bytes], strings: list[str]) -> None:
+        self._segments = segments  # the JSON around the big strings: len(strings) + 1 pieces
+        self._strings = strings
+        self.length = sum(map(len, segments)) + sum(len(s) + 2 for s in strings)  # ASCII: one byte per character
+        self.headers = {"Content-Type": "application/json", "Content-Length": str(self.length)}
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for segment, string in zip(self._segments[:-1], self._strings, strict=True):
+            yield segment
+            yield b'"'
+            for start in range(0, len(string), SLICE):
+                yield string[start : start + SLICE].encode("ascii")
+            yield b'"'
+        yield self._segments[-1]
+
+
+def _plain(text: str) -> bool:
+    """``text`` is written in JSON as it is, between quotes: ASCII without quotes, backslashes or control
+    characters (base64 and URLs are)."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def streamed_json(body: Any, *, large: int = LARGE_STRING) -> StreamedJSON | None:
+    """``body`` as a `StreamedJSON` when it holds a string of at least ``large`` characters that needs no escaping,
+    else None (send it as usual). The same JSON text httpx would send, but for white space: compact separators,
+    ``ensure_ascii=False``.
+
+    Raises:
+        ValueError: ``body`` is not JSON-serialisable (NaN or infinity included, which JSON does not have).
+    """
+    marker = f"\x00{uuid.uuid4().hex}\x00"  # no string the caller gave can equal it
+    strings: list[str] = []
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            if len(node) >= large and _plain(node):
+                strings.append(node)
+                return marker
+            return node
+        if isinstance(node, Mapping):
+            return {key: walk(value) for key, value in node.items()}
+        if isinstance(node, (list, tuple)):
+            return [walk(item) for item in node]
+        return node
+
+    try:
+        skeleton = walk(body)
+    except RecursionError:  # nested deeper than this walk goes (two frames a level): sent whole, as usual
+        return None
+    if not strings:
+        return None
+    text = json.dumps(skeleton, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    quoted = json.dumps(marker)
+    segments = [part.encode("utf-8") for part in text.split(quoted)]
+    if len(segments) != len(strings) + 1:  # pragma: no cover - the marker is unique by construction
+        raise ValueError("could not place the large strings of a request body")
+    return StreamedJSON(segments, strings)
+
+
+# --------------------------------------------------------------------------------------------------- server-sent events
+
+
+class ServerSentEvent(NamedTuple):
+    """One event: its ``event:`` name (None when the stream names none), its ``data`` text, and the HTTP status of
+    a DashScope ``:HTTP_STATUS/NNN`` line (None elsewhere)."""
+
+    event: str | None
+    data: str
+    status: int | None = None
+
+
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+"""The default cap, in bytes, on one line and on one event of a stream (``max_event_bytes`` of every client)."""
+
+
+@dataclass
+class SSEDecoder:
+    """Feed it the lines of a stream (without their line breaks); it returns each event as it completes.
+
+    ``complete_on_data``: an event ends at its ``data:`` line (DashScope) rather than at the blank line.
+    ``max_bytes``: the most ``data`` bytes one event may hold (its lines are capped by `aiter_events`).
+    Lines are bytes on the stream path (decoded once per event, not once per line); ``str`` lines are taken too.
+    """
+
+    complete_on_data: bool = False
+    max_bytes: int = MAX_EVENT_BYTES
+    _event: str | None = None
+    _status: int | None = None
+    _data: list[bytes] = field(default_factory=list)
+    _size: int = 0
+
+    def feed(self, line: bytes | str) -> ServerSentEvent | None:
+        """Take one line; return the event it completes, else None.
+
+        Raises:
+            ChatClientInvalidResponseException: the event's data grew past ``max_bytes``.
+        """
+        events = self.feed_lines([line.encode("utf-8") if isinstance(line, str) else line])
+        return events[0] if events else None
+
+    def feed_lines(self, lines: Iterable[bytes]) -> list[ServerSentEvent]:
+        """Take several lines; return the events they complete, in order.
+
+        Raises:
+            ChatClientInvalidResponseException: an event's data grew past ``max_bytes``.
+        """
+        out: list[ServerSentEvent] = []
+        for line in lines:
+            if not line:  # a blank line ends the event
+                event = self.flush()
+                if event is not None:
+                    out.append(event)
+                continue
+            name, _, value = line.partition(b":")
+            if not name:  # a comment; DashScope's carries the event's HTTP status
+                if value.startswith(b"HTTP_STATUS/"):
+                    status = value[len(b"HTTP_STATUS/") :].strip()
+                    self._status = int(status) if status.isdigit() else None
+                continue
+            if value.startswith(b" "):  # one space after the colon is not part of the value
+                value = value[1:]
+            if name == b"data":
+                self._size += len(value)
+                if self._size > self.max_bytes:
+                    raise event_too_long(self.max_bytes)
+                self._data.append(value)
+                if self.complete_on_data:
+                    out.append(self._complete())
+            elif name == b"event":
+                self._event = value.strip().decode("utf-8", "replace")
+            # `id`, `retry` and unknown fields: nothing a client here uses
+        return out
+
+    def flush(self) -> ServerSentEvent | None:
+        """The event in progress (at a blank line, or a stream cut before it), or None when it has no data."""
+        if not self._data:
+            self._event, self._status = None, None
+            return None
+        return self._complete()
+
+    def _complete(self) -> ServerSentEvent:
+        data = self._data
+        text = (data[0] if len(data) == 1 else b"\n".join(data)).decode("utf-8", "replace")
+        event = ServerSentEvent(self._event, text, self._status)
+        self._event, self._status, self._data, self._size = None, None, [], 0
+        return event
+
+
+def event_too_long(max_bytes: int) -> ChatClientInvalidResponseException:
+    """The exception for a line or event over ``max_bytes`` (also raised by the Gemini client's byte wrapper, which
+    applies the same cap in front of google-genai's reader)."""
+    return ChatClientInvalidResponseException(
+        f"the stream sent a line or event over max_event_bytes={max_bytes} bytes (a broken or hostile server or "
+        "proxy); raise the client's max_event_bytes if such events are expected"
+    )
+
+
+async def aiter_events(
+    chunks: AsyncIterable[bytes],
+    decoder: SSEDecoder,
+    max_bytes: int = MAX_EVENT_BYTES,
+    idle_timeout: float | None = None,
+) -> AsyncGenerator[ServerSentEvent, None]:
+    """The events of a stream's bytes, the last one included when the stream ends without its blank line.
+
+    Lines end at ``\\n`` or ``\\r\\n``. Each chunk's complete lines are split at once and handed to the decoder
+    together, so the cost per event does not grow with the lines an event spans (DashScope's take five). Linear in
+    the bytes received, however they are chunked: a line whose end has not arrived is kept as a list of pieces,
+    joined once when its end comes.
+
+    ``max_bytes``: the longest line, and the most ``data`` one event may hold (``decoder.max_bytes`` is set to it):
+    a server that sends a line that never ends (no newline, bytes keep coming) is stopped there, not buffered until
+    memory runs out. ``idle_timeout``: seconds allowed between two complete events, checked as each chunk arrives (a
+    server that sends nothing at all is the transport's read timeout's, set to the same value): bytes that trickle
+    in without completing an event do not keep the stream open.
+
+    Raises:
+        ChatClientInvalidResponseException: a line or an event over ``max_bytes``.
+        asyncio.TimeoutError: no complete event within ``idle_timeout``.
+    """
+    decoder.max_bytes = max_bytes
+    pending: list[bytes] = []  # the pieces of a line whose end has not arrived
+    pending_size = 0
+    last = time.monotonic()
+    async for chunk in chunks:
+        if idle_timeout is not None and time.monotonic() - last > idle_timeout:
+            raise asyncio.TimeoutError(f"no complete event for {idle_timeout:g} s")
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            pending.append(chunk)
+            pending_size += len(chunk)
+            if pending_size > max_bytes:
+                raise event_too_long(max_bytes)
+            continue
+        if pending:
+            pending.append(chunk[:end])
+            complete = b"".join(pending)
+        else:
+            complete = chunk[:end]
+        rest = chunk[end + 1 :]
+        pending, pending_size = ([rest], len(rest)) if rest else ([], 0)
+        if b"\r" in complete:
+            complete = complete.replace(b"\r\n", b"\n").removesuffix(b"\r")
+        lines = complete.split(b"\n")
+        if len(complete) > max_bytes and max(map(len, lines)) > max_bytes:
+            raise event_too_long(max_bytes)
+        events = decoder.feed_lines(lines)
+        if events:
+            last = time.monotonic()
+            for event in events:
+                yield event
+        if pending_size > max_bytes:
+            raise event_too_long(max_bytes)
+    if pending:
+        events = decoder.feed_lines([b"".join(pending).removesuffix(b"\r")])
+        for event in events:
+            yield event
+    tail = decoder.flush()
+    if tail is not None:
+        yield tail
+
+
+# ------------------------------------------------------------------------------------------------------------- payloads
+
+
+ErrorTest = Callable[[ServerSentEvent, dict[str, Any], Mapping[str, str]], "Exception | None"]
+"""A wire's error test for one event: the event, its ``data`` parsed and the answer's headers → the
+``clients.core.errors.Failure`` it stands for, else None (typed as any exception: this module sits below
+``clients.core.errors`` and imports nothing of it)."""
 
 
 async def payloads(
@@ -270,6 +670,24 @@ async def payloads(
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()
+
+
+def json_object(provider: str, raw: bytes | str | None, *, what: str = "body") -> dict[str, Any]:
+    """A response body, or one stream event's data (``what="event"``), that must be one JSON object.
+
+    Raises:
+        ChatClientInvalidResponseException: it is not JSON ("a non-JSON body", "a malformed event"), or not an
+            object; its first 200 characters quoted.
+    """
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw or ""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's parser goes
+        wrong = "a non-JSON body" if what == "body" else f"a malformed {what}"
+        raise ChatClientInvalidResponseException(f"{provider} sent {wrong}: {redact(text)[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise ChatClientInvalidResponseException(f"{provider} sent a non-object {what}: {redact(text)[:200]!r}")
+    return data  # only quoted text is redacted: the answer itself is never changed
 
 
 # ------------------------------------------------------------------------------------------------------ bounded bytes

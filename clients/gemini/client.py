@@ -4,7 +4,7 @@ Thin on purpose: the translation lives in ``clients.gemini.convert``, which buil
 ``clients.gemini.parse``, which reads the REST response objects; the transport in ``clients.gemini.wire`` (the
 official ``google-genai`` SDK on an ``httpx.AsyncClient`` of ours, its own retries, automatic function calling and
 automatic continuation off). This module resolves settings and builds the request; retries are
-``clients.core.transport``'s (streams only before their first event), failures become MAF exceptions. Decisions and
+``clients.core.errors``' (streams only before their first event), failures become MAF exceptions. Decisions and
 sources: docs/gemini.md. Vertex AI is out of scope: this client always talks to the Developer API.
 """
 
@@ -26,9 +26,9 @@ from agent_framework.exceptions import SettingNotFoundError
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderFacts, ProviderRequest
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.transport import ProviderFacts, shown_url
+from clients.core.wire import shown_url
 from clients.gemini.convert import convert_messages, request_body
 from clients.gemini.options import GeminiChatOptions
 from clients.gemini.parse import StreamState, parse_response, parse_stream_event
@@ -164,7 +164,7 @@ class GeminiChatClient(
         max_retries: retries after a 429, 5xx or connection failure, with exponential backoff, jitter and the
             server's ``Retry-After`` / ``RetryInfo``; streams only before their first event (default 2; 0
             disables). google-genai's own retries are off.
-        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.errors.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         middleware: MAF chat and function middleware.
         function_invocation_configuration: MAF tool-loop settings.
         additional_properties, compaction_strategy, tokenizer: MAF's ``BaseChatClient`` settings.

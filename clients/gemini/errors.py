@@ -9,7 +9,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from clients.core.transport import ProviderError, as_text
+from clients.core.errors import ProviderError
+from clients.core.parse import as_text
 
 AUTH_CODES = frozenset({"API_KEY_INVALID", "UNAUTHENTICATED"})
 """Gemini error codes meaning bad credentials: a bad key is HTTP 400 ``INVALID_ARGUMENT`` whose details carry the
@@ -35,7 +36,7 @@ def _reason(error: Mapping[str, Any]) -> str | None:
 
 
 def parse_error(status: Any, payload: Any, *, fallback: str = "") -> ProviderError:
-    """A Gemini error answer → ``ProviderError`` for ``clients.core.transport.to_chat_client_exception``.
+    """A Gemini error answer → ``ProviderError`` for ``clients.core.errors.to_chat_client_exception``.
 
     ``payload`` is the error body ``{"error": {"code", "message", "status", "details"?}}`` (captures
     ``mirascope__test_authentication_error``, ``…model_not_found_stream``), or whatever else came (``fallback``

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from agent_framework.exceptions import ChatClientContentFilterException
 
+from clients.core.errors import to_chat_client_exception
 from clients.core.parse import text_delta
-from clients.core.transport import to_chat_client_exception
 from clients.gemini.convert import GEMINI_NAMESPACE, base64_bytes, field_of, signature_props
 from clients.gemini.errors import parse_error
 

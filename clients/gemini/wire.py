@@ -30,9 +30,17 @@ from agent_framework.exceptions import ChatClientInvalidRequestException, ChatCl
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from clients.core.parse import WRONG_SHAPE, json_object
-from clients.core.transport import Failure, as_text
-from clients.core.wire import OpenStream, PerLoop, ProviderRequest, WireSettings, bounded_stream, checked_answer
+from clients.core.errors import Failure
+from clients.core.parse import WRONG_SHAPE, as_text
+from clients.core.wire import (
+    OpenStream,
+    PerLoop,
+    ProviderRequest,
+    WireSettings,
+    bounded_stream,
+    checked_answer,
+    json_object,
+)
 from clients.gemini.errors import parse_error, retry_delay_seconds
 
 __all__ = ["GeminiWire"]

@@ -4,7 +4,7 @@ Thin on purpose: the translation lives in ``clients.openai.convert`` (requests) 
 (responses), the transport in the ``clients.openai.wire.OpenAIWire`` the client holds (the ``openai`` SDK, its own
 retries off, asked for the raw HTTP response so the wire JSON goes to the parser as is). This module resolves settings
 and says what Chat Completions is on that wire (`CHAT_COMPLETIONS`: its resource, OpenAI's error bodies, the error
-event in a stream); retries are ``clients.core.transport``'s (streams only before their first event).
+event in a stream); retries are ``clients.core.errors``' (streams only before their first event).
 Decisions and sources: docs/openai.md.
 """
 
@@ -28,9 +28,10 @@ from agent_framework.exceptions import (
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderFacts, ProviderRequest
+from clients.core.errors import Failure
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.transport import Failure, ProviderFacts, ServerSentEvent
+from clients.core.wire import ServerSentEvent
 from clients.openai.convert import convert_messages, request_body
 from clients.openai.errors import parse_error
 from clients.openai.options import OpenAIChatCompletionOptions
@@ -210,7 +211,7 @@ class OpenAIChatCompletionClient(
         max_retries: retries after a 429 (but not ``insufficient_quota``), 5xx or connection failure, with
             exponential backoff, jitter and ``Retry-After``; streams only before their first event (default 2;
             0 disables). The SDK's own retries are off.
-        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.errors.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
         rewrite_other_agents: in multi-agent conversations, send other agents' assistant turns as user turns
             prefixed ``[Name]: `` (default True; ``clients.core.convert``).

@@ -8,7 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from clients.core.transport import ProviderError, as_text
+from clients.core.errors import ProviderError
+from clients.core.parse import as_text
 
 AUTH_CODES = frozenset({"invalid_api_key", "invalid_organization", "invalid_project"})
 """Error codes meaning bad credentials (401 ``invalid_api_key``: recorded exchange

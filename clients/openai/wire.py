@@ -22,8 +22,7 @@ from urllib.parse import urlsplit
 
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-from clients.core.parse import json_object
-from clients.core.transport import Failure, redact, within
+from clients.core.errors import Failure
 from clients.core.wire import (
     ErrorTest,
     OpenStream,
@@ -33,7 +32,10 @@ from clients.core.wire import (
     checked_answer,
     content_type,
     is_event_stream,
+    json_object,
     payloads,
+    redact,
+    within,
 )
 from clients.providers import PROVIDERS
 

@@ -20,18 +20,9 @@ from agent_framework import SecretString
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
 from clients.core.convert import checked_model
+from clients.core.errors import Failure, RetryAdvice, RetryPolicy, retry_advice, to_chat_client_exception
 from clients.core.keywords import refuse_unexpected, refuse_userinfo_with_key, warn_cleartext_key
-from clients.core.parse import json_object
-from clients.core.transport import (
-    Failure,
-    RetryAdvice,
-    RetryPolicy,
-    ServerSentEvent,
-    SSEDecoder,
-    aiter_events,
-    retry_advice,
-    to_chat_client_exception,
-)
+from clients.core.wire import ServerSentEvent, SSEDecoder, aiter_events, json_object
 from qwen3.batch.lines import (
     CHAT_URL,
     MAX_LINE_BYTES,
@@ -70,7 +61,7 @@ _T = TypeVar("_T")
 
 
 class _JsonlLines(SSEDecoder):
-    """`clients.core.transport.aiter_events`' bounded line splitting, for JSONL: each non-empty line is one "event"."""
+    """`clients.core.wire.aiter_events`' bounded line splitting, for JSONL: each non-empty line is one "event"."""
 
     def feed_lines(self, lines: Iterable[bytes]) -> list[ServerSentEvent]:
         return [ServerSentEvent(None, line.decode("utf-8", "replace"), None) for line in lines if line.strip()]
@@ -115,7 +106,7 @@ class QwenBatchClient:
             more); connect_timeout: seconds to connect (default 10).
         max_retries: retries of a call after a 429, 5xx or failed connection (default 2); creating a batch is
             retried only when it surely was not created (429, no connection), so it is never paid twice.
-        retry_policy: a ``clients.core.transport.RetryPolicy`` for the delays (``max_retries`` overrides its own).
+        retry_policy: a ``clients.core.errors.RetryPolicy`` for the delays (``max_retries`` overrides its own).
         env_file_path, env_file_encoding: a ``.env`` file to read the settings from.
 
     Raises:

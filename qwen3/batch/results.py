@@ -15,7 +15,7 @@ from agent_framework import ChatResponse
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
 from clients.core.parse import parsed
-from clients.core.transport import redact
+from clients.core.wire import redact
 from qwen3.parse import parse_response
 
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})

@@ -4,10 +4,10 @@ native embedding endpoints, text (``text-embedding-v4`` and kin) and multimodal 
 One ``get_embeddings`` call: the values checked and converted (``qwen3.embeddings.convert``: nothing is sent when one
 is wrong), split into calls of at most the model's rows, each call sent with the dashscope SDK's HTTP client
 (``dashscope.AsyncClient``, its own retries off) and retried after a 429, a 5xx or a failed connection like the chat
-clients (``clients.core.transport``), its answer read bounded and checked (``qwen3.embeddings.parse``); the vectors come
+clients (``clients.core.errors``), its answer read bounded and checked (``qwen3.embeddings.parse``); the vectors come
 back in input order and the usage summed. A call DashScope refuses with 400 "… should not be larger than N" (a model
 whose limit is lower than this client's table says) is split into calls of N and sent once more; N is remembered
-for the model. Errors are MAF's ``Integration…`` exceptions (what ``clients.core.transport`` decides for chat, in the
+for the model. Errors are MAF's ``Integration…`` exceptions (what ``clients.core.errors`` decides for chat, in the
 embedding family). Docs: docs/embeddings.md.
 """
 
@@ -44,8 +44,8 @@ from agent_framework.exceptions import (
 from agent_framework.observability import EmbeddingTelemetryLayer
 from typing_extensions import TypeVar
 
+from clients.core.errors import Failure, RetryPolicy, to_chat_client_exception
 from clients.core.keywords import keyword_signature, refuse_unexpected, refuse_userinfo_with_key, warn_cleartext_key
-from clients.core.transport import Failure, RetryPolicy, to_chat_client_exception
 from qwen3.embeddings.convert import (
     EMBEDDING_PATHS,
     EmbeddingModel,

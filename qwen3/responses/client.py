@@ -36,18 +36,11 @@ from agent_framework.exceptions import (
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ChatCall, ProviderChatClient, ProviderRequest
+from clients.core.client import ChatCall, ProviderChatClient, ProviderFacts, ProviderRequest
+from clients.core.errors import Failure, to_chat_client_exception
 from clients.core.keywords import ClientSettings, PublicKeywords
-from clients.core.parse import max_recovered_calls
-from clients.core.transport import (
-    Failure,
-    ProviderFacts,
-    ServerSentEvent,
-    as_text,
-    redact,
-    to_chat_client_exception,
-    within,
-)
+from clients.core.parse import as_text, max_recovered_calls
+from clients.core.wire import ServerSentEvent, redact, within
 from clients.providers import PROVIDERS
 from qwen3.errors import AUTH_CODES, FILTER_CODES, UNKNOWN_MODEL_CODES, WORKSPACE_CODES, explained, parse_error
 from qwen3.responses.convert import (

@@ -35,8 +35,7 @@ from typing import Any
 from agent_framework import Annotation, ChatResponse, ChatResponseUpdate, Content, Message, UsageDetails
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-from clients.core.parse import MAX_NESTING, MAX_RECOVERED_CALLS, broken_limit, nesting
-from clients.core.transport import as_text
+from clients.core.parse import MAX_NESTING, MAX_RECOVERED_CALLS, as_text, broken_limit, nesting
 from qwen3.parse import plugin_counts
 
 logger = logging.getLogger("agent_framework.qwen3.responses")

@@ -26,9 +26,10 @@ from agent_framework.exceptions import ChatClientException, SettingNotFoundError
 from agent_framework.observability import ChatTelemetryLayer
 from typing_extensions import TypeVar
 
-from clients.core.client import ChatCall, ProviderRequest
+from clients.core.client import ChatCall, ProviderFacts, ProviderRequest
+from clients.core.errors import Failure, to_chat_client_exception
 from clients.core.keywords import PLACEHOLDER_KEY, ClientSettings, PublicKeywords
-from clients.core.transport import Failure, ProviderFacts, shown_url, to_chat_client_exception
+from clients.core.wire import shown_url
 from clients.openai.client import CHAT_COMPLETIONS, OPENAI_FACTS, RawOpenAIChatCompletionClient
 from clients.openai.parse import StreamState
 from clients.openai.wire import OpenAIWire

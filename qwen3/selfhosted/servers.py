@@ -42,7 +42,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
 )
 
-from clients.core.transport import redact, shown_url
+from clients.core.wire import redact, shown_url
 from qwen3.service import region_of
 
 if TYPE_CHECKING:

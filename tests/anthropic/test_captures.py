@@ -29,7 +29,8 @@ from pydantic import BaseModel, Field
 from clients.anthropic.client import RawAnthropicChatClient
 from clients.anthropic.errors import parse_error
 from clients.anthropic.parse import StreamState, parse_response, parse_stream_event
-from clients.core.transport import SSEDecoder, to_chat_client_exception
+from clients.core.errors import to_chat_client_exception
+from clients.core.wire import SSEDecoder
 from tests.conftest import Interaction, cassette, cassettes
 from tests.helpers import request_body
 

@@ -29,7 +29,7 @@ from clients.anthropic.client import RawAnthropicChatClient
 from clients.anthropic.convert import CONTINUE_TEXT, DEFAULT_MAX_TOKENS
 from clients.anthropic.testing import REDACTED_TRIGGER, AnthropicEmulator, sign
 from clients.core.client import ProviderRequest
-from clients.core.transport import RetryPolicy
+from clients.core.errors import RetryPolicy
 from clients.testing import Reply, ToolCall
 from tests.conftest import PNG
 from tests.helpers import FAST, ask, get_weather, hi

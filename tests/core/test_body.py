@@ -1,4 +1,4 @@
-"""``clients.core.transport``: a JSON body with big strings sent in pieces is the JSON httpx would send, byte for byte
+"""``clients.core.wire``: a JSON body with big strings sent in pieces is the JSON httpx would send, byte for byte
 once parsed, whatever the strings hold; and a Qwen request with inline media goes out that way, with a fixed
 Content-Length, streamed or not."""
 
@@ -15,7 +15,7 @@ from agent_framework.exceptions import ChatClientInvalidAuthException
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clients.core.transport import streamed_json
+from clients.core.wire import streamed_json
 from clients.testing import Reply
 from qwen3 import QwenVLChatClient
 from qwen3.testing import DashScopeEmulator

@@ -63,9 +63,9 @@ def test_the_hook_surface_is_what_docs_design_md_counts() -> None:
 
 def test_no_provider_says_its_facts_one_by_one() -> None:
     """The provider's name, default timeouts, permanent codes, stream words and key header are one descriptor
-    (``_FACTS``, a ``clients.core.transport.ProviderFacts``), not seven class attributes."""
+    (``_FACTS``, a ``clients.core.client.ProviderFacts``), not seven class attributes."""
     words = {"_PROVIDER", "_DEFAULT_TIMEOUTS", "_PERMANENT_CODES", "_STREAM_UNIT", "_STREAM_END", "_STREAM_IDLE"}
     for client in provider_clients():
         assert not words & set(vars(client)), client.__name__
     assert not {*words, "_KEY_AS_BEARER"} & set(vars(ProviderChatClient))
-    assert {inspect.getmodule(type(c._FACTS)).__name__ for c in provider_clients()} == {"clients.core.transport"}  # type: ignore[union-attr]
+    assert {inspect.getmodule(type(c._FACTS)).__name__ for c in provider_clients()} == {"clients.core.client"}  # type: ignore[union-attr]

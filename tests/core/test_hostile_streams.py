@@ -13,8 +13,7 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException, ChatClientInvalidResponseException
 
-from clients.core.transport import ServerSentEvent, SSEDecoder, aiter_events
-from clients.core.wire import bounded_stream
+from clients.core.wire import ServerSentEvent, SSEDecoder, aiter_events, bounded_stream
 from clients.testing import Reply
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator

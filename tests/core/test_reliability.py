@@ -1,4 +1,4 @@
-"""Reliability: the retry policy (``clients.core.transport``), then the client over real HTTP against the emulator's
+"""Reliability: the retry policy (``clients.core.errors``, its loop ``clients.core.client.call_with_retries``), then the client over real HTTP against the emulator's
 injected faults: throttling, 5xx bursts, refused and dropped connections, broken, stalled, malformed and cut
 streams, timeouts, and a consumer that stops reading. Delays are tiny, so the file runs in a few seconds."""
 
@@ -21,11 +21,11 @@ from agent_framework.exceptions import (
     ChatClientInvalidResponseException,
 )
 
-from clients.core.transport import (
+from clients.core.client import call_with_retries
+from clients.core.errors import (
     ProviderError,
     RetryAdvice,
     RetryPolicy,
-    call_with_retries,
     is_transient,
     is_transient_transport_error,
     retry_after_seconds,

@@ -12,7 +12,8 @@ import pytest
 from agent_framework import Message
 from agent_framework.exceptions import ChatClientException
 
-from clients.core.transport import RetryPolicy, call_with_retries, retry_after_seconds
+from clients.core.client import call_with_retries
+from clients.core.errors import RetryPolicy, retry_after_seconds
 from clients.gemini.errors import retry_delay_seconds
 from clients.testing import Reply
 from qwen3 import QwenChatClient
@@ -66,7 +67,7 @@ async def test_no_retry_waits_past_the_deadline() -> None:
     async def sleep(seconds: float) -> None:
         sleeps.append(seconds)
 
-    from clients.core.transport import RetryAdvice
+    from clients.core.errors import RetryAdvice
 
     with pytest.raises(RuntimeError, match="busy"):
         await call_with_retries(

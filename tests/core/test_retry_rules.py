@@ -1,4 +1,4 @@
-"""``clients.core.transport``: which transport failures are retried, for each HTTP stack the SDKs run on."""
+"""``clients.core.errors``: which transport failures are retried, for each HTTP stack the SDKs run on."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import httpx
 import httpx2
 import pytest
 
-from clients.core.transport import http_errors, is_transient_transport_error
+from clients.core.errors import is_transient_transport_error
+from clients.core.wire import http_errors
 
 
 def test_connection_failures_of_both_http_stacks_are_transient_and_read_timeouts_not() -> None:

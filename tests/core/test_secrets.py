@@ -11,8 +11,9 @@ from agent_framework import Message
 from agent_framework.exceptions import ChatClientException
 
 from clients.anthropic.wire import KEY_AS_BEARER as ANTHROPIC_BEARER
+from clients.core.errors import RetryPolicy
 from clients.core.keywords import PLACEHOLDER_KEY
-from clients.core.transport import RetryPolicy, redact, shown_url, url_secrets
+from clients.core.wire import redact, shown_url, url_secrets
 from clients.testing import Reply
 from qwen3 import QwenChatClient
 from qwen3.testing import DashScopeEmulator

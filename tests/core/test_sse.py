@@ -1,11 +1,11 @@
-"""``clients.core.transport``'s SSE decoder, in the spec's framing and in DashScope's (event complete at ``data:``)."""
+"""``clients.core.wire``'s SSE decoder, in the spec's framing and in DashScope's (event complete at ``data:``)."""
 
 from __future__ import annotations
 
 import pytest
 from agent_framework.exceptions import ChatClientInvalidResponseException
 
-from clients.core.transport import ServerSentEvent, SSEDecoder
+from clients.core.wire import ServerSentEvent, SSEDecoder
 
 
 def _events(decoder: SSEDecoder, lines: list[str]) -> list[ServerSentEvent]:

@@ -1,4 +1,4 @@
-"""What a caller is told when the shared request path (``clients.core.client``, ``clients.core.transport``) meets a
+"""What a caller is told when the shared request path (``clients.core.client``, ``clients.core.wire``) meets a
 fault the other reliability tests do not script: every provider's stream that never answers (the SDKs wrap the
 timeout in their own error), a retry that must fit in what is left of ``timeout``, a proxy that claims a compressed
 body it did not compress, a refused connection's own words, and request bodies with big strings that need escaping.

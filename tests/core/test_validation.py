@@ -10,7 +10,8 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message
 from agent_framework.exceptions import ChatClientInvalidRequestException, ChatClientInvalidResponseException
 
 from clients.core.convert import checked_option_types
-from clients.core.parse import checked_types, json_object, parsed, wrong_shape
+from clients.core.parse import checked_types, parsed, wrong_shape
+from clients.core.wire import json_object
 
 
 def deep(levels: int) -> Any:

@@ -19,8 +19,9 @@ from agent_framework.exceptions import (
 from clients.anthropic.errors import parse_error as anthropic_error
 from clients.core.client import ProviderRequest
 from clients.core.convert import json_object_arguments
-from clients.core.parse import MAX_NESTING, json_object, parsed
-from clients.core.transport import ProviderError, to_chat_client_exception
+from clients.core.errors import ProviderError, to_chat_client_exception
+from clients.core.parse import MAX_NESTING, parsed
+from clients.core.wire import json_object
 from clients.gemini.errors import parse_error as gemini_error
 from clients.gemini.errors import retry_delay_seconds
 from clients.gemini.testing import GeminiEmulator

@@ -20,7 +20,8 @@ from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message
 from agent_framework.exceptions import ChatClientInvalidAuthException, ChatClientInvalidRequestException
 from google.genai import types
 
-from clients.core.transport import SSEDecoder, is_transient, to_chat_client_exception
+from clients.core.errors import is_transient, to_chat_client_exception
+from clients.core.wire import SSEDecoder
 from clients.gemini.client import RawGeminiChatClient
 from clients.gemini.convert import GEMINI_NAMESPACE, SIGNATURE_KEY, base64_bytes, field_of
 from clients.gemini.errors import parse_error

@@ -29,7 +29,7 @@ from google.genai import types
 from pydantic import BaseModel
 
 from clients.core.client import ProviderRequest
-from clients.core.transport import RetryPolicy
+from clients.core.errors import RetryPolicy
 from clients.gemini.client import DEFAULT_BASE_URL, GeminiChatClient, RawGeminiChatClient
 from clients.gemini.convert import DUMMY_THOUGHT_SIGNATURE, GEMINI_NAMESPACE, SIGNATURE_KEY, field_of
 from clients.gemini.parse import StreamState, parse_stream_event
@@ -543,7 +543,7 @@ async def test_retry_on_429_then_success(emu: GeminiEmulator, stream: bool) -> N
 
 def test_retry_waits_what_retry_info_says() -> None:
     """Gemini's 429 bodies carry ``RetryInfo.retryDelay``; without a ``Retry-After`` header that is the wait."""
-    from clients.core.transport import retry_advice
+    from clients.core.errors import retry_advice
     from clients.gemini.testing import error_body
     from clients.gemini.wire import _api_failure
 

@@ -28,8 +28,8 @@ from agent_framework.exceptions import (
 )
 from pydantic import BaseModel, Field
 
-from clients.core.parse import json_object
-from clients.core.transport import SSEDecoder, to_chat_client_exception
+from clients.core.errors import to_chat_client_exception
+from clients.core.wire import SSEDecoder, json_object
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.errors import parse_error
 from clients.openai.parse import StreamState, parse_response, parse_stream_event

@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from clients import OpenAIChatCompletionClient
+from clients.core.errors import RetryPolicy
 from clients.core.parse import LeadingThinkSplitter, split_leading_think
-from clients.core.transport import RetryPolicy
 from clients.openai.client import RawOpenAIChatCompletionClient
 from clients.openai.convert import convert_messages
 from clients.openai.parse import StreamState, parse_response, parse_stream_event

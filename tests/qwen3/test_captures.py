@@ -23,7 +23,7 @@ import pytest
 from agent_framework import ChatResponse, Content, FunctionTool, Message
 from agent_framework.exceptions import ChatClientInvalidRequestException
 
-from clients.core.transport import SSEDecoder
+from clients.core.wire import SSEDecoder
 from qwen3 import video_frames
 from qwen3.convert import build_request, citation_format
 from qwen3.models import Endpoint, endpoint_for_model

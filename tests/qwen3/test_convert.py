@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from clients.core.transport import SSEDecoder
+from clients.core.wire import SSEDecoder
 from qwen3.convert import build_request, conversation_has_media, convert_messages, convert_options
 from qwen3.parse import StreamState, parse_response, parse_stream_event, parse_usage
 from tests.conftest import PNG, nosse_captures, sse_captures, wire_json, wire_text

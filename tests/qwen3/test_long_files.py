@@ -17,7 +17,7 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
 )
 
-from clients.core.transport import RetryPolicy
+from clients.core.errors import RetryPolicy
 from qwen3 import QwenChatClient
 from qwen3.service import ServiceSettings, resolve_service
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply

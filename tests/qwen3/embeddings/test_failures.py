@@ -18,7 +18,7 @@ from agent_framework.exceptions import (
     IntegrationInvalidResponseException,
 )
 
-from clients.core.transport import RetryPolicy
+from clients.core.errors import RetryPolicy
 from qwen3.embeddings import QwenEmbeddingClient
 from qwen3.testing import DashScopeEmulator, Reply
 from qwen3.testing._embeddings import text_vector
