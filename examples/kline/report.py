@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from kline.chart import file_style
 from kline.patterns import patterns_text, wyckoff_text
 from kline.provenance import GENERATED, Provenance, counts
 from kline.provenance import of as provenance_of
-from kline.store import Store, Ticker, chart_path
+from kline.store import Store, Ticker, chart_path, chart_stem
 
 if TYPE_CHECKING:
     from kline.watchlist import Run, Totals
@@ -39,6 +40,19 @@ class Row:
     thumbnail: Path | None = None
     style: str = "us"  # the market's colours: "cn" red up / green down, "us" green up / red down
     provenance: Provenance = field(default_factory=Provenance)
+    as_of: str = ""  # the chart's last session (`as_of_of`)
+
+
+AS_OF = re.compile(r"(\d{4}-\d{2}-\d{2})(?:_[0-9a-f]{8})?")
+
+
+def as_of_of(name: str, symbol: str) -> str:
+    """The as-of date (the chart's last session, YYYY-MM-DD) a stored result's chart stem names: `chart_stem`'s
+    ``<symbol>_<as-of>``, with `kline.store.Store.claim`'s ``_`` and 8 hex digits when that name was taken; ``""``
+    for a stem without one."""
+    head = chart_stem(symbol, "") + "_"
+    match = AS_OF.fullmatch(name[len(head) :]) if name.startswith(head) else None
+    return match.group(1) if match else ""
 
 
 _CSS = """
@@ -100,7 +114,8 @@ def _row_html(row: Row) -> str:
     why = verdict.get("rationale") or row.error
     cells = [
         f"<td>{chart}</td>",
-        f"<td><b>{_esc(row.symbol)}</b><br><small>{_esc(row.file)}</small><br>{data_line(row.provenance)}</td>",
+        f"<td><b>{_esc(row.symbol)}</b><br><small>{_esc(row.file)}</small>"
+        f"{f'<br><small>as of {_esc(row.as_of)}</small>' if row.as_of else ''}<br>{data_line(row.provenance)}</td>",
         f'<td data-sort="{_esc(row.status)}">{_esc(row.status)}</td>',
         f'<td class="{_esc(trend)}">{_esc(trend or "–")}</td>',
         f'<td class="num" data-sort="{"" if confidence is None else float(confidence)}">'
@@ -135,7 +150,7 @@ def generated_banner(generated: int, total: int) -> str:
 
 def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, title: str, emulated: bool) -> Path:
     """``report.html``: the run's totals, then one sortable table (click a header) of every ticker: thumbnail
-    (linking to the full chart ``<name>.png`` beside the page), symbol, status, trend, confidence, risk, support,
+    (linking to the full chart ``<name>.png`` beside the page), symbol (its file, the as-of date), status, trend, confidence, risk, support,
     resistance, signals, the Wyckoff reading and candlestick patterns, the rationale or why it failed, tokens.
     Self-contained: styles, script and thumbnails are inline (no network, no other file needed to show it). Written a
     row at a time, then renamed into place."""
@@ -238,6 +253,7 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
                 "file": Path(row["file"]).name,
                 "status": row["status"],
                 "chart": f"{row['name']}.png" if row["status"] == "done" else None,
+                "as_of": as_of_of(row["name"], row["symbol"]) or None,
                 **(verdict or {}),
                 "usage": usage,
                 "error": row["error"] or None,
@@ -262,6 +278,7 @@ def write_outputs(run: Run, tickers: Sequence[Ticker]) -> tuple[Path, Path]:
                     thumb,
                     style,
                     origin,
+                    record["as_of"] or "",
                 )
             )
     tmp.replace(jsonl)

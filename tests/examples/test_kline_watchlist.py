@@ -710,6 +710,8 @@ def test_charts_are_named_by_ticker_and_date_inside_out_and_a_rerun_finds_them(
     assert links() == sorted(names)
     lines = (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
     assert sorted(json.loads(line)["chart"] for line in lines) == sorted(names)
+    assert [json.loads(line)["as_of"] for line in lines] == [last] * 3  # read back from each name, hashed or not
+    assert (out / "report.html").read_text(encoding="utf-8").count(f"<small>as of {last}</small>") == 3
 
     with DashScopeEmulator(default_reply=emulated_reply) as emu:  # other settings: asked again, their own files
         _run(wl, [*argv, "--days", "40"], emu, monkeypatch, pool)
