@@ -150,8 +150,9 @@ def generated_banner(generated: int, total: int) -> str:
 
 def write_report(path: Path, rows: Sequence[Row], totals: Mapping[str, Any], *, title: str, emulated: bool) -> Path:
     """``report.html``: the run's totals, then one sortable table (click a header) of every ticker: thumbnail
-    (linking to the full chart ``<name>.png`` beside the page), symbol (its file, the as-of date), status, trend, confidence, risk, support,
-    resistance, signals, the Wyckoff reading and candlestick patterns, the rationale or why it failed, tokens.
+    (linking to the full chart ``<name>.png`` beside the page), symbol (its file, the as-of date), status, trend,
+    confidence, risk, support, resistance, signals, the Wyckoff reading and candlestick patterns, the rationale or
+    why it failed, tokens.
     Self-contained: styles, script and thumbnails are inline (no network, no other file needed to show it). Written a
     row at a time, then renamed into place."""
     order = {"done": 0, "failed": 1, "skipped": 2}
