@@ -385,7 +385,7 @@ async def run(
                 if verdicts or current.totals.incomplete:  # a stopped run's report says so; an empty one is not kept
                     jsonl, report = write_outputs(current, tickers)
                 store.close()
-    if emulated:
+    if emulated and verdicts:  # no verdict, nothing that came from it
         print(f"EMULATED: the verdicts came from {'the local DashScope emulator' if emu else base_url}, not from Qwen.")
     if not verdicts:
         created.remove()
