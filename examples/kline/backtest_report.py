@@ -518,8 +518,9 @@ is under 0.05. The primary metric above is the one test declared before the resu
 <div class="plots"><img id="calibration-plot" alt="calibration plot" src="{calibration_png}">
 <img id="equity-plot" alt="equity curves" src="{equity_png}"></div>
 <p class="note">Reliability: each point is a confidence bucket (by the confidence as stated, never rounded first) at
-its mean confidence, its bar the hit rate's 95 % date-cluster interval, n its calls; the dotted diagonal is a
-calibrated source; the legend gives each source's Brier score. Equity: each source's portfolio at the longest
+its mean confidence, its bar the hit rate's 95 % date-cluster interval (no bar where the table says too few
+dates: a bare point is not an exact one), n its calls; the dotted diagonal is a calibrated source; the legend gives
+each source's Brier score. Equity: each source's portfolio at the longest
 horizon ({max(page.horizons)} sessions), after costs, and the equal-weight portfolio of the same tickers, at each
 day's close.</p>
 {_calibration(page)}

@@ -198,6 +198,7 @@ def test_an_interval_the_dates_cannot_give_says_too_few_dates_never_a_zero_width
     scores_row = html.split('<table id="scores">')[1].split("</tr>")[1]
     assert f"100.0 %{TOO_FEW}" in scores_row  # the hit rate: its point, and no interval
     assert TOO_FEW in html.split('class="primary"')[1].split("</p>")[0]  # the mean IC: 1 on each date
+    assert "(no bar where the table says too few" in html  # the reliability plot draws none for them
     kline_backtest.write_scores(tmp_path / "scores.json", page)
     model = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))[0]
     assert (model["source"], model["hit_rate"], model["hit_rate_ci"]) == ("model", 1.0, [None, None])
