@@ -342,12 +342,13 @@ def _ic_table(page: Page) -> str:
 
 
 def _primary(page: Page) -> str:
-    """The pre-declared primary metric's result, or a dash when the model has none."""
+    """The pre-declared primary metric's result, or a dash when the model has none (and why: the as-of dates)."""
     horizon = max(page.horizons)
     mine = next((s for s in summaries(page) if s.source == MODEL and s.horizon == horizon), None)
     name = f"the model's mean per-date rank IC at {horizon} sessions, tested against 0"
     if mine is None or _undefined(mine.ic_mean):
-        return f'<p class="primary">Primary metric (declared before any result): {name}: –</p>'
+        why = f", over {ic_dates(page, MODEL, horizon)}" if page.calls.get(MODEL) else ""
+        return f'<p class="primary">Primary metric (declared before any result): {name}: –{why}</p>'
     p = mine.ic_p
     return (
         f'<p class="primary">Primary metric (declared before any result): {name}: <b>{number(mine.ic_mean)}</b>'

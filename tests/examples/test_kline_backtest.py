@@ -244,6 +244,10 @@ def test_the_page_says_over_how_many_of_its_as_of_dates_the_ic_series_runs_and_w
         "scored; 1 had the same call for every ticker; 1 had the same return for every ticker)"
     ) in primary
     assert "2 <small>of 7</small>" in html.split('<table id="ic">')[1].split("</tr>")[1]
+    alone = [c for c in calls if c.as_of in ("2024-03-01", "2024-04-01")]  # one backtested ticker: no IC at all
+    html = write_page(tmp_path / "alone.html", Page("alone", True, (5,), {MODEL: alone})).read_text(encoding="utf-8")
+    primary = html.split('class="primary"')[1].split("</p>")[0]  # before: a bare "–"
+    assert primary.endswith("tested against 0: –, over 0 of 2 as-of dates (2 had fewer than 3 tickers scored)")
 
 
 def test_the_mean_ics_interval_stays_within_what_a_mean_of_correlations_can_be() -> None:
