@@ -94,12 +94,12 @@ async def test_an_endless_line_stops_the_stream_at_max_event_bytes(provider: str
 async def test_a_trickling_server_is_stopped_by_the_idle_timeout(provider: str) -> None:
     emulator, client_class, model = CLIENTS[provider]
     with emulator(api_key="k") as emu:
-        emu.script(Reply(text="abcdef", chunks=3, trickle_after_events=1, trickle=0.2))
-        client = client_class(model=model, api_key="k", base_url=emu.base_url, stream_idle_timeout=1.0, max_retries=0)
+        emu.script(Reply(text="abcdef", chunks=3, trickle_after_events=1, trickle=0.1))
+        client = client_class(model=model, api_key="k", base_url=emu.base_url, stream_idle_timeout=0.5, max_retries=0)
         began = time.monotonic()
-        with pytest.raises(ChatClientException, match="stream_idle_timeout=1 s") as info:
+        with pytest.raises(ChatClientException, match=r"stream_idle_timeout=0\.5 s") as info:
             await _ask_streamed(client)
-    assert time.monotonic() - began < 10  # a byte every 0.2 s would otherwise keep it open for 40 s
+    assert time.monotonic() - began < 10  # a byte every 0.1 s would otherwise keep it open for 20 s
     assert "had been delivered" in str(info.value)  # says truthfully how much arrived
 
 
@@ -115,12 +115,12 @@ async def test_stream_timeout_bounds_the_whole_stream(provider: str, where: str)
     with emulator(api_key="k") as emu:
         emu.script(reply)
         client = client_class(
-            model=model, api_key="k", base_url=emu.base_url, stream_idle_timeout=30, stream_timeout=1, max_retries=0
+            model=model, api_key="k", base_url=emu.base_url, stream_idle_timeout=30, stream_timeout=0.5, max_retries=0
         )
         began = time.monotonic()
-        with pytest.raises(ChatClientException, match=r"did not finish within stream_timeout=1 s") as info:
+        with pytest.raises(ChatClientException, match=r"did not finish within stream_timeout=0\.5 s") as info:
             await _ask_streamed(client)
-    assert time.monotonic() - began < 4.5  # stream_timeout=1 s; the opening reply takes 5 s, the trickle forever
+    assert time.monotonic() - began < 4.5  # stream_timeout=0.5 s; the opening reply takes 5 s, the trickle forever
     assert ("had been delivered" in str(info.value)) == (where == "mid-stream")
 
 

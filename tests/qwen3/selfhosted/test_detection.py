@@ -77,7 +77,7 @@ def hostile(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 async def test_a_hostile_models_answer_ends_in_a_clear_error(hostile: str) -> None:
-    client = RawSelfHostedQwenChatClient(model="m", base_url=hostile, retry_policy=FAST, timeout=1)
+    client = RawSelfHostedQwenChatClient(model="m", base_url=hostile, retry_policy=FAST, timeout=0.5)
     started = time.monotonic()
     with pytest.raises(ChatClientInvalidRequestException, match="Cannot tell which server") as info:
         await ask(client)
