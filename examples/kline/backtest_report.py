@@ -125,12 +125,13 @@ def interval(bounds: tuple[float, float], kind: str = "pct", digits: int = 1) ->
 
 
 TOO_FEW = ' <small class="ci rare">too few dates</small>'
-"""In place of a date-cluster interval the bootstrap cannot give (`kline.stats.cluster_interval`: under two
-independent dates, or every date alike): a zero-width or missing interval is not certainty."""
+"""In place of an interval the bootstrap cannot give (`kline.stats.cluster_interval`: under two independent dates,
+or every date alike; `kline.portfolio.evaluate`: under two blocks of days): a zero-width or missing interval is not
+certainty."""
 
 
 def date_ci(point: float, bounds: tuple[float, float], kind: str = "pct", digits: int = 1) -> str:
-    """`interval` of a date-cluster interval, or "too few dates" (`TOO_FEW`) where ``point`` has none."""
+    """`interval` of a date-cluster (or day-block) interval, or "too few dates" (`TOO_FEW`) where ``point`` has none."""
     if _undefined(point):
         return ""
     return interval(bounds, kind, digits) or TOO_FEW
@@ -285,10 +286,10 @@ def _returns(page: Page) -> str:
             cells = [
                 _esc(_label(r.source, page.emulated)),
                 str(horizon),
-                f"{pct(r.total_return, 1, signed=True)}{interval(r.total_return_ci, 'signed-pct')}",
-                f"{points(r.excess_return)}{interval(r.excess_return_ci, 'signed-pct')}",
-                f"{number(r.sharpe, 2)}{interval(r.sharpe_ci, 'number', 2)}",
-                f"{pct(r.max_drawdown, 1)}{interval(r.max_drawdown_ci)}",
+                f"{pct(r.total_return, 1, signed=True)}{date_ci(r.total_return, r.total_return_ci, 'signed-pct')}",
+                f"{points(r.excess_return)}{date_ci(r.excess_return, r.excess_return_ci, 'signed-pct')}",
+                f"{number(r.sharpe, 2)}{date_ci(r.sharpe, r.sharpe_ci, 'number', 2)}",
+                f"{pct(r.max_drawdown, 1)}{date_ci(r.max_drawdown, r.max_drawdown_ci)}",
                 "–" if _undefined(r.turnover) else f"{r.turnover:.1f}×",
                 f"{r.positions} <small>({r.not_filled} not filled, {r.delayed} exits delayed)</small>",
             ]
@@ -316,7 +317,8 @@ def _returns_note(page: Page) -> str:
         "and are not bought at a limit-up open nor sold at a limit-down close. Excess: over the equal-weight "
         f"portfolio of the same tickers on the same days, daily rebalanced, no costs ({benchmark}). "
         f"Sharpe: risk-free rate 0, annualised with {any_.per_year:.0f} sessions a year (the tickers' median). "
-        "Intervals: a circular block bootstrap of the days, blocks of the horizon's sessions.</p>"
+        "Intervals: a circular block bootstrap of the days, blocks of the horizon's sessions (too few dates: fewer "
+        "than two blocks, the windows of one as-of date).</p>"
     )
 
 
@@ -384,8 +386,6 @@ def _differences(page: Page) -> str:
     for d in page.differences:
         if d.metric in ("rank_ic", "ic_mean", "brier"):
             value = number(d.difference) + date_ci(d.difference, d.interval, "number", 3)
-        elif d.metric == "total_return":  # over days, in blocks (kline.portfolio)
-            value = points(d.difference) + interval(d.interval, "signed-pct")
         else:
             value = points(d.difference) + date_ci(d.difference, d.interval, "signed-pct")
         verdict = "–"

@@ -472,10 +472,11 @@ def evaluate(
     per_year = sessions_per_year(prices[t] for t in tickers)
     benchmark = equal_weight(tickers, prices, days)
     segments = [stop - start for start, stop in eras(days)]
+    blocks = sum(stats.independent_blocks(n, max(1, horizon)) for n in segments)
     draws = (
         stats.date_resamples(len(days), block=max(1, horizon), resamples=resamples, segments=segments)
-        if days
-        else np.zeros((0, 0), int)
+        if blocks >= 2  # one block of days (one as-of date's windows): every resample is its days reordered
+        else np.zeros((0, len(days)), int)
     )
     books, rows = {}, {}
     for source, source_orders in orders.items():

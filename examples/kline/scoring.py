@@ -512,8 +512,8 @@ def holm_adjusted(differences: Sequence[Difference]) -> list[Difference]:
 
 def _interval_p(difference: float, interval: Interval) -> float:
     low, high = interval
-    if math.isnan(difference) or math.isnan(low) or math.isnan(high) or high <= low:
-        return math.nan
+    if math.isnan(difference) or math.isnan(low) or math.isnan(high) or high - low <= stats.NO_SPREAD:
+        return math.nan  # no width (the same difference in every resample, up to rounding): no p, not p = 0
     return math.erfc(abs(difference) / ((high - low) / (2 * stats.Z95)) / math.sqrt(2))
 
 

@@ -264,6 +264,44 @@ def test_the_mean_ics_interval_stays_within_what_a_mean_of_correlations_can_be()
     assert scoring.mean_test(doubled, 1, (-2.0, 2.0))[2] == (-2.0, 2.0)
 
 
+def test_a_portfolio_of_one_as_of_dates_windows_has_no_interval_and_no_holm_reading() -> None:
+    """One as-of date at horizon 5: the portfolio's days are that date's 5 sessions, one block of the day bootstrap,
+    so every resample is those days reordered: "+1.5 % [+1.5, +1.5]" and, for the model minus the best baseline, p =
+    0.000 and a Holm reading of "worse" (before), certainty from one date. Now no interval (the page says too few
+    dates) and no p-value; two as-of dates (two blocks) still give intervals."""
+    from kline import portfolio
+
+    def prices(ticker: str, drift: float) -> portfolio.Prices:
+        close = 100 * np.cumprod(np.full(40, 1 + drift) + 0.01 * np.sin(np.arange(40)))
+        frame = pd.DataFrame({"Open": close, "Close": close}, index=pd.bdate_range("2024-01-01", periods=40))
+        return portfolio.prices_of(ticker, frame, frame, portfolio.market_of(ticker))
+
+    book = {"AAA": prices("AAA", 0.002), "BBB": prices("BBB", -0.001)}
+    first, second = book["AAA"].dates[10], book["AAA"].dates[20]
+
+    def evaluate(dates: tuple[str, ...]) -> portfolio.Evaluation:
+        orders = {
+            "model": [portfolio.Order(t, d, t == "AAA") for d in dates for t in book],
+            "always up": [portfolio.Order(t, d, True) for d in dates for t in book],
+        }
+        return portfolio.evaluate(orders, book, 5, portfolio.Costs(), resamples=200)
+
+    one = evaluate((first,))
+    for row in one.rows.values():
+        for bounds in (row.total_return_ci, row.excess_return_ci, row.sharpe_ci, row.max_drawdown_ci):
+            assert all(math.isnan(end) for end in bounds), row
+    baseline, difference, interval = portfolio.versus_best(one, "model")
+    assert not math.isnan(difference)
+    assert all(math.isnan(end) for end in interval)
+    (holm,) = scoring.holm_adjusted([scoring.Difference("total_return", 5, baseline, difference, interval)])
+    assert math.isnan(holm.p_value)
+    assert math.isnan(holm.p_holm)
+    two = evaluate((first, second))
+    assert not math.isnan(two.rows["model"].total_return_ci[0])
+    (rounded,) = scoring.holm_adjusted([scoring.Difference("total_return", 5, baseline, 0.01, (0.01, 0.01 + 1e-15))])
+    assert math.isnan(rounded.p_value)  # an interval of rounding's width: no p (before: 0.000)
+
+
 def test_bad_input_is_skipped_with_a_reason_each() -> None:
     walk = walkforward.Walk(days=30, min_sessions=30)
     data = _frame(list(np.linspace(10, 20, 100)))
