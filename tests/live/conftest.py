@@ -34,7 +34,6 @@ class Provider:
     name: str
     keys: tuple[str, ...]
     base_urls: tuple[str, ...]
-    default_base_url: str
     models: tuple[str, ...]
     default_model: str
     vision_model: str | None
@@ -46,6 +45,26 @@ class Provider:
 
     def setting(self, names: tuple[str, ...]) -> str:
         return next((LIVE_ENV[n] for n in names if LIVE_ENV.get(n)), "")
+
+    @property
+    def default_base_url(self) -> str:
+        """The service's own endpoint, as the package declares it (imported here: a run loads only the SDKs of the
+        providers it reaches)."""
+        if self.name == "dashscope":
+            from qwen3 import DEFAULT_BASE_URL as DASHSCOPE
+
+            return DASHSCOPE
+        if self.name == "openai":
+            from clients.openai.client import DEFAULT_BASE_URL as OPENAI
+
+            return OPENAI
+        if self.name == "anthropic":
+            from clients.anthropic.client import DEFAULT_BASE_URL as ANTHROPIC
+
+            return ANTHROPIC
+        from clients.gemini.client import DEFAULT_BASE_URL as GEMINI
+
+        return GEMINI
 
     def client(self, base_url: str, api_key: str, model: str, *, vision: bool = False, **kwargs: Any) -> Any:
         """The package's public client for this service (``vision``: DashScope's ``QwenVLChatClient``)."""
@@ -68,11 +87,6 @@ class Provider:
 
 
 def providers() -> dict[str, Provider]:
-    from clients.anthropic.client import DEFAULT_BASE_URL as ANTHROPIC
-    from clients.gemini.client import DEFAULT_BASE_URL as GEMINI
-    from clients.openai.client import DEFAULT_BASE_URL as OPENAI
-    from qwen3 import DEFAULT_BASE_URL as DASHSCOPE
-
     return {
         p.name: p
         for p in (
@@ -80,7 +94,6 @@ def providers() -> dict[str, Provider]:
                 "dashscope",
                 ("DASHSCOPE_API_KEY",),
                 ("DASHSCOPE_BASE_URL", "DASHSCOPE_HTTP_BASE_URL"),
-                DASHSCOPE,
                 ("DASHSCOPE_MODEL",),
                 "qwen-plus",
                 LIVE_ENV.get("DASHSCOPE_VL_MODEL") or "qwen3-vl-plus",
@@ -91,7 +104,6 @@ def providers() -> dict[str, Provider]:
                 "openai",
                 ("OPENAI_API_KEY",),
                 ("OPENAI_BASE_URL",),
-                OPENAI,
                 ("OPENAI_MODEL", "OPENAI_CHAT_COMPLETION_MODEL"),
                 "gpt-4o-mini",
                 None,
@@ -102,7 +114,6 @@ def providers() -> dict[str, Provider]:
                 "anthropic",
                 ("ANTHROPIC_API_KEY",),
                 ("ANTHROPIC_BASE_URL",),
-                ANTHROPIC,
                 ("ANTHROPIC_MODEL", "ANTHROPIC_CHAT_MODEL"),
                 "claude-haiku-4-5",
                 None,
@@ -113,7 +124,6 @@ def providers() -> dict[str, Provider]:
                 "gemini",
                 ("GOOGLE_API_KEY", "GEMINI_API_KEY"),  # google-genai's precedence: GOOGLE_API_KEY wins
                 ("GEMINI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"),
-                GEMINI,
                 ("GEMINI_MODEL", "GOOGLE_MODEL"),
                 "gemini-2.5-flash",
                 None,

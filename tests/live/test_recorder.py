@@ -204,18 +204,19 @@ def test_only_an_explicit_marker_runs_the_live_tier(markexpr: str, selected: boo
 @pytest.mark.timeout(120)
 def test_a_plain_run_deselects_the_live_tier_even_with_a_key() -> None:
     """``pytest`` (and CI's ``python -m pytest -q``) never collects a live test, whatever keys the shell holds;
-    ``-m live`` does."""
+    ``-m live`` does. Both collections run in one fresh interpreter (``pytest.main`` twice: one start-up, not two)."""
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "DASHSCOPE_API_KEY": KEY, "OPENAI_API_KEY": KEY}
-
-    def collect(*args: str) -> str:
-        command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args]
-        run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=100)
-        return run.stdout
-
-    plain = collect("tests/live/test_live.py")
+    code = (
+        "import pytest\n"
+        "for extra in ([], ['-m', 'live']):\n"
+        "    print('=== run', flush=True)\n"
+        "    pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', 'tests/live/test_live.py', *extra])\n"
+    )
+    command = [sys.executable, "-c", code]
+    run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=100)
+    plain, live = run.stdout.split("=== run\n")[1:]
     assert re.search(r"no tests collected \(34 deselected\)", plain), plain[-500:]
-    live = collect("-m", "live", "tests/live/test_live.py")
     assert re.search(r"^34 tests collected", live, re.MULTILINE), live[-500:]
 
 
