@@ -466,7 +466,8 @@ def versus_best(
 ) -> list[Difference]:
     """Per metric (`METRICS`): the model minus the best baseline at ``horizon`` (the lowest Brier score is the best),
     with its interval and unadjusted p-value: the per-date IC series paired date by date (`mean_test`), the rest
-    from the date bootstrap (``stats.cluster_interval``; p from t = difference / its scaled bootstrap sd)."""
+    from the date bootstrap (``stats.cluster_interval``, clipped to what the difference can be: [-1, 1] for shares
+    and the Brier score, [-2, 2] for correlations; p from t = difference / its scaled bootstrap sd)."""
     out = []
     for metric in METRICS:
         points = {name: point(metric, calls, horizon) for name, calls in baselines.items()}
@@ -485,7 +486,8 @@ def versus_best(
             continue
         spread = resampled(metric, model, horizon, boot) - resampled(metric, baselines[best], horizon, boot)
         difference = mine - defined[best]
-        interval = stats.cluster_interval(difference, spread, boot.clusters)
+        reach = 2.0 if metric == "rank_ic" else 1.0  # a difference of two correlations, or of two shares
+        interval = stats.cluster_interval(difference, spread, boot.clusters, (-reach, reach))
         out.append(Difference(metric, horizon, best, difference, interval, _p_value(difference, spread, boot)))
     return out
 

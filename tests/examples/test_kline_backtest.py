@@ -264,6 +264,21 @@ def test_the_mean_ics_interval_stays_within_what_a_mean_of_correlations_can_be()
     assert scoring.mean_test(doubled, 1, (-2.0, 2.0))[2] == (-2.0, 2.0)
 
 
+def test_a_difference_of_shares_stays_within_a_hundred_points() -> None:
+    """Two dates, the model right on one and wrong on the other, the baseline the reverse: the hit rates' difference
+    is 0 ± about 12.7 (t(1) × √2 × its bootstrap sd), printed "[-1270.0, +1270.0] pts" before (a 2-date page read
+    "-22.5 pts [-580.4, +535.4]"); a difference of two shares lies in [-1, 1], of two correlations in [-2, 2]."""
+    dates = ("2024-01-02", "2024-02-01")
+    model = [_call("up", 0.7, 0.02, as_of=dates[0]), _call("up", 0.7, -0.02, as_of=dates[1], step=1)] * 2
+    baseline = [dataclasses.replace(c, source="b", trend="down") for c in model]
+    differences = scoring.versus_best(model, {"b": baseline}, 5, stats.DateBootstrap(dates))
+    by_metric = {d.metric: d for d in differences}
+    for metric in ("hit_rate", "all_calls", "brier"):
+        assert by_metric[metric].interval == (-1.0, 1.0), metric
+    low, high = by_metric["rank_ic"].interval
+    assert -2.0 <= low <= high <= 2.0 or math.isnan(low)
+
+
 def test_a_portfolio_of_one_as_of_dates_windows_has_no_interval_and_no_holm_reading() -> None:
     """One as-of date at horizon 5: the portfolio's days are that date's 5 sessions, one block of the day bootstrap,
     so every resample is those days reordered: "+1.5 % [+1.5, +1.5]" and, for the model minus the best baseline, p =
