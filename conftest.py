@@ -3,12 +3,17 @@
 ``chart.png`` and ``kline.png``. Where a block would call a real service, the provider's own environment variables
 point it at the bundled loopback emulator (a key and a base URL, as a user's environment would hold the real ones), so
 every block runs offline. A block that is deliberately a fragment is fenced ```` ```python notest ```` and is only
-compiled (tests/test_docs.py)."""
+compiled (tests/test_docs.py).
+
+The collector runs rarely here: a pytest process holds millions of long-lived objects (every test module's items, the
+SDKs it imported), and CPython's default thresholds (700, 10, 10) walk them all again and again, about a tenth of the
+suite's CPU. Tests that need a collection at a given point call ``gc.collect()`` themselves."""
 
 from __future__ import annotations
 
 import ast
 import base64
+import gc
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -21,6 +26,8 @@ import pytest
 _PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
+
+gc.set_threshold(10_000, 50, 100)
 
 
 def _imports(code: str) -> set[str]:
