@@ -29,7 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -149,6 +149,37 @@ def mplfinance_chart(
         fig.savefig(out, dpi=dpi, format="png")
     finally:
         plt.close(fig)
+
+
+def mplfinance_ticker(csv: str, verdict: Mapping[str, Any], out: str, figsize: tuple[float, float], dpi: int) -> float:
+    """One watchlist ticker's two charts as mplfinance drew them, the chart the model reads and the one annotated with
+    ``verdict`` (its levels, signal and Wyckoff markers and title, from ``kline.chart.annotations``; mplfinance drew
+    no key of prices), from the ticker's CSV, the last 120 sessions; ``out`` is written twice. Returns the CPU
+    seconds of the drawing (reading the CSV and the verdict not counted): what ``benchmarks/watchlist.py`` holds the
+    run against."""
+    from kline.chart import annotations, default_title
+    from kline.data import load_csv
+
+    data, symbol = load_csv(csv)
+    window = data.iloc[-120:]
+    levels, markers, _ = annotations(verdict, window)
+    title = (
+        f"{symbol}  trend {verdict.get('trend')}  risk {verdict.get('risk')}  "
+        f"confidence {float(verdict.get('confidence') or 0):.2f}"
+    )
+    started = time.process_time()
+    for chart_title, chart_levels, chart_markers in ((default_title(symbol, window), [], []), (title, levels, markers)):
+        mplfinance_chart(
+            data, out, symbol=symbol, title=chart_title, figsize=figsize, dpi=dpi,
+            levels=[(level[0], level[1]) for level in chart_levels], markers=chart_markers,
+        )  # fmt: skip
+    return time.process_time() - started
+
+
+def warm_mplfinance() -> None:
+    """A pool process's initializer: mplfinance imported and one chart drawn (its fonts loaded), not timed."""
+    with tempfile.TemporaryDirectory(prefix="charts-warm-") as tmp:
+        draw("mplfinance", 0, SMALL, str(Path(tmp) / "warm.png"))
 
 
 def one_process(charts: int, size: tuple[tuple[float, float], int], work: Path) -> dict[str, list[float]]:

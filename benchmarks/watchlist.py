@@ -3,6 +3,7 @@
     python benchmarks/watchlist.py                  # 200 tickers, then 1,000 (a few minutes on two cores)
     python benchmarks/watchlist.py --sizes 200      # one size
     python benchmarks/watchlist.py --batch          # the same through the Batch API
+    python benchmarks/watchlist.py --sizes 100 --rounds 3   # the ratio to mplfinance's drawing, three times
 
 Each size is a fresh demo folder (matplotlib's GOOG and generated series in every CSV layout, 260 sessions each)
 analysed from scratch by the example as users run it (a subprocess with ``DASHSCOPE_API_KEY`` and
@@ -18,6 +19,12 @@ process of its own, answering with the example's rule-based verdicts, so each pa
 Peak memory is the largest resident set of the run's main process (``ru_maxrss``) and of any one rendering process
 (``VmHWM``): it must not grow with the watchlist (1,000 tickers vs 200). Results go to stdout as a table (copied
 into docs/performance.md and the README).
+
+Side by side in the same invocation (``--no-mplfinance`` skips it): after each run, mplfinance draws the same charts,
+each analysed ticker's two (the one the model reads, and the one annotated with the verdict the run stored, as
+``benchmarks/charts.py`` draws mplfinance's) at the same size on a pool of two processes; its CPU time (the drawing
+alone) is held against the whole run's (rendering, client and emulator) as a ratio. ``--rounds N`` repeats run and
+drawing alternately, so that the machine's load hits both alike.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import json
 import multiprocessing
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,7 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "kline_watchlist.py"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
-CHART = ["--chart-size", "8x4.5", "--dpi", "80"]  # 640x360 px charts: about 300 image tokens each
+FIGSIZE, DPI = (8.0, 4.5), 80  # 640x360 px charts: about 300 image tokens each
+CHART = ["--chart-size", f"{FIGSIZE[0]:g}x{FIGSIZE[1]:g}", "--dpi", str(DPI)]
 
 
 def _emulator(pipe: Connection, batch_seconds: float) -> None:
@@ -118,7 +127,27 @@ def _child_stats() -> None:
     print("STATS " + json.dumps(stats))
 
 
-def measure(size: int, work: Path, batch: bool) -> dict[str, Any]:
+def mplfinance_cpu(data: Path, out: Path) -> tuple[float, int]:
+    """(CPU seconds, charts): mplfinance drawing the charts of the run that wrote ``out`` (each analysed ticker's two,
+    with the verdict in ``out/verdicts.jsonl``) on a pool of two processes, each warmed up first (`charts`)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from charts import mplfinance_ticker, warm_mplfinance
+
+    rows = [json.loads(line) for line in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
+    done = [row for row in rows if row.get("status") == "done"]
+    spawn = multiprocessing.get_context("spawn")
+    with (
+        ProcessPoolExecutor(2, mp_context=spawn, initializer=warm_mplfinance) as pool,
+        tempfile.TemporaryDirectory(prefix="mplfinance-") as tmp,
+    ):
+        outs = [str(Path(tmp) / f"{i % 8}.png") for i in range(len(done))]
+        csvs = [str(data / row["file"]) for row in done]
+        seconds = pool.map(mplfinance_ticker, csvs, done, outs, [FIGSIZE] * len(done), [DPI] * len(done))
+        return sum(seconds), 2 * len(done)
+
+
+def measure(size: int, work: Path, batch: bool, mplfinance: bool = True) -> dict[str, Any]:
     from kline.data import write_demo
 
     data, out = work / f"data-{size}", work / f"out-{size}{'-batch' if batch else ''}"
@@ -146,6 +175,9 @@ def measure(size: int, work: Path, batch: bool) -> dict[str, Any]:
     stats: dict[str, Any] = json.loads(line[6:])
     stats["emulator_cpu"] = emulator_cpu
     stats["size"] = size
+    if mplfinance:
+        stats["mplfinance_cpu"], stats["mplfinance_charts"] = mplfinance_cpu(data, out)
+    shutil.rmtree(out)  # the next round starts from scratch
     return stats
 
 
@@ -156,26 +188,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
     parser.add_argument("--batch", action="store_true")
+    parser.add_argument(
+        "--mplfinance",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after each run, time mplfinance drawing the same charts (default; needs mplfinance, the dev extra)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="each size's run (and drawing) this many times")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            stats = measure(size, Path(tmp), args.batch)
-            rows.append(stats)
-            print(f"{size} tickers: {json.dumps(stats)}", file=sys.stderr)
+            for _ in range(args.rounds):
+                stats = measure(size, Path(tmp), args.batch, args.mplfinance)
+                rows.append(stats)
+                print(f"{size} tickers: {json.dumps(stats)}", file=sys.stderr)
     mode = "batch" if args.batch else "real time, --concurrency 8"
     print(f"\nkline_watchlist.py on the emulator ({mode}; charts 640x360; {os.cpu_count()} cores)\n")
     print(
         "| tickers | wall | tickers/s | rendering CPU | client CPU | emulator CPU | peak RSS main | peak RSS worker |"
+        + (" run CPU | mplfinance drawing CPU | ratio |" if args.mplfinance else "")
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if args.mplfinance else ""))
     for r in rows:
+        run_cpu = r["render_cpu"] + r["client_cpu"] + r["emulator_cpu"]
+        side = (
+            f" {run_cpu:.1f} s | {r['mplfinance_cpu']:.1f} s ({r['mplfinance_charts']} charts) | "
+            f"{run_cpu / r['mplfinance_cpu']:.2f}x |"
+            if args.mplfinance
+            else ""
+        )
         print(
             f"| {r['size']:,} | {r['wall']:.1f} s | {r['done'] / r['wall']:.1f} | {r['render_cpu']:.1f} s | "
             f"{r['client_cpu']:.1f} s | {r['emulator_cpu']:.1f} s | {r['main_rss_mb']:.0f} MB | "
-            f"{r['worker_rss_mb']:.0f} MB |"
+            f"{r['worker_rss_mb']:.0f} MB |{side}"
         )
-    if len(rows) > 1:
+    if rows[0]["size"] != rows[-1]["size"]:
         first, last = rows[0], rows[-1]
         main_ratio = last["main_rss_mb"] / first["main_rss_mb"]
         worker_ratio = last["worker_rss_mb"] / first["worker_rss_mb"]

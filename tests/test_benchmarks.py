@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -44,3 +45,34 @@ def test_selfhosted_openai_sdk_takes_the_connect_deadline(benchmark: Callable[[s
             return answer.choices[0].message.content
 
         assert asyncio.run(ask()) == "ok"
+
+
+def test_the_watchlist_benchmark_holds_the_run_against_mplfinance_drawing_its_charts(
+    benchmark: Callable[[str], ModuleType], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``benchmarks/watchlist.py`` times mplfinance drawing the charts the run drew: each analysed ticker's chart the
+    model reads, then the one annotated with the verdict the run stored (its levels and markers), at the run's size."""
+    charts = benchmark("charts")
+    from kline.data import generated_series
+
+    csv = tmp_path / "600519.SH.csv"
+    series = generated_series(3, 150)
+    series.rename_axis("Date").to_csv(csv)
+    close, day = float(series["Close"].iloc[-1]), f"{series.index[-10]:%Y-%m-%d}"
+    verdict = {
+        "trend": "up",
+        "support": [round(close * 0.95, 2)],
+        "resistance": [round(close * 1.05, 2), round(close * 9, 2)],  # the second: off the chart, not drawn
+        "signals": [{"name": "volume spike", "direction": "bullish", "date": day}],
+        "risk": "low",
+        "confidence": 0.6,
+    }
+    drawn: list[dict[str, Any]] = []
+    monkeypatch.setattr(charts, "mplfinance_chart", lambda data, out, **options: drawn.append(options))
+    assert charts.mplfinance_ticker(str(csv), verdict, str(tmp_path / "c.png"), (8.0, 4.5), 80) >= 0
+    plain, annotated = drawn
+    assert (plain["levels"], plain["markers"], plain["figsize"], plain["dpi"]) == ([], [], (8.0, 4.5), 80)
+    assert plain["title"].startswith("600519.SH")
+    assert annotated["levels"] == [(round(close * 0.95, 2), "#1f77b4"), (round(close * 1.05, 2), "#d62728")]
+    assert [(f"{m.date}", m.marker) for m in annotated["markers"]] == [(day, "^")]
+    assert annotated["title"] == "600519.SH  trend up  risk low  confidence 0.60"

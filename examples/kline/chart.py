@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import math
 import os
 import re
@@ -35,7 +36,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, PathPatch
 from matplotlib.path import Path as MplPath
 from matplotlib.transforms import IdentityTransform
-from PIL import Image, ImageDraw, ImageFont  # matplotlib's own dependency
+from PIL import Image, ImageFont  # matplotlib's own dependency
 
 from kline import anonymise
 from kline.data import header_layout, load_csv, weekly
@@ -218,6 +219,8 @@ class _Canvas:
             *self.grid, *self.wicks, *self.bodies, *self.bars, *self.averages, self.levels, self.ticks,
             self.key_frame, self.key_lines, self.key_marks,
         ]  # fmt: skip
+        self.marks: dict[tuple[str, str], Any] = {}  # `_draw_markers`'s scatters, per marker symbol and colour
+        self.note: Any = None  # and its label
         self.shown: tuple[bool, ...] = ()
         self.background: Any = None
         self.legend: Any = None
@@ -327,21 +330,35 @@ class _Canvas:
         return pixels
 
     def _draw_markers(self, points: Sequence[tuple[int, float, Marker]]) -> None:
+        """Each group of markers of one symbol and colour as a scatter of 90 pt², each label above its marker. The
+        scatter and the label are made once per process and moved to each chart's points (made anew per chart,
+        a scatter cost 2 ms of CPU, as much as the candles): the same pixels."""
         for (marker, color), group in _groups(points).items():
-            dots = self.price.scatter(
-                [p[0] for p in group], [p[1] for p in group], s=90, marker=marker, color=color, zorder=4
-            )
-            self.price.draw_artist(dots)
-            dots.remove()
+            xs, ys = [p[0] for p in group], [p[1] for p in group]
+            dots = self.marks.get((marker, color))
+            if dots is None:
+                dots = self.price.scatter(xs, ys, s=90, marker=marker, color=color, zorder=4)
+                self.marks[(marker, color)] = dots
+            dots.set_offsets(np.column_stack([xs, ys]))
+            self._draw_once(dots)
         for i, price, marker in points:
             if marker.label:
-                note = self.price.annotate(
-                    marker.label, (i, price), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=8,
-                    fontweight="bold", color=marker.color, zorder=5,
-                    bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
-                )  # fmt: skip
-                self.price.draw_artist(note)
-                note.remove()
+                if self.note is None:
+                    self.note = self.price.annotate(
+                        "", (0, 0), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=8,
+                        fontweight="bold", zorder=5,
+                        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+                    )  # fmt: skip
+                self.note.set_text(marker.label)
+                self.note.xy = (i, price)
+                self.note.set_color(marker.color)
+                self._draw_once(self.note)
+
+    def _draw_once(self, artist: Any) -> None:
+        """Draw a kept artist of the price panel on this chart; hidden otherwise (never in the kept background)."""
+        artist.set_visible(True)
+        self.price.draw_artist(artist)
+        artist.set_visible(False)
 
     def _draw_key(
         self,
@@ -405,11 +422,11 @@ class _Canvas:
 
 def _glyphs(text: str, file: str | None, pixels: int, bold: bool, anchor: str) -> tuple[np.ndarray, int, int]:
     """``text`` rendered by FreeType (Pillow) as an alpha mask, with its offset from the anchor point."""
-    font = _font(file, pixels, bold)
-    left, top, right, bottom = font.getbbox(text, anchor=anchor)
-    mask = Image.new("L", (max(right - left, 1), max(bottom - top, 1)))
-    ImageDraw.Draw(mask).text((-left, -top), text, fill=255, font=font, anchor=anchor)
-    return np.asarray(mask, dtype=np.float32) / 255.0, int(left), int(top)
+    mask, (left, top) = _font(file, pixels, bold).getmask2(text, "L", anchor=anchor)  # what ImageDraw.text draws
+    width, height = mask.size
+    if not width or not height:
+        return np.zeros((1, 1), np.float32), int(left), int(top)
+    return np.frombuffer(bytes(mask), np.uint8).reshape(height, width) / np.float32(255.0), int(left), int(top)
 
 
 _label_glyphs = functools.lru_cache(maxsize=2048)(_glyphs)
@@ -569,6 +586,23 @@ def write_png(pixels: np.ndarray, out: str | os.PathLike[str]) -> Path:
     return path
 
 
+def loaded(csv: str | os.PathLike[str]) -> tuple[pd.DataFrame, str]:
+    """`load_csv`, remembered in this process for the last 16 files by their path and their bytes (a file whose bytes
+    changed is read again). A ticker's annotated chart is often drawn by the process that drew its first chart, and a
+    backtest draws one file at many dates: reading and checking a CSV again cost as much CPU as drawing its chart. The
+    frame returned is shared: read it, never change it."""
+    try:
+        digest = hashlib.blake2b(Path(csv).read_bytes(), digest_size=16).digest()
+    except OSError:
+        return load_csv(csv)  # the file cannot be read: load_csv says why
+    return _remembered_csv(os.fspath(csv), digest)
+
+
+@functools.lru_cache(maxsize=16)
+def _remembered_csv(csv: str, digest: bytes) -> tuple[pd.DataFrame, str]:
+    return load_csv(csv)
+
+
 def render_ticker(
     csv: str,
     chart: str,
@@ -595,7 +629,7 @@ def render_ticker(
     (`kline.anonymise`); ``"anonymised"`` in the result says so (daily charts only)."""
     started = time.perf_counter()
     try:
-        data, symbol = load_csv(csv)
+        data, symbol = loaded(csv)
         origin = provenance_of(csv)
         mark = f"  {GENERATED}" if origin.generated else ""
         data = data if until is None else data.iloc[: until + 1]
@@ -722,7 +756,7 @@ def annotate_ticker(
     from the chart's range to draw (under 0.8 × its low or over 1.2 × its high) is listed there as off the chart.
     Writes ``out`` and a JPEG thumbnail beside it (``<name>.thumb.jpg``); returns the thumbnail's path. ``colors``:
     the candles' colours (`chart_style`)."""
-    data, symbol = load_csv(csv)
+    data, symbol = loaded(csv)
     levels, markers, off = annotations(verdict, data.iloc[-days:])
     phase = (verdict.get("wyckoff") or {}).get("phase") or "none"
     title = (

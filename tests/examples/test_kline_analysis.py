@@ -17,7 +17,16 @@ import pandas as pd
 import pytest
 from kline.agent import TOOL_NAME, emulated_analysis, make_indicator_tool, tool_result_from_messages
 from kline.analysis import RunReport, cache_line
-from kline.chart import MAX_PNG_BYTES, annotations, default_title, draw_chart, key_entries, render_chart
+from kline.chart import (
+    MAX_PNG_BYTES,
+    Marker,
+    annotations,
+    default_title,
+    draw_chart,
+    key_entries,
+    loaded,
+    render_chart,
+)
 from kline.data import detect_layout, generated_series, load_csv, load_goog_sample
 from kline.indicators import compute_indicators, macd, rsi
 from kline.layouts import DataError
@@ -530,3 +539,35 @@ def test_the_annotated_chart_keys_each_level_and_marker_with_its_price() -> None
     plain = draw_chart(window, levels=[lv[:2] for lv in levels], markers=[], figsize=(6, 4), dpi=50)
     corner = (slice(int(0.45 * keyed.shape[0]), int(0.7 * keyed.shape[0])), slice(0, keyed.shape[1] // 3))
     assert (keyed[corner] != plain[corner]).any()  # the key is drawn (lower left of the price panel)
+
+
+def test_markers_and_labels_drawn_on_one_chart_leave_nothing_on_the_next() -> None:
+    """The chart's markers and labels are kept per process and moved from chart to chart: a chart drawn after one with
+    more markers of the same kind and labels, and after a short series whose moving averages differ (which redraws the
+    kept background), has the pixels it had before."""
+    window = generated_series(5, 150).iloc[-120:]
+    short = generated_series(6, 15)  # too short for MA20: another legend, another background
+    size = {"figsize": (6, 4), "dpi": 50}
+    price = float(short["Close"].mean())  # where a marker left behind would show on the short series' chart
+    crowd = [Marker(d, price, m, "#1a9c4a", "SC") for d, m in zip(window.index[1:13:3], "^v^v", strict=True)]
+    draw_chart(short, **size)
+    first = draw_chart(window, markers=crowd[:1], **size).copy()
+    draw_chart(window, markers=crowd, **size)
+    draw_chart(short, **size)
+    assert (draw_chart(window, markers=crowd[:1], **size) == first).all()
+
+
+def test_a_csv_is_read_again_when_its_bytes_change(tmp_path: Path) -> None:
+    """`loaded` remembers a parsed CSV by its path and bytes: the same file gives the same frame without parsing it
+    again, an edited one is read again."""
+    csv = tmp_path / "AAPL.csv"
+    generated_series(7, 40).rename_axis("Date").to_csv(csv)
+    data, symbol = loaded(csv)
+    assert symbol == "AAPL"
+    assert loaded(csv)[0] is data
+    frame = pd.read_csv(csv)
+    frame.loc[frame.index[-1], ["Close", "High"]] = float(frame["High"].iloc[-1]) + 1
+    frame.to_csv(csv, index=False)
+    edited, _ = loaded(csv)
+    assert edited is not data
+    assert edited["Close"].iloc[-1] == frame["Close"].iloc[-1] != data["Close"].iloc[-1]
