@@ -47,7 +47,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="Analyse every OHLCV CSV of a folder with Qwen-VL: structured verdicts, annotated charts, an HTML "
         "report. Resumable (results.sqlite), rate-limited, and through DashScope's Batch API with --batch.",
         epilog="Without DASHSCOPE_API_KEY the run is EMULATED by a local DashScope stand-in. DASHSCOPE_BASE_URL "
-        "selects the region (international: https://dashscope-intl.aliyuncs.com/api/v1).",
+        "selects the region (international: https://dashscope-intl.aliyuncs.com/api/v1). Pointed at a served emulator, "
+        "start it with the verdict rule (PYTHONPATH=examples python -m qwen3.testing --reply "
+        "kline.agent:emulated_reply): its default echo is no verdict, and every ticker would fail.",
     )
     parser.add_argument("--data", type=Path, help="folder of daily OHLCV CSVs (Yahoo, akshare, tushare, czsc…)")
     parser.add_argument("--out", type=Path, help="output folder: charts, verdicts.jsonl, report.html, results.sqlite")
