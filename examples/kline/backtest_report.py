@@ -295,7 +295,7 @@ def _returns(page: Page) -> str:
             ]
             rows.append(_source_row(r.source, cells))
     headers = ["Source", "Horizon", "Total return [95 %]", "Excess over equal weight [95 %]", "Sharpe [95 %]"]
-    headers += ["Max drawdown [95 %]", "Turnover a year", "Positions"]
+    headers += [f"Max drawdown [95 %; covered {portfolio.DRAWDOWN_COVERAGE}]", "Turnover a year", "Positions"]
     return _table(headers, rows, "returns")
 
 
@@ -317,8 +317,10 @@ def _returns_note(page: Page) -> str:
         "and are not bought at a limit-up open nor sold at a limit-down close. Excess: over the equal-weight "
         f"portfolio of the same tickers on the same days, daily rebalanced, no costs ({benchmark}). "
         f"Sharpe: risk-free rate 0, annualised with {any_.per_year:.0f} sessions a year (the tickers' median). "
-        "Intervals: a circular block bootstrap of the days, blocks of the horizon's sessions (too few dates: fewer "
-        "than two blocks, the windows of one as-of date).</p>"
+        "Intervals: a circular block bootstrap of the days, blocks of the horizon's sessions within each era, the "
+        "score ± t(G−1) × its resamples' standard deviation × √(G/(G−1)), G the blocks (too few dates: fewer than "
+        "two blocks, the windows of one as-of date). The drawdown's interval held the expected drawdown in "
+        f"{portfolio.DRAWDOWN_COVERAGE} of simulated markets: wider than needed.</p>"
     )
 
 

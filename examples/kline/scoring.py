@@ -488,35 +488,15 @@ def versus_best(
         difference = mine - defined[best]
         reach = 2.0 if metric == "rank_ic" else 1.0  # a difference of two correlations, or of two shares
         interval = stats.cluster_interval(difference, spread, boot.clusters, (-reach, reach))
-        out.append(Difference(metric, horizon, best, difference, interval, _p_value(difference, spread, boot)))
+        p = stats.cluster_pvalue(difference, spread, boot.clusters)
+        out.append(Difference(metric, horizon, best, difference, interval, p))
     return out
 
 
-def _p_value(difference: float, spread: np.ndarray, boot: stats.DateBootstrap) -> float:
-    finite = spread[np.isfinite(spread)]
-    if boot.clusters < 2 or len(finite) < max(len(spread) / 2, 2) or np.std(finite) == 0:
-        return math.nan
-    se = float(np.std(finite)) * math.sqrt(boot.clusters / (boot.clusters - 1))
-    return stats.t_pvalue(difference / se, boot.clusters - 1)
-
-
 def holm_adjusted(differences: Sequence[Difference]) -> list[Difference]:
-    """``differences`` with ``p_holm`` set: Holm's adjustment over all of them (every metric and horizon). A
-    difference that comes with an interval but no p-value (the portfolio's return: a percentile interval over days)
-    gets the p-value of its interval read as normal: z = difference / ((high - low) / (2 × 1.96)), p = erfc(|z| / √2)
-    (D. G. Altman and J. M. Bland, "How to obtain the P value from a confidence interval", *BMJ* 343 (2011) d2304)."""
-    filled = [
-        replace(d, p_value=_interval_p(d.difference, d.interval)) if math.isnan(d.p_value) else d for d in differences
-    ]
-    adjusted = stats.holm([d.p_value for d in filled])
-    return [replace(d, p_holm=p) for d, p in zip(filled, adjusted, strict=True)]
-
-
-def _interval_p(difference: float, interval: Interval) -> float:
-    low, high = interval
-    if math.isnan(difference) or math.isnan(low) or math.isnan(high) or high - low <= stats.NO_SPREAD:
-        return math.nan  # no width (the same difference in every resample, up to rounding): no p, not p = 0
-    return math.erfc(abs(difference) / ((high - low) / (2 * stats.Z95)) / math.sqrt(2))
+    """``differences`` with ``p_holm`` set: Holm's adjustment over all of them (every metric and horizon)."""
+    adjusted = stats.holm([d.p_value for d in differences])
+    return [replace(d, p_holm=p) for d, p in zip(differences, adjusted, strict=True)]
 
 
 def point(metric: str, calls: Sequence[Call], horizon: int) -> float:

@@ -203,6 +203,15 @@ def cluster_interval(
     return max(bounds[0], point - half), min(bounds[1], point + half)
 
 
+def cluster_pvalue(point: float, values: np.ndarray, clusters: int) -> float:
+    """The two-sided p-value of ``point`` against 0 with the standard error of `cluster_interval`: t = point /
+    (sqrt(G / (G-1)) · sd(``values``)) on G - 1 degrees of freedom (NaN where that interval is, or without spread)."""
+    finite = values[np.isfinite(values)]
+    if clusters < 2 or math.isnan(point) or len(finite) < max(len(values) / 2, 2) or np.std(finite) <= NO_SPREAD:
+        return math.nan
+    return t_pvalue(point / (float(np.std(finite)) * math.sqrt(clusters / (clusters - 1))), clusters - 1)
+
+
 def effective_n(n: int, share: float, interval: Interval) -> float:
     """The calls ``n`` a share is worth once clustering is counted: the n whose binomial standard error
     sqrt(p (1-p) / n) equals the cluster interval's (its half-width / 1.96): n divided by the design effect (L. Kish,

@@ -305,10 +305,11 @@ def test_a_portfolio_of_one_as_of_dates_windows_has_no_interval_and_no_holm_read
     for row in one.rows.values():
         for bounds in (row.total_return_ci, row.excess_return_ci, row.sharpe_ci, row.max_drawdown_ci):
             assert all(math.isnan(end) for end in bounds), row
-    baseline, difference, interval = portfolio.versus_best(one, "model")
+    baseline, difference, interval, p = portfolio.versus_best(one, "model")
     assert not math.isnan(difference)
     assert all(math.isnan(end) for end in interval)
-    (holm,) = scoring.holm_adjusted([scoring.Difference("total_return", 5, baseline, difference, interval)])
+    assert math.isnan(p)
+    (holm,) = scoring.holm_adjusted([scoring.Difference("total_return", 5, baseline, difference, interval, p)])
     assert math.isnan(holm.p_value)
     assert math.isnan(holm.p_holm)
     two = evaluate((first, second))

@@ -127,6 +127,14 @@ def _walk_prices(rng: np.random.Generator, ticker: str, sessions: int, start: st
     return _prices(ticker, list(opens), list(close), start)
 
 
+def _t_tail(t: float, df: int) -> float:
+    """P(T > t) for Student's T on ``df`` degrees of freedom, its density integrated by the trapezoid rule."""
+    x = np.linspace(t, t + 200.0, 400_001)
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    density = np.exp(log_c - (df + 1) / 2 * np.log1p(x * x / df))
+    return float(np.sum((density[1:] + density[:-1]) / 2 * np.diff(x)))
+
+
 def test_every_score_recomputed_another_way() -> None:
     """Two eras (2008 and 2024), three sources: the equity by pandas, the Sharpe ratio from the equity curve, the
     drawdown over every pair of days, the benchmark as the mean of the tickers' pct_change, every bootstrap
@@ -149,6 +157,10 @@ def test_every_score_recomputed_another_way() -> None:
     frame = pd.DataFrame({t: pd.Series(p.close, index=p.dates) for t, p in prices.items()})
     moves = frame.pct_change().reindex(list(evaluation.days)).fillna(0.0)
     np.testing.assert_allclose(evaluation.benchmark, moves.sum(axis=1) / 3)
+    when = pd.Series(pd.to_datetime(list(evaluation.days)))
+    era_lengths = when.groupby((when.diff().dt.days > 31).cumsum()).size()
+    assert list(era_lengths) == [79, 73]
+    assert evaluation.clusters == sum(math.ceil(n / 10) for n in era_lengths) == 16
     for source, row in evaluation.rows.items():
         r = evaluation.books[source].returns
         curve = pd.Series(np.cumprod(1 + r))
@@ -159,26 +171,33 @@ def test_every_score_recomputed_another_way() -> None:
         worst = max(1 - path[j] / path[i] for i in range(len(path)) for j in range(i, len(path)))
         assert row.max_drawdown == pytest.approx(worst)
         assert row.excess_return == pytest.approx(row.total_return - (np.prod(1 + moves.sum(axis=1) / 3) - 1))
-        for name, statistic in (
-            ("total_return", lambda x: np.prod(1 + np.array(x)) - 1),
-            ("sharpe", lambda x: pd.Series(x).mean() / pd.Series(x).std() * math.sqrt(evaluation.per_year)),
-            (
-                "max_drawdown",
-                lambda x: max(
-                    0.0,
-                    *(
-                        1
-                        - np.cumprod(1 + np.array(x))
-                        / np.maximum.accumulate(np.maximum(np.cumprod(1 + np.array(x)), 1))
-                    ),
-                ),
-            ),
+
+        # the intervals: score ± t(G-1) · sqrt(G / (G-1)) · sd of the written-out resamples, G the blocks of 10 days
+        # in each era (G = 16, above), t from a printed table (t 0.975 with 15 df: 2.1314)
+        def written_out(days: list[int], r: np.ndarray = r) -> dict[str, float]:
+            """The four scores of one resample, from its days written out as a plain list."""
+            equity = np.cumprod(1 + r[days])
+            return {
+                "total_return": equity[-1] - 1,
+                "excess_return": equity[-1] - np.prod(1 + evaluation.benchmark[days]),
+                "sharpe": pd.Series(r[days]).mean() / pd.Series(r[days]).std() * math.sqrt(evaluation.per_year),
+                "max_drawdown": max(0.0, *(1 - equity / np.maximum.accumulate([1, *equity])[1:])),
+            }
+
+        resampled = [written_out([int(i) for i in draw]) for draw in evaluation.draws]
+        for name, point in (
+            ("total_return", row.total_return),
+            ("excess_return", row.excess_return),
+            ("sharpe", row.sharpe),
+            ("max_drawdown", row.max_drawdown),
         ):
-            written = [statistic([r[i] for i in draw]) for draw in evaluation.draws]
-            assert getattr(row, f"{name}_ci") == pytest.approx(tuple(np.percentile(written, [2.5, 97.5])))
-        excess = [np.prod(1 + r[draw]) - np.prod(1 + evaluation.benchmark[draw]) for draw in evaluation.draws]
-        assert row.excess_return_ci == pytest.approx(tuple(np.percentile(excess, [2.5, 97.5])))
-        assert row.total_return_ci[0] <= row.total_return <= row.total_return_ci[1] or source == "model"
+            written = [scores[name] for scores in resampled]
+            half = 2.1314495456 * math.sqrt(16 / 15) * np.std(written)
+            low, high = point - half, point + half
+            if name == "max_drawdown":
+                low, high = max(low, 0.0), min(high, 1.0)
+            assert getattr(row, f"{name}_ci") == pytest.approx((low, high)), name
+        assert row.total_return_ci[0] <= row.total_return <= row.total_return_ci[1]
     # turnover: each trade's buy and sell value over the equity of the day before, halved, per year
     book, p = evaluation.books["rule"], prices
     assert evaluation.rows["rule"].turnover == pytest.approx(
@@ -186,14 +205,16 @@ def test_every_score_recomputed_another_way() -> None:
     )
     assert sum(1 for o in orders["rule"] if portfolio.windows(o, p[o.ticker], 10)) == book.positions
     assert evaluation.draws.shape == (60, len(evaluation.days))
-    best, difference, interval = portfolio.versus_best(evaluation, "model")
+    best, difference, interval, p = portfolio.versus_best(evaluation, "model")
     assert best == "rule"
     assert difference == pytest.approx(evaluation.rows["model"].total_return - evaluation.rows["rule"].total_return)
     spread = [
         np.prod(1 + evaluation.books["model"].returns[d]) - np.prod(1 + evaluation.books["rule"].returns[d])
         for d in evaluation.draws
     ]
-    assert interval == pytest.approx(tuple(np.percentile(spread, [2.5, 97.5])))
+    se = math.sqrt(16 / 15) * np.std(spread)
+    assert interval == pytest.approx((difference - 2.1314495456 * se, difference + 2.1314495456 * se))
+    assert p == pytest.approx(2 * _t_tail(abs(difference) / se, 15), abs=1e-6)
 
 
 def test_the_day_bootstrap_resamples_each_era_on_its_own() -> None:
@@ -219,9 +240,27 @@ def test_the_day_bootstrap_resamples_each_era_on_its_own() -> None:
         assert ((steps != 1).sum(axis=1) <= -(-(stop - start) // 10) - 1).all()  # blocks of 10, wrapping in the era
     counts = np.bincount(draws.ravel(), minlength=len(days))
     assert counts.min() > 0.7 * counts.mean()  # circular in each era: its first and last days drawn as the rest
-    row = evaluation.rows["rule"]
-    total = [np.prod(1 + evaluation.books["rule"].returns[d]) - 1 for d in draws]
-    assert row.total_return_ci == pytest.approx(tuple(np.percentile(total, [2.5, 97.5])))
+    assert evaluation.clusters == math.ceil(cut / 10) + math.ceil((len(days) - cut) / 10)  # the intervals' G
+
+
+def test_the_drawdowns_measured_coverage_is_printed_beside_its_interval(tmp_path: Path) -> None:
+    """The maximum drawdown's interval covers more often than 95 % in simulated markets (benchmarks/coverage.py):
+    the page's returns table says so in the column's head, and its note says how every interval is made."""
+    from kline.backtest_report import MODEL, Page, write_page
+
+    rng = np.random.default_rng(4)
+    prices = {"NEW": _walk_prices(rng, "NEW", 60, "2024-01-01")}
+    orders = {MODEL: [Order("NEW", prices["NEW"].dates[at], True) for at in range(0, 40, 10)]}
+    evaluation = portfolio.evaluate(orders, prices, 10, Costs(C, S), resamples=50)
+    page = Page("returns", emulated=True, horizons=(10,), calls={MODEL: []}, returns={10: evaluation})
+    html = write_page(tmp_path / "backtest.html", page).read_text(encoding="utf-8")
+    table = html.split('<table id="returns">')[1].split("</table>")[0]
+    assert f"Max drawdown [95 %; covered {portfolio.DRAWDOWN_COVERAGE}]" in table
+    measured = (EXAMPLES.parent / "docs" / "backtest.md").read_text(encoding="utf-8").split("| maximum drawdown | ")[1]
+    figures = [float(cell.strip().removesuffix(" %")) for cell in measured.split("|")[:2]]  # the two settings
+    assert f"{min(figures):.0f}-{max(figures):.0f} %" == portfolio.DRAWDOWN_COVERAGE  # the label is the measurement
+    assert "√(G/(G−1)), G the blocks" in html
+    assert f"in {portfolio.DRAWDOWN_COVERAGE} of simulated markets" in html
 
 
 def test_the_cli_defaults_are_the_portfolios_and_bad_costs_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
