@@ -451,35 +451,26 @@ def test_the_example_runs_after_the_examples_extra_alone_and_a_missing_extra_nam
         assert "No module named" not in line
 
 
-def test_a_key_with_the_base_url_at_an_emulator_is_labelled_emulated(tmp_path: Path) -> None:
-    """The example run as a user runs it with a key and DASHSCOPE_BASE_URL at an emulator (``python -m qwen3.testing``
-    prints that pair): the agents call that URL, and every label says EMULATED. Before, the banner said
-    "DashScope (real service)", each turn's header "live", and the run's end nothing."""
+def test_a_key_with_the_base_url_at_an_emulator_is_labelled_emulated(
+    ws: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The example with a key and DASHSCOPE_BASE_URL at an emulator (``python -m qwen3.testing`` prints that pair),
+    the environment a user's shell would hold: the agents call that URL, and every label says EMULATED. Before, the
+    banner said "DashScope (real service)", each turn's header "live", and the run's end nothing. In this process:
+    the example reads its environment when ``main`` runs (the runs as a process are the tests above)."""
     answers = iter(["The chart shows GOOG falling.", "Trend: down."] * 4)
     with DashScopeEmulator(api_key="sk-user", default_reply=lambda request: Reply(text=next(answers))) as emu:
-        env = {
-            **{
-                k: v
-                for k, v in os.environ.items()
-                if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "WORKFLOW_ANALYST"
-            },
-            "DASHSCOPE_API_KEY": "sk-user",
-            "DASHSCOPE_BASE_URL": emu.base_url,
-        }
+        for name in [k for k in os.environ if k.endswith(("_API_KEY", "_BASE_URL")) or k == "WORKFLOW_ANALYST"]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-user")
+        monkeypatch.setenv("DASHSCOPE_BASE_URL", emu.base_url)
+        monkeypatch.chdir(tmp_path)
         argv = ["--config", "", "--workflow", "sequential", "--days", "30", "--out", str(tmp_path / "c.png")]
-        done = subprocess.run(
-            [sys.executable, str(EXAMPLE), *argv],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-            env=env,
-            check=False,
-        )
+        code = ws.main(argv)
         models = sorted({request.model for request in emu.requests})
         url = emu.base_url
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    assert code == 0
+    out = capsys.readouterr().out
     assert models == ["qwen-plus", "qwen3-vl-plus"]  # the user's URL was called, not an emulator the example started
     assert "real service" not in out
     assert ", live)" not in out
