@@ -1,6 +1,7 @@
-"""Reliability: the retry policy (``clients.core.errors``, its loop ``clients.core.client.call_with_retries``), then the client over real HTTP against the emulator's
-injected faults: throttling, 5xx bursts, refused and dropped connections, broken, stalled, malformed and cut
-streams, timeouts, and a consumer that stops reading. Delays are tiny, so the file runs in a few seconds."""
+"""Reliability: the retry policy (``clients.core.errors``, its loop ``clients.core.client.call_with_retries``), then
+the client over real HTTP against the emulator's injected faults: throttling, 5xx bursts, refused and dropped
+connections, broken, stalled, malformed and cut streams, timeouts, and a consumer that stops reading. Delays are
+tiny, so the file runs in a few seconds."""
 
 from __future__ import annotations
 
