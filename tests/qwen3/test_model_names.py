@@ -237,7 +237,12 @@ def test_the_served_emulator_takes_extra_model_names(capsys: pytest.CaptureFixtu
             answers[model] = httpx.post(url, json=body, headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
     finally:
         process.send_signal(signal.SIGINT)
-        process.communicate(timeout=15)
+        try:
+            process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:  # never outlives the test
+            process.kill()
+            process.communicate()
+            raise
     assert {model: answer.status_code for model, answer in answers.items()} == {
         "my-ft": 200,
         "my-eyes-2": 200,

@@ -56,8 +56,15 @@ def _start_and_read(
 
 
 def _stop(process: subprocess.Popen[str]) -> str:
+    """Ctrl-C the served emulator and return what it printed; one that does not stop within 15 s is killed (it
+    never outlives the test) and the test fails."""
     process.send_signal(signal.SIGINT)  # Ctrl-C
-    out, err = process.communicate(timeout=15)
+    try:
+        out, err = process.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
     assert process.returncode == 0, err
     return out
 
