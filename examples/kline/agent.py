@@ -14,8 +14,8 @@ from agent_framework import Content, FunctionTool, Message, tool
 from pydantic import BaseModel, Field, ValidationError
 
 from clients import image_content
-from kline.chart import A_SHARE_CODE
 from kline.indicators import compute_indicators
+from kline.markets import A_SHARE_CODE
 from kline.patterns import PatternName, WyckoffEventName, WyckoffPhase, emulated_patterns, emulated_wyckoff
 from kline.store import Ticker
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall

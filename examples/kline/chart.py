@@ -17,7 +17,6 @@ import functools
 import hashlib
 import math
 import os
-import re
 import struct
 import time
 import zlib
@@ -42,15 +41,13 @@ from kline import anonymise
 from kline.data import header_layout, load_csv, weekly
 from kline.indicators import MA_WINDOWS, compute_indicators, moving_average
 from kline.layouts import DataError
+from kline.markets import A_SHARE_CODE
 from kline.patterns import wyckoff_marks
 from kline.provenance import GENERATED
 from kline.provenance import of as provenance_of
 
 DEFAULT_DAYS = 120
 CN_LAYOUTS = frozenset({"akshare-cn", "tushare", "czsc"})  # Chinese A-share sources: red up, green down
-A_SHARE_CODE = re.compile(
-    r"(?<![0-9])[0-9]{6}\.(?:SZ|SH|BJ)(?![A-Za-z])|(?<![A-Za-z])(?:sh|sz|bj)[0-9]{6}(?![0-9])", re.I | re.ASCII
-)
 MA_COLORS = ("#f0a30a", "#1f77b4", "#9b59b6")
 FIGSIZE = (12.0, 7.0)
 DPI = 100

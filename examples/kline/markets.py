@@ -41,6 +41,14 @@ A_SHARE = re.compile(
 )
 """``600519.SH`` or ``sh600519`` (any case; ASCII only: no Unicode digit, no ``ſ`` for ``s``)."""
 BARE = re.compile(r"^[0-9]{6}$", re.ASCII)
+_SUFFIXES = "|".join(BY_SUFFIX)
+A_SHARE_CODE = re.compile(
+    rf"(?<![0-9])([0-9]{{6}})\.({_SUFFIXES})(?![A-Za-z])|(?<![A-Za-z])({_SUFFIXES})([0-9]{{6}})(?![0-9])",
+    re.ASCII | re.IGNORECASE,
+)
+"""An A-share code inside a symbol (``600519.SH`` in ``*ST 600519.SH``, ``sh600519`` in a file name), as `A_SHARE`
+reads a whole one: groups (code, suffix) or (suffix, code). The chart's colours, the question's Wyckoff line and the
+portfolio's trading rules read it."""
 
 SESSIONS: dict[str, tuple[str, datetime.time]] = {
     "": ("America/New_York", datetime.time(16, 0)),  # no suffix: a US listing (NYSE, Nasdaq)

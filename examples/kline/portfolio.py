@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from kline import stats
-from kline.markets import BY_SUFFIX
+from kline.markets import A_SHARE_CODE
 from kline.stats import Interval
 
 # --------------------------------------------------------------------------------------------------------------
@@ -67,13 +66,6 @@ class Costs:
                 raise ValueError(f"{name} must be a fraction of the trade's value from 0 to 0.1, not {value!r}")
 
 
-_SUFFIXES = "|".join(BY_SUFFIX)
-CODE = re.compile(
-    rf"(?<![0-9])([0-9]{{6}})\.({_SUFFIXES})(?![A-Za-z])|(?<![A-Za-z])({_SUFFIXES})([0-9]{{6}})(?![0-9])",
-    re.ASCII | re.IGNORECASE,
-)
-"""An A-share code inside a symbol (``600519.SH`` in ``*ST 600519.SH``): the exchanges of `kline.markets.BY_SUFFIX`,
-ASCII only (no fullwidth digit, no ``ſ`` for ``s``), as `kline.markets.A_SHARE` reads a whole one."""
 CHINEXT_20 = "2020-08-24"
 """ChiNext's daily limit went from 10 % to 20 % on this date (the registration-system reform; SZSE's ChiNext
 trading rules, 2020 revision). STAR (688, since 2019-07-22) has had 20 % from its first day, BSE 30 %."""
@@ -116,7 +108,7 @@ def market_of(symbol: str) -> Market:
     """The rules for ``symbol`` (``600519.SH``, ``sz300750``; other symbols: none). ``ST`` in the symbol (``*ST``,
     ``ST康美``) sets the main board's ±5 % risk-warning limit: the CSVs carry no ST status, so that is the only way a
     run knows of it."""
-    match = CODE.search(symbol)
+    match = A_SHARE_CODE.search(symbol)
     if match is None:
         return Market()
     code = match.group(1) or match.group(4)

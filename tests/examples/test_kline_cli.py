@@ -3,6 +3,7 @@ configuration errors that exit 2, a visible thinking indicator, and a summary th
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -133,6 +134,36 @@ def test_help_answers_before_the_heavy_imports(example: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "usage:" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _module_imports(module: str) -> set[str]:
+    """The modules ``examples/kline``'s ``module`` imports when it is imported (its top-level import statements,
+    followed through the kline package's own source; imports inside functions are lazy and not followed)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = ROOT / "examples" / (name.replace(".", "/") + ".py")
+        if not path.is_file():
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                todo += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return seen
+
+
+def test_the_emulators_reply_module_loads_no_plotting_library() -> None:
+    """``python -m qwen3.testing --reply kline.agent:emulated_reply`` (a served emulator for the watchlist) imports
+    kline.agent: it reaches no matplotlib, whose import cost the served emulator about a second of CPU at start (the
+    A-share code pattern it needs lives in kline.markets, not in kline.chart)."""
+    imported = _module_imports("kline.agent")
+    assert not {name.split(".")[0] for name in imported} & {"matplotlib", "mplfinance", "PIL"}
+    assert {"kline.markets", "kline.indicators"} <= imported  # the walk follows the package
 
 
 @pytest.mark.parametrize(
