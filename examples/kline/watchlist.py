@@ -47,7 +47,8 @@ def emulated_banner(base_url: str | None, own: bool) -> str:
         return EMULATED_BANNER
     return (
         f"EMULATED RUN - DASHSCOPE_BASE_URL {base_url} is this machine (loopback), not DashScope: whatever answers "
-        "there (an emulator) is NOT a model's reading of the charts. Unset DASHSCOPE_BASE_URL for the real service."
+        "there (an emulator) is NOT a model's reading of the charts. Unset DASHSCOPE_BASE_URL for the real service; "
+        "a served `python -m qwen3.testing` gives verdicts only when started with --reply kline.agent:emulated_reply."
     )
 
 
@@ -273,7 +274,8 @@ def print_summary(run: Run, jsonl: Path | None, report: Path | None) -> None:
     """The terminal's summary; ``jsonl`` and ``report`` ``None`` when the run analysed nothing (none written)."""
     t = run.totals
     print("-" * 100)
-    print("Summary" + (" (EMULATED - an emulator answered, no model called)" if run.emulated else ""))
+    said = " (EMULATED - an emulator answered, no model called)" if report is not None else " (EMULATED setup)"
+    print("Summary" + (said if run.emulated else ""))
     print(
         f"  tickers:   {t.tickers} ({t.done} analysed now, {t.resumed} resumed from results.sqlite, "
         f"{t.failed} failed, {t.skipped} skipped; {t.failed_before} failed before and asked again)"

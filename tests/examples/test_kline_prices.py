@@ -186,6 +186,7 @@ def test_the_watchlist_skips_each_bad_ticker_says_why_on_stderr_and_exits_2_when
     out, err = capsys.readouterr()
     assert code == 2  # a nightly job sees that nothing was analysed
     assert "the verdicts came from" not in out  # there is none (before: "EMULATED: the verdicts came from ...")
+    assert "an emulator answered" not in out  # nothing was asked (before: "Summary (EMULATED - an emulator answered")
     assert "report:    none written (nothing analysed" in out
     for name in names:
         assert any(line.startswith(f"skipped: {name}.csv: ") and BAD[name] in line for line in err.splitlines())

@@ -798,6 +798,7 @@ def test_a_key_with_a_loopback_base_url_is_labelled_emulated(
         asyncio.run(wl.run(wl.parse_args(["--data", str(data), "--out", str(out), *FAST]), pool=pool))
     printed = capsys.readouterr().out
     assert printed.splitlines()[0].startswith("EMULATED RUN - DASHSCOPE_BASE_URL http://localhost:")
+    assert "started with --reply kline.agent:emulated_reply" in printed.splitlines()[0]  # how to serve verdicts
     assert "on DashScope" not in printed
     assert "no API key" not in printed  # there was one: the summary said so before
     assert "Summary (EMULATED - an emulator answered" in printed
