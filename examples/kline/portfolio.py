@@ -514,12 +514,8 @@ def row_of(
         nan = math.nan
         return Row(source, horizon, nan, stats.NO_INTERVAL, nan, stats.NO_INTERVAL, nan, stats.NO_INTERVAL, nan,
                    stats.NO_INTERVAL, nan, book.positions, book.not_filled, book.delayed, 0, nan)  # fmt: skip
-    points = {
-        "total_return": float(total_return(r)),
-        "excess_return": float(total_return(r) - total_return(benchmark)),
-        "sharpe": float(sharpe(r, per_year)),
-        "max_drawdown": float(max_drawdown(r)),
-    }
+    whole = np.arange(len(r))[None, :]  # the sample itself, as one "resample" read in order
+    points = {name: float(value[0]) for name, value in resampled(book, benchmark, per_year, whole).items()}
     values = resampled(book, benchmark, per_year, draws)
     ci = {name: stats.cluster_interval(points[name], values[name], clusters, INTERVALS[name]) for name in points}
     return Row(

@@ -194,22 +194,29 @@ def cluster_interval(
     freedom), or the values do not vary (sd at most `NO_SPREAD`): every cluster gave the same value (a share of 100 %
     on each of 3 dates), so the spread between clusters, all the interval measures, is unseen, not zero, and a
     zero-width interval would read as certainty."""
-    finite = values[np.isfinite(values)]
-    if clusters < 2 or math.isnan(point) or len(values) == 0 or len(finite) < max(len(values) / 2, 2):
+    se = cluster_se(point, values, clusters)
+    if math.isnan(se):
         return NO_INTERVAL
-    if float(np.std(finite)) <= NO_SPREAD:
-        return NO_INTERVAL
-    half = t_quantile(0.975, clusters - 1) * math.sqrt(clusters / (clusters - 1)) * float(np.std(finite))
+    half = t_quantile(0.975, clusters - 1) * se
     return max(bounds[0], point - half), min(bounds[1], point + half)
 
 
 def cluster_pvalue(point: float, values: np.ndarray, clusters: int) -> float:
     """The two-sided p-value of ``point`` against 0 with the standard error of `cluster_interval`: t = point /
     (sqrt(G / (G-1)) · sd(``values``)) on G - 1 degrees of freedom (NaN where that interval is, or without spread)."""
+    se = cluster_se(point, values, clusters)
+    return math.nan if math.isnan(se) else t_pvalue(point / se, clusters - 1)
+
+
+def cluster_se(point: float, values: np.ndarray, clusters: int) -> float:
+    """sqrt(G / (G-1)) · sd(``values``), G = ``clusters``: the standard error `cluster_interval` and `cluster_pvalue`
+    read from the bootstrap's resampled ``values`` (the defined ones). NaN when ``point`` is NaN, fewer than half the
+    values are defined (or fewer than 2), G < 2, or the values do not vary (sd at most `NO_SPREAD`)."""
     finite = values[np.isfinite(values)]
-    if clusters < 2 or math.isnan(point) or len(finite) < max(len(values) / 2, 2) or np.std(finite) <= NO_SPREAD:
+    if clusters < 2 or math.isnan(point) or len(finite) < max(len(values) / 2, 2):
         return math.nan
-    return t_pvalue(point / (float(np.std(finite)) * math.sqrt(clusters / (clusters - 1))), clusters - 1)
+    sd = float(np.std(finite))
+    return math.nan if sd <= NO_SPREAD else sd * math.sqrt(clusters / (clusters - 1))
 
 
 def effective_n(n: int, share: float, interval: Interval) -> float:
