@@ -7,18 +7,19 @@ import functools
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
 from agent_framework import Content, FunctionTool, Message, tool
 from pydantic import BaseModel, Field, ValidationError
 
 from clients import image_content
-from kline.indicators import compute_indicators
 from kline.markets import A_SHARE_CODE
 from kline.patterns import PatternName, WyckoffEventName, WyckoffPhase, emulated_patterns, emulated_wyckoff
 from kline.store import Ticker
 from qwen3.testing import DashScopeEmulator, RecordedRequest, Reply, ToolCall
+
+if TYPE_CHECKING:  # the emulator's reply (`emulated_reply`) reads JSON: a served emulator loads no pandas
+    import pandas as pd
 
 INSTRUCTIONS = (
     "You are a careful technical analyst. You read candlestick charts and ground every statement in the chart "
@@ -35,6 +36,8 @@ def make_indicator_tool(data: pd.DataFrame, symbol: str = "", calls: list[str] |
 
     ``calls`` (optional) receives one entry per invocation, so a caller can report what the model asked for.
     """
+
+    from kline.indicators import compute_indicators
 
     return indicator_tool(lambda: compute_indicators(data, symbol), calls)
 

@@ -18,10 +18,11 @@ shooting star likewise): the ground truth keeps a detection of those four only a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # imported where TA-Lib's detections are made: the emulator's rules (below) read JSON numbers
+    import numpy as np
+    import pandas as pd
 
 PatternName = Literal[
     "doji",
@@ -150,6 +151,8 @@ def talib_available() -> bool:
 def prior_trend(close: np.ndarray) -> np.ndarray:
     """Per session t, the sign of close[t-1] / close[t-1-PRIOR_TREND] - 1 (`PRIOR_TREND`): -1 after a fall, +1 after
     a rise, 0 when unchanged or without that much history."""
+    import numpy as np
+
     out = np.zeros(len(close))
     lag = PRIOR_TREND + 1
     if len(close) > lag:
@@ -161,6 +164,7 @@ def detected(data: pd.DataFrame, sessions: int = RECENT) -> set[tuple[str, str]]
     """TA-Lib's detections on the last ``sessions`` sessions of ``data`` (its whole history feeds the averages TA-Lib
     measures candles against), the hammer family only after the prior trend it needs (`NEEDS_TREND`):
     ``{(pattern, "YYYY-MM-DD")}``. Raises ``ImportError`` without TA-Lib."""
+    import numpy as np
     import talib
 
     prices = [np.ascontiguousarray(data[c].to_numpy(dtype="float64")) for c in ("Open", "High", "Low", "Close")]
