@@ -14,7 +14,7 @@ So every worker, as it starts (`RenderPool`'s initializer):
 Workers are never recycled (no ``max_tasks_per_child``): with it, ``ProcessPoolExecutor`` stops replacing the
 workers that retire and the run idles for ever once ``max_tasks_per_child × workers`` tasks have been taken (CPython
 issue 115634, https://github.com/python/cpython/issues/115634, in every release from 3.11 to 3.15.0b3). A worker's
-memory is bounded by what it draws instead: one figure per chart size, reused, and bounded caches (`kline.chart`);
+memory is bounded by what it draws instead: one figure per chart size, reused, and bounded caches (`kline.canvas`);
 ``benchmarks/backtest.py`` measures a worker's peak memory past that limit.
 """
 
@@ -39,7 +39,7 @@ class RenderPool(ProcessPoolExecutor):
     that has imported ``preload`` once, the entry script included (so each worker starts in milliseconds, imports
     nothing of its own and never inherits this process's threads), spawned where there is no fork server."""
 
-    def __init__(self, workers: int | None = None, *, preload: tuple[str, ...] = ("__main__", "kline.chart")) -> None:
+    def __init__(self, workers: int | None = None, *, preload: tuple[str, ...] = ("__main__", "kline.canvas")) -> None:
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
         if "forkserver" in methods:

@@ -22,7 +22,7 @@ from tests.conftest import EXAMPLES, example_module
 
 sys.path.insert(0, str(EXAMPLES))
 
-from kline import anonymise, chart
+from kline import anonymise, canvas, chart
 from kline import backtest as kline_backtest
 from kline.agent import emulated_reply
 from kline.data import generated_series, load_goog_sample, write_csv
@@ -40,23 +40,22 @@ def _leaks(text: str) -> list[str]:
 
 @pytest.fixture
 def drawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every string the chart draws: the tick labels and title (Pillow, in `chart._glyphs` / `_label_glyphs`) and
+    """Every string the chart draws: the tick labels and title (Pillow, in `canvas._glyphs` / `_label_glyphs`) and
     matplotlib's texts (the panel labels, the legend)."""
     texts: list[str] = []
     for name in ("_glyphs", "_label_glyphs"):  # the title's and the tick labels' (kept per process)
-        original = getattr(chart, name)
+        original = getattr(canvas, name)
 
         def recording(text: str, *args: Any, _draw: Any = original) -> Any:
             texts.append(text)
             return _draw(text, *args)
 
-        monkeypatch.setattr(chart, name, recording)
+        monkeypatch.setattr(canvas, name, recording)
     return texts
 
 
 def _figure_texts() -> list[str]:
-    canvas = chart._canvas((6.0, 4.0), 50)
-    return [t.get_text() for t in canvas.figure.findobj(Text)]
+    return [t.get_text() for t in canvas.canvas_for((6.0, 4.0), 50).figure.findobj(Text)]
 
 
 def test_an_anonymised_chart_draws_no_symbol_and_no_date(drawn: list[str], tmp_path: Path) -> None:

@@ -167,6 +167,17 @@ def test_the_emulators_reply_module_loads_no_plotting_or_data_library() -> None:
     assert {"kline.markets", "kline.patterns", "kline.store"} <= imported  # the walk follows the package
 
 
+def test_a_runs_own_process_loads_no_plotting_library() -> None:
+    """A watchlist's or a backtest's own process sends its charts to the rendering pool and reads a CSV's colours
+    from its header: what it imports reaches no matplotlib or Pillow (0.4 s of CPU: `kline.canvas` draws, imported
+    by the pool's fork server, and by `kline.chart.draw_chart` where a chart is drawn in the process itself)."""
+    for module in ("kline.watchlist", "kline.realtime", "kline.batch", "kline.backtest", "kline.analysis"):
+        imported = _module_imports(module)
+        assert not {name.split(".")[0] for name in imported} & {"matplotlib", "mplfinance", "PIL"}, module
+        assert "kline.chart" in imported  # the walk follows the package
+    assert {"matplotlib", "PIL"} <= {name.split(".")[0] for name in _module_imports("kline.canvas")}
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
