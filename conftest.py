@@ -7,7 +7,8 @@ compiled (tests/test_docs.py).
 
 The collector runs rarely here: a pytest process holds millions of long-lived objects (every test module's items, the
 SDKs it imported), and CPython's default thresholds (700, 10, 10) walk them all again and again, about a tenth of the
-suite's CPU. Tests that need a collection at a given point call ``gc.collect()`` themselves."""
+suite's CPU. Tests that need a collection at a given point call ``gc.collect()`` themselves; at the end of the
+session every object is frozen (``pytest_unconfigure``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ _PNG = base64.b64decode(
 )
 
 gc.set_threshold(10_000, 50, 100)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Nothing is left to collect once the session is over: the collection Python runs as it exits would only walk
+    every object of the process once more (seconds, at the end of each worker, before the run can end)."""
+    gc.freeze()
 
 
 def _imports(code: str) -> set[str]:
