@@ -42,7 +42,7 @@ def mutmut_config(module: str, tests: list[str], timeout_multiplier: float = 3.0
         'source_paths = ["qwen3", "clients"]\n'
         f"only_mutate = {toml_list([module])}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
-        # one process per test run (the repository's addopts ask xdist for two): mutmut forks its own children
+        # one process per test run (the repository's addopts ask xdist for three): mutmut forks its own children
         'pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider", "-n", "0"]\n'
         # a mutant that hangs is killed after (its tests' clean time + 1 s) x 2 x this many CPU seconds
         f"timeout_multiplier = {timeout_multiplier}\n"
