@@ -39,8 +39,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+NO_DEVUI = (
+    "error: devui_kline.py needs MAF's DevUI (agent-framework-devui), in the 'integrations' extra: "
+    'pip install "agent-framework-qwen3[examples,integrations]"'
+)
+
 if __name__ == "__main__":
     CLI_ARGS = parse_args()  # --help answers before the heavy imports below
+    try:  # and a missing extra too
+        import agent_framework_devui  # noqa: F401
+    except ModuleNotFoundError:
+        print(NO_DEVUI, file=sys.stderr)
+        sys.exit(2)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the kline package beside this file
 
@@ -99,11 +109,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         from agent_framework_devui import serve
     except ModuleNotFoundError:
-        print(
-            "error: devui_kline.py needs MAF's DevUI (agent-framework-devui), in the 'integrations' extra: "
-            'pip install "agent-framework-qwen3[examples,integrations]"',
-            file=sys.stderr,
-        )
+        print(NO_DEVUI, file=sys.stderr)
         return 2
 
     data, symbol = load_csv(args.csv) if args.csv else load_goog_sample()
