@@ -7,6 +7,7 @@ import gzip
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Generator, Iterator
@@ -257,11 +258,17 @@ def pytest_collect_file(
 ) -> Generator[None, list[pytest.Collector], list[pytest.Collector]]:
     """The documentation whose Python blocks run is README.md and docs/*.md (``--markdown-docs``); the plugin would
     also import every test module and walk its docstrings for fenced blocks (there are none), a second or more of
-    collection in each worker."""
+    collection in each worker, and parse every page, a third of them (by size) without a Python block."""
     collectors: list[pytest.Collector] = yield
+    if file_path.suffix == ".md":
+        return collectors if PYTHON_FENCE.search(file_path.read_text(encoding="utf-8")) else []
     if file_path.suffix != ".py":
         return collectors
     return [c for c in collectors if type(c).__name__ != "MarkdownDocstringCodeModule"]
+
+
+PYTHON_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})\s*(?:py|python|python3)\b", re.MULTILINE)
+"""The opening of a fenced block pytest-markdown-docs runs (its languages ``py``, ``python``, ``python3``)."""
 
 
 SESSION_MARK = "AGENT_FRAMEWORK_QWEN3_TEST_SESSION"
