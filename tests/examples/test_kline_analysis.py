@@ -19,7 +19,9 @@ from kline.agent import TOOL_NAME, emulated_analysis, make_indicator_tool, tool_
 from kline.analysis import RunReport, cache_line
 from kline.chart import (
     MAX_PNG_BYTES,
+    THUMB_WIDTH,
     Marker,
+    annotate_ticker,
     annotations,
     default_title,
     draw_chart,
@@ -555,6 +557,25 @@ def test_markers_and_labels_drawn_on_one_chart_leave_nothing_on_the_next() -> No
     draw_chart(window, markers=crowd, **size)
     draw_chart(short, **size)
     assert (draw_chart(window, markers=crowd[:1], **size) == first).all()
+
+
+def test_the_thumbnail_is_the_annotated_charts_pixels_scaled(tmp_path: Path) -> None:
+    """The report's thumbnail is the annotated PNG as written, its RGB pixels scaled to `THUMB_WIDTH` (bilinear) and
+    written as JPEG (quality 70, optimised): recomputed here from the PNG file, not from the drawn array."""
+    from PIL import Image
+
+    csv = tmp_path / "AAPL.csv"
+    generated_series(8, 60).rename_axis("Date").to_csv(csv)
+    verdict = {"trend": "up", "risk": "low", "confidence": 0.6, "support": [10.0], "signals": []}
+    out = tmp_path / "AAPL.png"
+    thumb = Path(annotate_ticker(str(csv), str(out), verdict, days=40, figsize=(6, 4), dpi=50, emulated=True))
+    with Image.open(out) as png:
+        image = png.convert("RGB")
+    image.thumbnail((THUMB_WIDTH, THUMB_WIDTH), Image.Resampling.BILINEAR)
+    again = tmp_path / "again.jpg"
+    image.save(again, "JPEG", quality=70, optimize=True)
+    assert thumb == out.with_suffix(".thumb.jpg")
+    assert thumb.read_bytes() == again.read_bytes()
 
 
 def test_a_csv_is_read_again_when_its_bytes_change(tmp_path: Path) -> None:
