@@ -45,7 +45,6 @@ from agent_framework.exceptions import (
     ChatClientInvalidRequestException,
     ChatClientInvalidResponseException,
 )
-from dashscope.utils.oss_utils import OssUtils
 
 from clients.core.errors import Failure, to_chat_client_exception
 from clients.core.media import FRAMES_KEY, MediaError, local_file, read_media_file, sniff_media_type
@@ -182,6 +181,8 @@ def _sdk_upload(
 ) -> tuple[str, dict[str, Any]]:
     """One file through the SDK's uploader (blocking): its ``oss://`` URL and the policy, reusable for more files.
     The policy is asked of the service's base URL with its key and workspace (the SDK's ``workspace=`` header)."""
+    from dashscope.utils.oss_utils import OssUtils  # the SDK where it uploads, as `DashScopeService.sdk_client` does
+
     url, used = OssUtils.upload(
         model=model,
         file_path=str(path),

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -220,3 +221,12 @@ def test_dashscope_only_on_a_chosen_port_with_a_selfhosted_flavour_beside() -> N
         _check_kline_verdict(variables)
     finally:
         _stop(process)
+
+
+def test_the_emulators_load_no_dashscope_sdk(fresh_imports: dict[str, Any]) -> None:
+    """``python -m qwen3.testing`` answers from its own code: importing qwen3 and qwen3.testing loads no dashscope
+    SDK (nor the aiohttp and requests it brings), 0.4 s of a served emulator's start-up CPU. The clients import it
+    where they make its HTTP client (`qwen3.service.DashScopeService.sdk_client`) or upload through it."""
+    for step in ("qwen3", "qwen3.testing"):
+        loaded = {name.split(".")[0] for name in fresh_imports["modules"][step]}
+        assert not loaded & {"dashscope", "aiohttp", "requests"}, step
